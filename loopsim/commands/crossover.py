@@ -1,0 +1,60 @@
+"""``loopsim crossover``: the smallest value of one dimension at which the kernel is compute-bound,
+using the simulated Q at each candidate (``--compulsory``: the textbook Q instead)."""
+
+from __future__ import annotations
+
+from .. import hardware, spec
+from ..entitle import Entitlement, crossover
+from ..errors import SpecError
+from ..report import analyze, kernel_dtype
+from ._common import add_kernel_options, dump_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("crossover", help="smallest value of a dimension at which the kernel is compute-bound",
+                       description=__doc__)
+    add_kernel_options(p)
+    p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
+    p.add_argument("--compulsory", action="store_true",
+                   help="use the compulsory Q (each input read once) instead of the simulated Q")
+    p.add_argument("--dtype", default=None, help="dtype whose roof applies (default: the kernel's)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    hw = hardware.load(args.hardware)
+    sf = spec.read(args.spec)
+    sets = spec.parse_sets(args.sets)
+    if args.dim not in sf.params:
+        raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
+                        f"it has: {', '.join(sf.params)}")
+    def kernel_at(v: int):
+        return spec.kernel_from(sf, spec.bind_params(sf, {**sets, args.dim: v}))
+
+    dtype = args.dtype or kernel_dtype(kernel_at(1))
+    P = hw.P(dtype)
+
+    def wq(v: int) -> tuple[int, int]:
+        rep = analyze(kernel_at(v), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes, dtype=dtype)
+        return rep.counts.flops, (rep.counts.compulsory_bytes if args.compulsory else rep.counts.hbm_bytes)
+
+    value, seen = crossover(wq, P, hw.bw)
+    rows = []
+    for v, w, q in sorted(set(seen)):
+        e = Entitlement(w, q, P, hw.bw)
+        rows.append({"value": v, "W": w, "Q": q, "I": e.I, "T_compute": e.t_compute,
+                     "T_memory": e.t_memory, "bound": e.bound})
+    q_kind = "compulsory Q" if args.compulsory else f"simulated Q ({args.policy})"
+    if args.json:
+        dump_json({"kernel": sf.path, "hardware": hw.name, "dim": args.dim, "value": value,
+                   "dtype": dtype, "P": P, "BW": hw.bw, "ridge": P / hw.bw, "q": q_kind,
+                   "evaluated": rows})
+        return 0
+    print(f"crossover of {args.dim} for {sf.path} on {hw.name} ({dtype}, {q_kind})")
+    print(f"  compute-bound when W/P >= Q/BW, i.e. I = W/Q >= ridge P/BW = {P / hw.bw:.4g} FLOPs/byte")
+    print(f"  {args.dim:>10} {'W':>18} {'Q':>16} {'I':>10} {'W/P (s)':>12} {'Q/BW (s)':>12}  bound")
+    for r in rows:
+        print(f"  {r['value']:>10} {r['W']:>18,} {r['Q']:>16,} {r['I']:>10.4g} "
+              f"{r['T_compute']:>12.4e} {r['T_memory']:>12.4e}  {r['bound']}")
+    print(f"  => smallest compute-bound {args.dim} = {value}")
+    return 0

@@ -1,0 +1,67 @@
+"""``loopsim entitle``: W, Q per tensor, r, I, roofs, T_best/T_worst and residency of a spec, or the
+same model for hand counts (``--flops W --bytes Q``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import hardware, spec
+from ..entitle import Entitlement
+from ..errors import InputError
+from ..report import analyze, format_text, fmt_time
+from ._common import add_kernel_options, dump_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("entitle", help="entitle a kernel spec (or hand counts) against a hardware sheet",
+                       description=__doc__)
+    add_kernel_options(p)
+    p.set_defaults(spec=None)
+    p._actions[[a.dest for a in p._actions].index("spec")].nargs = "?"
+    p.add_argument("--flops", type=_count, metavar="W", help="hand count of FLOPs (no SPEC)")
+    p.add_argument("--bytes", type=_count, metavar="Q", help="hand count of bytes across HBM (no SPEC)")
+    p.add_argument("--dtype", default=None, help="dtype whose Tensor Engine roof applies (default: the kernel's, bf16 for hand counts)")
+    p.set_defaults(func=run)
+
+
+def _count(text: str) -> int:
+    """An integer count; scientific notation allowed when it is exactly an integer (1e12)."""
+    try:
+        v = float(text) if any(c in text for c in ".eE") else int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        v = int(v)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return v
+
+
+def run(args) -> int:
+    hw = hardware.load(args.hardware)
+    if args.spec is None:
+        if args.flops is None or args.bytes is None:
+            raise InputError("entitle needs a SPEC, or both --flops and --bytes")
+        dt = args.dtype or "bf16"
+        e = Entitlement(args.flops, args.bytes, hw.P(dt), hw.bw)
+        d = {"hardware": hw.name, "scope": hw.scope, "dtype": dt, **e.as_dict()}
+        if args.json:
+            dump_json(d)
+        else:
+            print(f"hand count on {hw.name} ({hw.scope}), {dt}")
+            print(f"  W = {e.W:,} FLOPs, Q = {e.Q:,} bytes, I = {e.I:.4g} FLOPs/byte, "
+                  f"ridge = {e.ridge:.4g}")
+            print(f"  W/P = {fmt_time(e.t_compute)}, Q/BW = {fmt_time(e.t_memory)}")
+            print(f"  T_best = {fmt_time(e.T_best)} ({e.bound}-bound), T_worst = {fmt_time(e.T_worst)}")
+        return 0
+    if args.flops is not None or args.bytes is not None:
+        raise InputError("give either a SPEC or --flops/--bytes, not both")
+    kernel = spec.load_kernel(args.spec, spec.parse_sets(args.sets))
+    rep = analyze(kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes, dtype=args.dtype)
+    if args.json:
+        dump_json(rep.as_dict())
+    else:
+        print(format_text(rep))
+    return 0

@@ -1,0 +1,208 @@
+"""Trace + policy + SBUF capacity -> per-tensor HBM traffic, W and residency.
+
+``as-written``: every executed load and store crosses the link, and a partial sum re-accumulated
+after its tile was stored is read back; reuse is only what the nest states. ``lru`` and ``opt``
+replay every tile request (loads, operand uses, stores) through a fully associative SBUF of the
+given capacity: they answer what this loop order could reach with this much SBUF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CapacityError, SpecError
+from .ir import ACC, LOAD, STORE, Kernel, Load, Loop, Matmul, Node, Store
+from .tiles import full_tile, matmul_roles, matmul_tile, partition_cost
+
+POLICIES = ("as-written", "lru", "opt")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCounts:
+    """HBM traffic of one tensor, bytes."""
+
+    name: str
+    bytes: int
+    read_bytes: int
+    write_bytes: int
+    output: bool
+
+    @property
+    def r(self) -> float:
+        """Times each byte is read across the link (read bytes / tensor bytes)."""
+        return self.read_bytes / self.bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Residency:
+    """SBUF occupancy against capacity. Costs are bytes per partition on partitioned machines
+    (``partitions`` > 0) and bytes on flat ones; ``*_bytes`` properties give whole-SBUF bytes."""
+
+    peak_cost: int
+    capacity_cost: int
+    needed_cost: int
+    partitions: int | None
+    what: str  # "live buffers as written" or "simulated occupancy"
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_cost <= self.capacity_cost
+
+    def _bytes(self, cost: int) -> int:
+        return cost * (self.partitions or 1)
+
+    @property
+    def peak_bytes(self) -> int:
+        return self._bytes(self.peak_cost)
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self._bytes(self.capacity_cost)
+
+    @property
+    def mode(self) -> str:
+        return "per-partition" if self.partitions else "flat"
+
+    def verdict(self) -> str:
+        unit = " per partition" if self.partitions else ""
+        if self.fits:
+            return f"fits ({self.peak_cost:,} of {self.capacity_cost:,} bytes{unit})"
+        return f"does not fit: needs {self.peak_cost:,} bytes{unit}, has {self.capacity_cost:,}"
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What one kernel does and moves: W (FLOPs), per-tensor bytes across HBM, residency."""
+
+    kernel: str
+    policy: str
+    flops: int
+    instructions: int
+    tensors: tuple[TensorCounts, ...]
+    compulsory_bytes: int
+    residency: Residency
+
+    @property
+    def hbm_bytes(self) -> int:
+        """Q: every crossing of the link, reads and writes, bytes."""
+        return sum(t.read_bytes + t.write_bytes for t in self.tensors)
+
+    @property
+    def tensor_map(self) -> dict[str, TensorCounts]:
+        return {t.name: t for t in self.tensors}
+
+
+def shape_flops(kernel: Kernel) -> int:
+    """W from the shapes: 2*M*N*K for every matmul statement."""
+    tm = kernel.tensor_map
+    w = 0
+    for stmt, _ in kernel.statements():
+        if isinstance(stmt, Matmul):
+            r = matmul_roles(stmt, kernel)
+            a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
+            w += 2 * a.shape[r.k_stationary] * a.shape[r.m_stationary] * b.shape[r.n_moving]
+    return w
+
+
+def check_tiles(kernel: Kernel, partitions: int | None, pe_cols: int | None, moving_max: int | None,
+                sheet: str) -> None:
+    """Matmul tiles within the machine's limits (K_t <= partitions, M_t <= columns, N_t <= moving)."""
+    for stmt, loops in kernel.statements():
+        if not isinstance(stmt, Matmul):
+            continue
+        kt, mt, nt = matmul_tile(stmt, loops, kernel)
+        where = f"{kernel.source or kernel.name}: {stmt.where()}"
+        for val, lim, what in ((kt, partitions, "stationary/moving partition size K_t"),
+                               (mt, pe_cols, "stationary free size M_t"),
+                               (nt, moving_max, "moving free size N_t")):
+            if lim and val > lim:
+                raise SpecError(f"{where}: {what}={val} exceeds {sheet}'s limit of {lim} "
+                                f"in '{stmt}'")
+
+
+def live_peak(kernel: Kernel, partitions: int | None) -> int:
+    """Peak SBUF cost of the buffers the nest holds as written: a loaded (or staged) tile lives
+    until the end of the body of the loop at whose level its statement sits."""
+    tm = kernel.tensor_map
+
+    def cost(stmt, loops) -> int:
+        if isinstance(stmt, (Load, Store)):
+            t = tm[stmt.tile.tensor]
+            return partition_cost(full_tile(stmt.tile, loops, t), t, partitions)
+        return sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
+                   for a in getattr(stmt, "sbuf_outputs", lambda: ())())
+
+    def peak(body: tuple[Node, ...], loops, base: int) -> int:
+        cur = best = base
+        for node in body:
+            if isinstance(node, Loop):
+                best = max(best, peak(node.body, loops + (node,), cur))
+            else:
+                cur += cost(node, loops)
+                best = max(best, cur)
+        return best
+
+    return peak(kernel.body, (), 0)
+
+
+def working_set(kernel: Kernel, partitions: int | None) -> int:
+    """SBUF cost one compute instruction needs at once: the SBUF tiles it reads and writes."""
+    tm = kernel.tensor_map
+    need = 0
+    for stmt, loops in kernel.statements():
+        if isinstance(stmt, (Load, Store)):
+            continue  # DMA moves blocks; the largest block is checked against the trace
+        need = max(need, sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
+                             for a, k in stmt.accesses() if k != ACC))
+    return need
+
+
+def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
+          partitions: int | None = None, trace=None) -> Counts:
+    """Replay the kernel and count its HBM traffic.
+
+    ``capacity``: SBUF budget in cost units (bytes per partition when ``partitions`` is set, bytes
+    otherwise). ``trace``: a prebuilt :class:`loopsim.trace.Trace` (else built here).
+    """
+    from . import trace as trace_mod
+
+    if policy not in POLICIES:
+        raise SpecError(f"policy={policy!r} is not known; known: {', '.join(POLICIES)}")
+    unit = "bytes per partition" if partitions else "bytes"
+    tr = trace if trace is not None else trace_mod.build(kernel)
+    cost = tr.object_cost(partitions)
+    need = max(working_set(kernel, partitions), int(cost.max()))
+    if capacity < need:
+        raise CapacityError(
+            f"SBUF capacity {capacity:,} {unit} cannot hold one instruction's working tiles of "
+            f"{kernel.name}: needs {need:,} {unit}" +
+            (f" ({need * partitions:,} bytes over {partitions} partitions)" if partitions else ""))
+    w_shapes = shape_flops(kernel)
+    if tr.flops != w_shapes:
+        raise SpecError(
+            f"{kernel.source or kernel.name}: the nest's matmul instructions do {tr.flops:,} FLOPs "
+            f"but the shapes imply 2*M*N*K = {w_shapes:,}: the loops must cover every (m, n, k) "
+            "exactly once")
+    n_obj = tr.obj_bytes.size
+    if policy == "as-written":
+        reads = np.bincount(tr.obj[(tr.kind == LOAD) | (tr.kind == ACC)], minlength=n_obj)
+        writes = np.bincount(tr.obj[tr.kind == STORE], minlength=n_obj)
+        peak = live_peak(kernel, partitions)
+    else:
+        from .sim import replay
+
+        rep = replay(tr.obj, tr.write, cost, capacity, policy, size=tr.obj_bytes)
+        read_req = ~tr.write
+        reads = np.bincount(tr.obj[rep.miss & read_req], minlength=n_obj)
+        writes = rep.writebacks
+        peak = rep.peak_cost
+    rb = tr.per_tensor(reads.astype(np.int64) * tr.obj_bytes)
+    wb = tr.per_tensor(np.asarray(writes, dtype=np.int64) * tr.obj_bytes)
+    tensors = tuple(TensorCounts(t.name, t.bytes, rb[t.name], wb[t.name], t.output)
+                    for t in kernel.tensors)
+    res = Residency(peak, capacity, need, partitions,
+                    "live buffers as written" if policy == "as-written" else "simulated occupancy")
+    return Counts(kernel.name, policy, tr.flops, tr.instructions, tensors,
+                  kernel.compulsory_bytes, res)

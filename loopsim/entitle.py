@@ -1,0 +1,109 @@
+"""The entitlement model: W FLOPs and Q bytes against roofs P (FLOP/s) and BW (bytes/s).
+
+T_best = max(W/P, Q/BW) (full overlap), T_worst = W/P + Q/BW (none), entitled rate
+W/T_best = min(P, I*BW) with I = W/Q, ridge I* = P/BW. A kernel is compute-bound when
+W/P >= Q/BW, decided exactly in integers (W*BW >= Q*P).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Entitlement:
+    """W in FLOPs, Q in bytes, P in FLOP/s, BW in bytes/s; times in seconds."""
+
+    W: int
+    Q: int
+    P: int | float
+    BW: int | float
+
+    def __post_init__(self) -> None:
+        for name in ("W", "Q"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"{name}={v!r} must be a non-negative integer")
+        for name in ("P", "BW"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InputError(f"{name}={v!r} must be a positive number")
+
+    @property
+    def I(self) -> float:
+        """Arithmetic intensity W/Q, FLOPs/byte (inf when Q = 0)."""
+        return self.W / self.Q if self.Q else math.inf
+
+    @property
+    def ridge(self) -> float:
+        """I* = P/BW, FLOPs/byte."""
+        return self.P / self.BW
+
+    @property
+    def t_compute(self) -> float:
+        return self.W / self.P
+
+    @property
+    def t_memory(self) -> float:
+        return self.Q / self.BW
+
+    @property
+    def T_best(self) -> float:
+        return max(self.t_compute, self.t_memory)
+
+    @property
+    def T_worst(self) -> float:
+        return self.t_compute + self.t_memory
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.W * self.BW >= self.Q * self.P else "memory"
+
+    @property
+    def rate(self) -> float:
+        """Entitled rate W/T_best = min(P, I*BW), FLOP/s."""
+        return min(self.P, self.I * self.BW)
+
+    def as_dict(self) -> dict:
+        return {"W": self.W, "Q": self.Q, "I": self.I, "P": self.P, "BW": self.BW,
+                "ridge": self.ridge, "T_compute": self.t_compute, "T_memory": self.t_memory,
+                "T_best": self.T_best, "T_worst": self.T_worst, "rate": self.rate,
+                "bound": self.bound}
+
+
+def crossover(wq: Callable[[int], tuple[int, int]], P: int | float, BW: int | float,
+              lo: int = 1, limit: int = 1 << 40) -> tuple[int, list[tuple[int, int, int]]]:
+    """Smallest value v >= lo of a dimension at which the kernel is compute-bound.
+
+    ``wq(v)`` returns (W, Q) at that value. Assumes compute-boundness is monotone in v (it is
+    when W grows linearly and Q at most linearly with v); searches by doubling, then bisection.
+    Returns (v, [(value, W, Q) evaluated, in order]).
+    """
+    seen: list[tuple[int, int, int]] = []
+
+    def compute_bound(v: int) -> bool:
+        w, q = wq(v)
+        seen.append((v, w, q))
+        return w * BW >= q * P
+
+    if compute_bound(lo):
+        return lo, seen
+    good = lo
+    while True:
+        good *= 2
+        if good > limit:
+            raise InputError(f"the kernel stays memory-bound up to {limit:,}; no crossover")
+        if compute_bound(good):
+            break
+    bad = good // 2
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if compute_bound(mid):
+            good = mid
+        else:
+            bad = mid
+    return good, seen

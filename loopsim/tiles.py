@@ -1,0 +1,138 @@
+"""Tile geometry: the extent of every access, each tensor's block grid, and matmul tile roles.
+
+A tensor touched with tiles of different shapes is divided into blocks at the common refinement of
+its tile grids: per dimension the block size is the gcd of the steps that index it, so every tile
+is a whole number of blocks (a ragged last tile covers the ragged last blocks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import SpecError
+from .ir import Access, Kernel, Loop, Matmul, Tensor
+
+
+def full_extent(acc: Access, axis: int, loops: tuple[Loop, ...], tensor: Tensor) -> int:
+    """Extent (elements) of the tile in ``axis`` before clipping at the tensor's edge."""
+    terms = acc.index[axis]
+    if not terms:
+        return tensor.shape[axis]
+    steps = {l.var: l.step for l in loops}
+    return min(tensor.shape[axis], min(steps[v] for v in terms))
+
+
+def full_tile(acc: Access, loops: tuple[Loop, ...], tensor: Tensor) -> tuple[int, ...]:
+    """Shape of a full (not ragged) tile of the access, elements per dimension."""
+    return tuple(full_extent(acc, a, loops, tensor) for a in range(len(tensor.shape)))
+
+
+def partition_cost(shape: tuple[int, ...], tensor: Tensor, partitions: int | None) -> int:
+    """SBUF cost of a tile: bytes per partition on partitioned machines, else bytes.
+
+    A tile of p rows on the partition axis by f free elements takes ceil(p / partitions) * f *
+    element bytes of each partition's budget: a tile using fewer partitions wastes the rest.
+    """
+    total = math.prod(shape) * tensor.elem_bytes
+    if not partitions:
+        return total
+    p = shape[tensor.partition_axis]
+    return -(-p // partitions) * (total // p)
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A tensor's block grid: block size and count per dimension, and its first object id."""
+
+    tensor: Tensor
+    block: tuple[int, ...]
+    counts: tuple[int, ...]
+    offset: int
+
+    @property
+    def n_blocks(self) -> int:
+        return math.prod(self.counts)
+
+
+def grids(kernel: Kernel) -> dict[str, Grid]:
+    """Block grid of every tensor (common refinement of all its tile grids); dense object ids."""
+    tmap = kernel.tensor_map
+    gcds: dict[str, list[int]] = {t.name: [0] * len(t.shape) for t in kernel.tensors}
+    for stmt, loops in kernel.statements():
+        steps = {l.var: l.step for l in loops}
+        for acc, _ in stmt.accesses():
+            g = gcds[acc.tensor]
+            for axis, terms in enumerate(acc.index):
+                for v in terms:
+                    g[axis] = math.gcd(g[axis], steps[v])
+    out: dict[str, Grid] = {}
+    offset = 0
+    for t in kernel.tensors:
+        block = tuple(min(d, g) if g else d for d, g in zip(t.shape, gcds[t.name]))
+        counts = tuple(-(-d // b) for d, b in zip(t.shape, block))
+        out[t.name] = Grid(t, block, counts, offset)
+        offset += math.prod(counts)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulRoles:
+    """Which operand axis is K, M and N. Axes index the tensors' shapes."""
+
+    k_stationary: int
+    m_stationary: int
+    k_moving: int
+    n_moving: int
+    m_out: int
+    n_out: int
+
+
+def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
+    """Resolve K, M, N of a matmul from its index expressions; raise SpecError if inconsistent."""
+    tm = kernel.tensor_map
+    where = f"{kernel.source or kernel.name}: {mm.where()}"
+    a, b, c = mm.stationary, mm.moving, mm.out
+    for acc in (a, b, c):
+        if len(acc.index) != 2:
+            raise SpecError(f"{where}: matmul operand {acc} must be 2-D")
+    def match(op: Access, out_axis: int) -> int:
+        hits = [i for i in range(2) if op.index[i] == c.index[out_axis] and op.index[i]]
+        return hits[0] if len(hits) == 1 else -1
+    m_out = n_out = -1
+    for oa in range(2):
+        if match(a, oa) >= 0 and match(b, 1 - oa) >= 0:
+            m_out, n_out = oa, 1 - oa
+            break
+    if m_out < 0:
+        raise SpecError(f"{where}: cannot tell M and N apart in '{mm}': one index of the output "
+                        "must match the stationary operand's free index and the other the moving one's")
+    m_s, n_m = match(a, m_out), match(b, n_out)
+    k_s, k_m = 1 - m_s, 1 - n_m
+    if a.index[k_s] != b.index[k_m]:
+        raise SpecError(f"{where}: the contraction indices differ: {a} has {a.index[k_s] or ':'} "
+                        f"but {b} has {b.index[k_m] or ':'}")
+    ta, tb, tc = tm[a.tensor], tm[b.tensor], tm[c.tensor]
+    for x, xa, y, ya, what in ((ta, k_s, tb, k_m, "K"), (ta, m_s, tc, m_out, "M"),
+                               (tb, n_m, tc, n_out, "N")):
+        if x.shape[xa] != y.shape[ya]:
+            raise SpecError(f"{where}: {what} differs: {x.name} has {x.shape[xa]} "
+                            f"but {y.name} has {y.shape[ya]}")
+    for t, ax, role in ((ta, k_s, "stationary"), (tb, k_m, "moving")):
+        if t.partition_axis != ax:
+            raise SpecError(
+                f"{where}: the {role} operand {t.name} must hold the contraction dimension "
+                f"(axis {ax}) on SBUF's partitions, but its partition_axis is {t.partition_axis}; "
+                f"set tensors.{t.name}.partition_axis = {ax} (a transposing load costs no extra HBM bytes)")
+    return MatmulRoles(k_s, m_s, k_m, n_m, m_out, n_out)
+
+
+def matmul_tile(mm: Matmul, loops: tuple[Loop, ...], kernel: Kernel) -> tuple[int, int, int]:
+    """(K_t, M_t, N_t) of a full instruction of this matmul, elements."""
+    r = matmul_roles(mm, kernel)
+    tm = kernel.tensor_map
+    a, b = tm[mm.stationary.tensor], tm[mm.moving.tensor]
+    kt = full_extent(mm.stationary, r.k_stationary, loops, a)
+    mt = full_extent(mm.stationary, r.m_stationary, loops, a)
+    nt = full_extent(mm.moving, r.n_moving, loops, b)
+    return kt, mt, nt
