@@ -27,7 +27,7 @@ def run(args) -> int:
         raise InputError(f"--capacity={args.capacity} must be > 0")
     obj, write, size = replayfile.load_trace(args.trace)
     res = replay(obj, write, size, args.capacity, args.policy, size=size)
-    d = replayfile.replay_summary(res, policy=args.policy, capacity=args.capacity)
+    d = replayfile.replay_summary(res)
     if args.json:
         dump_json(d)
     else:
