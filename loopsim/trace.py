@@ -141,8 +141,8 @@ def build(kernel: Kernel) -> Trace:
     visit(kernel.body, (), (), 0)
     obj, kind = OBJ[VALID], KIND[VALID]
     del OBJ, KIND, VALID
-    obj, kind = _keep_partial_sums(obj, kind)
     names = tuple(t.name for t in kernel.tensors)
+    obj, kind = _keep_partial_sums(obj, kind, sum(gs[n].n_blocks for n in names))
     obj_bytes = np.concatenate([_block_bytes(gs[n]) for n in names])
     obj_tensor = np.concatenate([np.full(gs[n].n_blocks, i, dtype=np.int32)
                                  for i, n in enumerate(names)])
@@ -220,18 +220,12 @@ def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, OBJ, KIND, V
     return int(np.broadcast_to(per, shape_l).sum(dtype=np.int64)), count
 
 
-def _keep_partial_sums(obj: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _keep_partial_sums(obj: np.ndarray, kind: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
     """Keep an ACC event only where it re-accumulates into a tile stored before (a partial sum
     that left PSUM and must be read back); drop the rest, which stay in PSUM."""
-    acc = kind == ACC
-    if not acc.any():
+    if not (kind == ACC).any():
         return obj, kind
-    sel = np.flatnonzero(acc | (kind == STORE))
-    order = np.argsort(obj[sel], kind="stable")
-    o, k = obj[sel][order], kind[sel][order]
-    prev_store = np.zeros(o.size, dtype=bool)
-    prev_store[1:] = (o[1:] == o[:-1]) & (k[:-1] == STORE)
-    keep_acc = np.zeros(obj.size, dtype=bool)
-    keep_acc[sel[order[(k == ACC) & prev_store]]] = True
-    keep = ~acc | keep_acc
+    from .sim._filters import keep_partial_sums
+
+    keep = keep_partial_sums(obj, kind, n_objects)
     return obj[keep], kind[keep]
