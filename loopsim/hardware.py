@@ -27,12 +27,12 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+from loopsim._data import data_dir
 from loopsim.errors import HardwareError
 
 __all__ = ["Source", "Alternative", "Value", "Measured", "Hardware", "names", "load", "loads"]
@@ -314,14 +314,8 @@ class Hardware:
 # --------------------------------------------------------------------------------------------
 
 
-def _bundled_dir():
-    try:
-        root = importlib.resources.files("loopsim._hardware")
-        if root.is_dir():
-            return root
-    except (ModuleNotFoundError, TypeError, FileNotFoundError):
-        pass
-    return Path(__file__).resolve().parent.parent / "hardware"
+def _bundled_dir() -> Path:
+    return data_dir("hardware")
 
 
 def names() -> list[str]:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Callable, Mapping
 
 from . import expr
+from ._data import data_dir
 from .errors import SpecError
 from .ir import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
 
@@ -31,13 +31,7 @@ from .ir import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tens
 
 
 def _bundled_dir() -> Path:
-    try:
-        d = Path(str(resources.files("loopsim._tilings")))
-        if d.is_dir():
-            return d
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "tilings"
+    return data_dir("tilings")
 
 
 def bundled_names() -> list[str]:
