@@ -38,6 +38,8 @@ class Report:
     hardware: object
     dtype: str
     params: tuple[tuple[str, int], ...] = ()
+    ceilings: object = None  # loopsim.ceilings.Ceilings (lower ceilings, PSUM, LNC, link roof)
+    lower_bound: object = None  # loopsim.bound.LowerBound for matmul-shaped kernels, else None
 
     def as_dict(self) -> dict:
         c, e, hw = self.counts, self.entitlement, self.hardware
@@ -66,18 +68,39 @@ class Report:
         }
         if math.isinf(d["I"]):
             d["I"] = None
+        lb = self.lower_bound
+        d["lower_bound_Q"] = lb.Q_bytes if lb is not None else None
+        d["Q_over_bound"] = lb.ratio(c.hbm_bytes) if lb is not None and lb.Q_bytes else None
+        if self.ceilings is not None:
+            from .ceilings import report_fields
+            d.update(report_fields(self.ceilings, e, hw))
         return d
 
 
 def analyze(kernel: Kernel, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None, trace=None) -> Report:
-    """Count the kernel's traffic on ``hw`` and entitle it (P for ``dtype``, default the kernel's)."""
+            dtype: str | None = None, trace=None, allow_scope_mismatch: bool = False,
+            parallel=None, link_bw: int | None = None) -> Report:
+    """Count the kernel's traffic on ``hw`` and entitle it (P for ``dtype``, default the kernel's).
+
+    A kernel split across physical cores (LNC, :mod:`loopsim.lnc`) is counted per core; its core
+    count must match the sheet's scope unless ``allow_scope_mismatch``. ``parallel`` (a
+    :class:`loopsim.ceilings.Parallel`) adds the interconnect roof. Lower ceilings in ``ceilings``.
+    """
+    from . import ceilings as ceil_mod, lnc
+
     check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
-    c = count(kernel, policy=policy, capacity=capacity_units(hw, sbuf_bytes),
-              partitions=hw.partitions, trace=trace)
+    lnc.check_scope(kernel, hw, allow=allow_scope_mismatch)
+    if lnc.split_loop(kernel) is not None:
+        c = lnc.count_split(kernel, policy=policy, capacity=capacity_units(hw, sbuf_bytes),
+                            partitions=hw.partitions)
+    else:
+        c = count(kernel, policy=policy, capacity=capacity_units(hw, sbuf_bytes),
+                  partitions=hw.partitions, trace=trace)
     dt = dtype or kernel_dtype(kernel)
     e = Entitlement(c.flops, c.hbm_bytes, hw.P(dt), hw.bw)
-    return Report(c, e, hw, dt, kernel.params)
+    ceil = ceil_mod.compute(kernel, hw, dtype=dt, parallel=parallel, link_bw=link_bw)
+    from .bound import lower_bound
+    return Report(c, e, hw, dt, kernel.params, ceil, lower_bound(kernel, hw, sbuf_bytes))
 
 
 def _si(x: float, unit: str) -> str:
@@ -118,4 +141,7 @@ def format_text(rep: Report) -> str:
     lines.append(f"  T_worst             {fmt_time(e.T_worst):>20}")
     lines.append(f"  entitled rate       {_si(e.rate, 'FLOP/s'):>20}   ({e.rate / e.P:.1%} of P)")
     lines.append(f"  SBUF ({c.residency.what}, {c.residency.mode}): {c.residency.verdict()}")
+    if rep.ceilings is not None:
+        from .ceilings import format_report_lines
+        lines += format_report_lines(rep.ceilings, e, hw)
     return "\n".join(l for l in lines if l is not None)

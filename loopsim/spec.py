@@ -94,7 +94,7 @@ def read(name_or_path: str) -> SpecFile:
     return SpecFile(shown, data, text)
 
 
-KNOWN_TABLES = ("kernel", "params", "tensors", "nest", "ops", "schedule", "lnc", "check")
+KNOWN_TABLES = ("kernel", "params", "tensors", "nest", "ops", "schedule", "lnc", "check", "parallel")
 
 
 def _shown(path: Path) -> str:

@@ -10,6 +10,7 @@ from ..entitle import Entitlement
 from ..errors import InputError
 from ..report import analyze, format_text, fmt_time
 from ._common import add_kernel_options, dump_json
+from .ceilings import add_scope_options, report as ceilings_report
 
 
 def register(sub) -> None:
@@ -21,6 +22,7 @@ def register(sub) -> None:
     p.add_argument("--flops", type=_count, metavar="W", help="hand count of FLOPs (no SPEC)")
     p.add_argument("--bytes", type=_count, metavar="Q", help="hand count of bytes across HBM (no SPEC)")
     p.add_argument("--dtype", default=None, help="dtype whose Tensor Engine roof applies (default: the kernel's, bf16 for hand counts)")
+    add_scope_options(p)
     p.set_defaults(func=run)
 
 
@@ -40,13 +42,13 @@ def _count(text: str) -> int:
 
 
 def run(args) -> int:
-    hw = hardware.load(args.hardware)
+    hw = hardware.load(args.hardware).with_roofs(args.roofs)
     if args.spec is None:
         if args.flops is None or args.bytes is None:
             raise InputError("entitle needs a SPEC, or both --flops and --bytes")
         dt = args.dtype or "bf16"
         e = Entitlement(args.flops, args.bytes, hw.P(dt), hw.bw)
-        d = {"hardware": hw.name, "scope": hw.scope, "dtype": dt, **e.as_dict()}
+        d = {"hardware": hw.name, "scope": hw.scope, "dtype": dt, "roofs": hw.roofs, **e.as_dict()}
         if args.json:
             dump_json(d)
         else:
@@ -58,8 +60,7 @@ def run(args) -> int:
         return 0
     if args.flops is not None or args.bytes is not None:
         raise InputError("give either a SPEC or --flops/--bytes, not both")
-    kernel = spec.load_kernel(args.spec, spec.parse_sets(args.sets))
-    rep = analyze(kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes, dtype=args.dtype)
+    rep = ceilings_report(args)  # LNC split, scope check, roofs, [parallel] link roof, ceilings
     if args.json:
         dump_json(rep.as_dict())
     else:

@@ -1,0 +1,506 @@
+"""Lower ceilings: why a kernel entitled to the flat roof still runs below it (curriculum Days 3, 6, 7).
+
+Computed from the matmul instructions the nest issues, every ragged tile counted as what it is.
+An instruction with a K x M stationary tile and a K x N moving tile does 2KMN FLOPs and holds the
+Tensor Engine for max(N, N_min) cycles (N_min = the sheet's ``mm_init_cycles``, MM_INIT_LATENCY),
+four times that for fp32 inputs. Summing over all instructions (S_x = sum of x):
+
+- ``dtype``          f = P(dtype) / P(bf16): fp32 at a quarter, fp8 double where the sheet says so
+- ``partition_fill`` S_KMN / (rows' x S_MN)   rows' = PE rows x max(1, f) (double-row FP8 contracts
+                                              over twice the rows: K_t = 128 fills half of them)
+- ``column_fill``    S_MN / (cols x S_N)
+- ``issue_rate``     S_N / S_max(N, N_min)
+- ``core_balance``   (LNC only) the mean core's instruction time / the busiest core's
+- ``combined``       the product: exactly W / (the busiest core's instruction time)
+
+Each ceiling is the FLOP rate the kernel could reach with only that limit (P = factor x the bf16
+peak of the scope) and the time it implies (T = W / P). The factors telescope, so with one tile
+shape each is the textbook ratio (K_t/128, M_t/128, N_t/max(N_t, 64)) and with several shapes each
+is weighted by the instructions' work. One cycle is 2 x rows x cols / (bf16 peak per core) seconds,
+which is 1 / clock on every real sheet.
+
+Other engines and links in play:
+
+- ``vector`` (or ``scalar``): PSUM evacuation. Every store of a matmul output tile first copies it
+  PSUM -> SBUF on the Vector (else Scalar) engine: elements / engine roof, zero HBM bytes.
+- ``link``: a matmul split across chips (``[parallel] chips = C, over = "K" | "N"``) moves its
+  output across the interconnect: over K an all-reduce of the partial outputs,
+  2 (C-1)/C x output bytes per chip (ring); over N an all-gather of the output shards,
+  (C-1) x the chip's output bytes. T = bytes / link bandwidth. This is a third roof beside P and BW.
+
+PSUM (:class:`Psum`): banks x bank bytes per partition; an M_t x N_t accumulator takes
+ceil(4 N_t / bank bytes) banks (fp32 accumulation); the live accumulators are the output tiles a
+matmul accumulates into before the statement that drains them (a store) runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CapacityError, HardwareError, SpecError
+from .ir import ACC, Kernel, Loop, Matmul, Statement, Store
+from .tiles import full_extent, matmul_roles
+
+#: bytes of one PSUM accumulator element (accumulation is always fp32)
+ACC_BYTES = 4
+EVACUATION_ENGINES = ("vector", "scalar")
+LINK_OVER = ("K", "N")
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """One lower ceiling: ``P`` the FLOP/s it allows, ``T`` the seconds it implies (W / P),
+    ``factor`` its fraction of the scope's bf16 Tensor Engine peak (None for engines and links)."""
+
+    name: str
+    P: float
+    T: float
+    explanation: str
+    factor: float | None = None
+    assumed: bool = False
+
+    def as_dict(self) -> dict:
+        d = {"name": self.name, "P": self.P, "T": self.T, "factor": self.factor,
+             "explanation": self.explanation}
+        if self.assumed:
+            d["assumed"] = True
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Psum:
+    """PSUM use. Banks and bytes per partition; elements are per whole tile."""
+
+    banks: int
+    bank_bytes: int
+    tile_banks: int  # banks the largest accumulator tile takes
+    live: int  # accumulator tiles open at once, at the peak
+    needed_banks: int
+    evacuated_elements: int
+    engine: str | None
+    T_evacuate: float | None  # seconds on ``engine``; no HBM bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_banks <= self.banks
+
+    def verdict(self) -> str:
+        what = f"{self.live} live accumulator tile(s) x {self.tile_banks} bank(s)"
+        if self.fits:
+            return f"fits: {what} = {self.needed_banks} of {self.banks} PSUM banks"
+        return (f"does not fit: {what} = {self.needed_banks} banks but PSUM has {self.banks}; "
+                "the accumulation must be split or its partial sums leave PSUM")
+
+    def as_dict(self) -> dict:
+        return {"banks": self.banks, "bank_bytes": self.bank_bytes, "tile_banks": self.tile_banks,
+                "live_accumulators": self.live, "needed_banks": self.needed_banks, "fits": self.fits,
+                "evacuated_elements": self.evacuated_elements, "evacuation_engine": self.engine,
+                "T_evacuate": self.T_evacuate, "evacuation_hbm_bytes": 0, "verdict": self.verdict()}
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel:
+    """A kernel (the per-chip shard described by the spec) run on ``chips`` chips, split over K or N."""
+
+    chips: int
+    over: str
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    chips: int
+    over: str
+    bytes: int  # per chip, across the link
+    bw: int  # bytes/s
+    bw_source: str
+    T: float  # seconds
+
+    def as_dict(self) -> dict:
+        return {"chips": self.chips, "over": self.over, "bytes": self.bytes, "bw": self.bw,
+                "bw_source": self.bw_source, "T": self.T}
+
+
+@dataclass(frozen=True, slots=True)
+class Ceilings:
+    """Everything below the roofs for one kernel on one sheet and dtype."""
+
+    dtype: str
+    P_ref: int  # bf16 Tensor Engine peak of the scope (spec), FLOP/s
+    W: int
+    instructions: int
+    instruction_s: float | None  # mean seconds per matmul instruction
+    cores: int
+    split: str | None
+    ceilings: tuple[Ceiling, ...]
+    psum: Psum
+    link: Link | None
+    notes: tuple[str, ...] = ()
+
+    def get(self, name: str) -> Ceiling:
+        for c in self.ceilings:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def lowest(self) -> Ceiling | None:
+        return min(self.ceilings, key=lambda c: c.P) if self.ceilings else None
+
+
+# ---------------------------------------------------------------------------------------------
+# enumeration of a statement's executions (only the loops its indices use; the rest multiply)
+
+
+def _executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None):
+    """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index): the real
+    extent of every axis of every access in ``accs``, whether the tile exists, the weight (runs of
+    the loops no index uses) and the physical core that runs it (None: every core runs it)."""
+    tmap = kernel.tensor_map
+    used = {v for a in accs for ix in a.index for v in ix}
+    rel = [l for l in loops if l.var in used or l is split]
+    weight = math.prod(l.trips for l in loops if l not in rel)
+    nl = len(rel)
+    ivals = {}
+    for k, l in enumerate(rel):
+        shp = [1] * nl
+        shp[k] = l.trips
+        ivals[l.var] = (np.arange(l.trips, dtype=np.int64) * l.step).reshape(shp)
+    exists = np.ones((1,) * nl, dtype=bool)
+    ext = {}
+    zero = np.zeros((1,) * nl, dtype=np.int64)
+    for a in accs:
+        t = tmap[a.tensor]
+        per_axis = []
+        for axis, terms in enumerate(a.index):
+            start = sum((ivals[v] for v in terms), zero)
+            exists = exists & (start < t.shape[axis])
+            per_axis.append(np.minimum(full_extent(a, axis, loops, t), t.shape[axis] - start))
+        ext[id(a)] = per_axis
+    core = None
+    if split is not None and split in rel:
+        k = rel.index(split)
+        shp = [1] * nl
+        shp[k] = split.trips
+        core = np.arange(split.trips, dtype=np.int64).reshape(shp) // (-(-split.trips // split.split))
+    shape = tuple(l.trips for l in rel)
+    return ext, np.broadcast_to(exists, shape), weight, core, shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor Engine
+
+
+def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
+    """Sums over all matmul instructions and the per-core instruction cycles."""
+    rows, cols = hw.pe_rows, hw.pe_cols
+    n_min = hw.mm_init_cycles
+    s_kmn = s_mn = s_n = s_c = count = 0
+    core_c = np.zeros(cores, dtype=np.float64)
+    for stmt, loops in kernel.statements():
+        if not isinstance(stmt, Matmul):
+            continue
+        r = matmul_roles(stmt, kernel)
+        ext, exists, weight, core, shape = _executions(
+            stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
+        k = np.broadcast_to(ext[id(stmt.stationary)][r.k_stationary], shape)
+        m = np.broadcast_to(ext[id(stmt.stationary)][r.m_stationary], shape)
+        n = np.broadcast_to(ext[id(stmt.moving)][r.n_moving], shape)
+        k, m, n = (np.where(exists, x, 0) for x in (k, m, n))
+        cyc = np.where(exists, np.maximum(n, n_min), 0)
+        s_kmn += weight * int((k * m * n).sum(dtype=np.int64))
+        s_mn += weight * int((m * n).sum(dtype=np.int64))
+        s_n += weight * int(n.sum(dtype=np.int64))
+        s_c += weight * int(cyc.sum(dtype=np.int64))
+        count += weight * int(exists.sum())
+        if core is None:  # outside the split loop: every core issues it
+            core_c += weight * float(cyc.sum())
+        else:
+            cb = np.broadcast_to(core, shape)
+            core_c += weight * np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
+                                           minlength=cores)[:cores]
+    return s_kmn, s_mn, s_n, s_c, count, core_c
+
+
+def _te_ceilings(kernel, hw, dtype, split, cores):
+    """(ceilings, bf16 peak, W, instruction count, mean seconds per instruction, notes)."""
+    spec_hw = hw.with_roofs("spec")
+    p_ref = spec_hw.P("bf16")
+    f = spec_hw.P(dtype) / p_ref
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
+    s_kmn, s_mn, s_n, s_c, count, core_c = _tensor_engine(kernel, hw, spec_hw, dtype, split, cores)
+    W = 2 * s_kmn
+    notes = []
+    if count == 0:
+        return [], p_ref, W, 0, None, ["no matmul instructions: no Tensor Engine ceilings"]
+    rows_eff = hw.pe_rows * max(1.0, f)
+    slow = max(1.0, f) / f  # cycles per instruction relative to bf16 (4 for fp32, 1 for fp8 double-row)
+    pf = s_kmn / (rows_eff * s_mn)
+    cf = s_mn / (hw.pe_cols * s_n)
+    ir = s_n / s_c
+    busiest = float(core_c.max())
+    cb = (s_c / cores) / busiest if busiest else 1.0
+    kt, mt, nt = s_kmn / s_mn, s_mn / s_n, s_n / count  # work-weighted mean tile sizes
+    mean_c = s_c / count
+    n_min = hw.mm_init_cycles
+    assumed = f" (ASSUMED on {hw.name}; see `loopsim hardware {hw.name}`)" if hw.mm_init_assumed else ""
+
+    def c(name, factor, text, **kw):
+        P = p_ref * factor
+        return Ceiling(name, P, W / P, text, factor, **kw)
+
+    out = [
+        c("dtype", f, f"{dtype} inputs run at {f:g}x the bf16 rate of the Tensor Engine"
+          + (" (fp32 costs 4x the cycles per instruction)" if f < 1 else "")),
+        c("partition_fill", pf, f"K_t = {kt:.4g} (work-weighted) of {rows_eff:g} PE rows in use"
+          + (f" ({dtype} double-row mode contracts over {rows_eff:g})" if f > 1 else "")),
+        c("column_fill", cf, f"M_t = {mt:.4g} (work-weighted) of {hw.pe_cols} PE columns in use"),
+        c("issue_rate", ir, f"an instruction with moving free size N_t = {nt:.4g} (mean) holds the "
+          f"array for max(N_t, {n_min}) = {mean_c:.4g} cycles (mean), N_min = MM_INIT_LATENCY{assumed}",
+          assumed=hw.mm_init_assumed),
+    ]
+    if cores > 1:
+        out.append(c("core_balance", cb, f"the busiest of {cores} physical cores issues "
+                     f"{busiest:.6g} of {s_c:,} instruction cycles (an even share is {s_c / cores:.6g})"))
+    comb = f * pf * cf * ir * (cb if cores > 1 else 1.0)
+    t_comb = busiest * cycle_s * slow
+    out.append(Ceiling("combined", W / t_comb, t_comb,
+                       f"product of the above: {count:,} instructions, the busiest core busy "
+                       f"{busiest:.6g} cycles x {slow:g} ({dtype}) x {cycle_s:.4g} s", comb,
+                       hw.mm_init_assumed))
+    return out, p_ref, W, count, mean_c * cycle_s * slow, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# PSUM and its evacuation
+
+
+def _drain(stmts, i: int, tensor: str) -> int | None:
+    """Index of the first statement after ``i`` that reads ``tensor`` out of PSUM (not an ACC)."""
+    for j in range(i + 1, len(stmts)):
+        if any(a.tensor == tensor and k != ACC for a, k in stmts[j][0].accesses()):
+            return j
+    return None
+
+
+def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
+    stmts = list(kernel.statements())
+    bank = hw.psum_bank_bytes
+    spans = []  # (start, end, banks)
+    tile_banks = 0
+    mm_out = set()
+    for i, (stmt, loops) in enumerate(stmts):
+        if not isinstance(stmt, Matmul):
+            continue
+        mm_out.add(stmt.out.tensor)
+        r = matmul_roles(stmt, kernel)
+        t = kernel.tensor_map[stmt.out.tensor]
+        nt = full_extent(stmt.out, r.n_out, loops, t)
+        banks = -(-nt * ACC_BYTES // bank)
+        if banks > hw.psum_banks:
+            raise CapacityError(
+                f"{kernel.source or kernel.name}: {stmt.where()}: the accumulator tile of '{stmt}' "
+                f"has N_t = {nt} fp32 values per partition = {nt * ACC_BYTES:,} bytes, more than all "
+                f"{hw.psum_banks} PSUM banks of {bank:,} bytes on {hw.name}")
+        tile_banks = max(tile_banks, banks)
+        j = _drain(stmts, i, stmt.out.tensor)
+        end_loops = stmts[j][1] if j is not None else ()
+        common = 0
+        while common < min(len(loops), len(end_loops)) and loops[common] is end_loops[common]:
+            common += 1
+        outv = stmt.out.variables
+        live = 1
+        for l in loops[common:]:
+            if l.var in outv:
+                live *= -(-l.trips // l.split) if l is split else l.trips
+        spans.append((i, j if j is not None else len(stmts), live, live * banks))
+    # peak over program positions of the accumulators open at once (spans: matmul .. its drain)
+    need, live_at_peak = max(((sum(b for s, e, _, b in spans if s <= p <= e),
+                               sum(n for s, e, n, _ in spans if s <= p <= e))
+                              for p in range(len(stmts))), default=(0, 0))
+    # evacuation: every store of a matmul output, PSUM -> SBUF on an engine
+    elems = 0
+    for stmt, loops in stmts:
+        if isinstance(stmt, Store) and stmt.tile.tensor in mm_out:
+            ext, exists, weight, core, shape = _executions(stmt, loops, (stmt.tile,), kernel, split)
+            size = np.ones(shape, dtype=np.int64)
+            for e in ext[id(stmt.tile)]:
+                size = size * e
+            n = int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
+            elems += n * (cores if (split is not None and core is None) else 1)
+    engine, t_evac, err = None, None, None
+    for e in EVACUATION_ENGINES:
+        try:
+            roof = hw.engine_roof(e, "fp32")
+        except HardwareError as ex:
+            err = err or ex
+            continue
+        engine, t_evac = e, elems / roof
+        break
+    if engine is None and elems and strict:
+        raise HardwareError(f"--hardware {hw.name}: PSUM evacuation needs engines.vector or "
+                            f"engines.scalar (clock_hz and width) on the sheet: {err}")
+    return Psum(hw.psum_banks, bank, tile_banks, live_at_peak, need, elems, engine,
+                t_evac)
+
+
+# ---------------------------------------------------------------------------------------------
+# interconnect
+
+
+def parallel_from(spec_file) -> Parallel | None:
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent)."""
+    node = spec_file.data.get("parallel")
+    if node is None:
+        return None
+    where = spec_file.where("parallel")
+    if not isinstance(node, dict):
+        raise SpecError(f"{where} must be a table: [parallel] chips = 2, over = \"K\"")
+    unknown = set(node) - {"chips", "over", "about"}
+    if unknown:
+        raise SpecError(f"{where}: unknown key {sorted(unknown)[0]}; expected chips, over")
+    chips = node.get("chips")
+    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 2:
+        raise SpecError(f"{where}.chips={chips!r} must be an integer >= 2")
+    over = node.get("over")
+    if over not in LINK_OVER:
+        raise SpecError(f"{where}.over={over!r} must be one of: {', '.join(LINK_OVER)}")
+    return Parallel(chips, over)
+
+
+def link_bytes(kernel: Kernel, par: Parallel) -> int:
+    """Bytes one chip moves across the link: over K an all-reduce of its partial outputs
+    (ring: 2 (C-1)/C of them), over N an all-gather of the output shards ((C-1) x its shard)."""
+    out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
+    b = sum(t.bytes for t in kernel.outputs if t.name in out)
+    c = par.chips
+    return -(-2 * (c - 1) * b // c) if par.over == "K" else (c - 1) * b
+
+
+def _link(kernel, hw, par: Parallel, link_bw: int | None) -> Link:
+    if link_bw is not None:
+        bw, src = link_bw, "--link-bw"
+    elif hw.link_bw is not None:
+        bw, src = hw.link_bw, f"{hw.name} link.bw"
+    else:
+        raise HardwareError(f"--hardware {hw.name}: the spec splits the matmul over {par.chips} chips "
+                            "but the sheet has no link.bw (bytes/s per link); give --link-bw BYTES_PER_S")
+    if isinstance(bw, bool) or not isinstance(bw, int) or bw <= 0:
+        raise HardwareError(f"--link-bw {bw!r} must be a positive integer (bytes/s)")
+    b = link_bytes(kernel, par)
+    return Link(par.chips, par.over, b, bw, src, b / bw)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
+            link_bw: int | None = None, strict: bool = False) -> Ceilings:
+    """The lower ceilings of ``kernel`` on ``hw`` for ``dtype``.
+
+    ``strict``: a sheet lacking what a ceiling needs (an evacuation engine) is an error; otherwise
+    that ceiling is left out with a note.
+    """
+    from .lnc import kernel_cores, split_loop
+
+    split = split_loop(kernel)
+    cores = kernel_cores(kernel)
+    te, p_ref, W, count, inst_s, notes = _te_ceilings(kernel, hw, dtype, split, cores)
+    ps = _psum(kernel, hw, split, cores, strict)
+    out = list(te)
+    if ps.engine is not None and ps.evacuated_elements:
+        out.append(Ceiling(ps.engine, W / ps.T_evacuate if ps.T_evacuate else math.inf, ps.T_evacuate,
+                           f"PSUM evacuation: {ps.evacuated_elements:,} output elements PSUM -> SBUF "
+                           f"at {hw.engine_roof(ps.engine, 'fp32'):.4g} elements/s; 0 HBM bytes"))
+    elif ps.evacuated_elements:
+        notes.append("no Vector or Scalar engine roof on the sheet: PSUM evacuation not costed")
+    link = None
+    if parallel is not None:
+        link = _link(kernel, hw, parallel, link_bw)
+        how = ("all-reduce of the partial outputs, 2(C-1)/C x output bytes" if parallel.over == "K"
+               else "all-gather of the output shards, (C-1) x this chip's output bytes")
+        out.append(Ceiling("link", W / link.T if link.T else math.inf, link.T,
+                           f"tensor parallel over {parallel.over} on {parallel.chips} chips: "
+                           f"{link.bytes:,} bytes ({how}) at {link.bw:.4g} B/s ({link.bw_source})"))
+    if hw.roofs == "measured":
+        notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    return Ceilings(dtype, p_ref, W, count, inst_s, cores,
+                    split.var if split else None, tuple(out), ps, link, tuple(notes))
+
+
+def format_lines(c: Ceilings, indent: str = "  ") -> list[str]:
+    """The ceilings as a table, one line of explanation each."""
+    from .report import fmt_time as _t
+    lines = [f"{indent}{'ceiling':<15}{'factor':>8}{'P (FLOP/s)':>14}{'T':>12}  why"]
+    for x in c.ceilings:
+        fac = f"{x.factor:.4g}" if x.factor is not None else "-"
+        t = _t(x.T) if math.isfinite(x.T) else "-"
+        lines.append(f"{indent}{x.name:<15}{fac:>8}{x.P:>14.4g}{t:>12}  {x.explanation}")
+    if c.instruction_s is not None:
+        lines.append(f"{indent}time per matmul instruction {_t(c.instruction_s)} (mean of "
+                     f"{c.instructions:,})")
+    if c.cores > 1:
+        lines.append(f"{indent}LNC: loop {c.split} split across {c.cores} physical cores; loads it "
+                     "does not index are made by each core")
+    lines.append(f"{indent}PSUM: {c.psum.verdict()}")
+    if c.psum.engine and c.psum.evacuated_elements:
+        lines.append(f"{indent}PSUM evacuation: {c.psum.evacuated_elements:,} elements on "
+                     f"{c.psum.engine}, {_t(c.psum.T_evacuate)}, 0 HBM bytes")
+    for n in c.notes:
+        lines.append(f"{indent}note: {n}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# the report's view: roofs over all links, JSON keys and text lines
+
+
+def roof_times(c: Ceilings, e) -> dict[str, float]:
+    """Seconds each roof implies: compute W/P, memory Q/BW and, when split across chips, the link."""
+    t = {"compute": e.t_compute, "memory": e.t_memory}
+    if c.link is not None:
+        t["link"] = c.link.T
+    return t
+
+
+def binding_roof(c: Ceilings, e) -> str:
+    """The roof that sets T_best (ties go to compute, as Entitlement.bound does)."""
+    t = roof_times(c, e)
+    return e.bound if c.link is None or t["link"] <= max(e.t_compute, e.t_memory) else "link"
+
+
+def report_fields(c: Ceilings, e, hw) -> dict:
+    """Keys the ceilings add to ``loopsim entitle --json``. With a link roof, T_best, T_worst,
+    rate and bound are over all three roofs (entitlement is the minimum over all of them)."""
+    d = {"ceilings": [x.as_dict() for x in c.ceilings], "instruction_s": c.instruction_s,
+         "roofs": hw.roofs, "lnc": {"cores": c.cores, "split": c.split,
+                                    "sheet_physical_cores": hw.physical_cores},
+         "psum": c.psum.as_dict(), "link": c.link.as_dict() if c.link else None,
+         "binding_roof": binding_roof(c, e),
+         "lowest_ceiling": c.lowest.name if c.lowest else None}
+    if c.notes:
+        d["ceiling_notes"] = list(c.notes)
+    if c.link is not None:
+        t = roof_times(c, e)
+        best = max(t.values())
+        d.update({"T_link": c.link.T, "T_best": best, "T_worst": sum(t.values()),
+                  "rate": e.W / best if best else math.inf, "bound": d["binding_roof"]})
+    return d
+
+
+def format_report_lines(c: Ceilings, e, hw) -> list[str]:
+    """Lines ``loopsim entitle`` prints after the roofs."""
+    from .report import fmt_time
+
+    lines = [f"  roofs: {hw.roofs}" + (" (measured: from the sheet's [measured] section)"
+                                       if hw.roofs == "measured" else " (from the documentation)")]
+    if c.link is not None:
+        t = roof_times(c, e)
+        lines.append(f"  link roof: {c.link.bytes:,} bytes / {c.link.bw:.4g} B/s = {fmt_time(c.link.T)}"
+                     f"; over all roofs T_best = {fmt_time(max(t.values()))}, "
+                     f"T_worst = {fmt_time(sum(t.values()))}")
+    lines.append(f"  binding roof: {binding_roof(c, e)}")
+    lines.append("  lower ceilings (Tensor Engine, other engines, links):")
+    return lines + format_lines(c, "    ")
