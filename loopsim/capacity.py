@@ -1,0 +1,116 @@
+"""Q as a function of SBUF capacity, for the lru and opt policies (the capacity curve).
+
+Capacities run from the smallest that holds one instruction's working tiles (below it the kernel
+cannot run: :func:`loopsim.counts.working_set`, or the largest block a DMA moves) up to the first
+sampled capacity at which both policies reach the compulsory Q (every input read once, every output
+written once), sampled geometrically, with the sheet's own capacity always among them. Capacities
+are whole-SBUF bytes (per-partition cost x partitions on partitioned sheets).
+
+Each policy's points come from :func:`sweep_policy`, which replays the trace once per capacity.
+A one-pass LRU stack-distance analysis gives every LRU point from one pass; it can replace
+:func:`sweep_policy` for ``lru`` without changing :func:`curve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .counts import Counts, count, working_set
+from .ir import Kernel
+from .report import capacity_units
+
+POLICIES = ("lru", "opt")
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRow:
+    """One (capacity, policy) point: capacity in bytes, Q in bytes, r per input tensor."""
+
+    capacity_bytes: int
+    policy: str
+    Q: int
+    r: tuple[tuple[str, float], ...]
+    compulsory_Q: int
+
+    @property
+    def Q_over_compulsory(self) -> float:
+        return self.Q / self.compulsory_Q if self.compulsory_Q else float("nan")
+
+    def as_dict(self) -> dict:
+        return {"capacity_bytes": self.capacity_bytes, "policy": self.policy, "Q": self.Q,
+                "r": dict(self.r), "Q_over_compulsory": self.Q_over_compulsory}
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityCurve:
+    kernel: str
+    hardware: str
+    partitions: int | None
+    compulsory_Q: int
+    min_capacity_bytes: int
+    footprint_bytes: int
+    sheet_capacity_bytes: int
+    policies: tuple[str, ...]
+    inputs: tuple[str, ...]
+    rows: tuple[CapacityRow, ...]
+
+    def reaches_compulsory(self, policy: str) -> int | None:
+        """Smallest sampled capacity (bytes) at which ``policy`` moves only the compulsory Q."""
+        return next((r.capacity_bytes for r in self.rows
+                     if r.policy == policy and r.Q <= r.compulsory_Q), None)
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "hardware": self.hardware, "partitions": self.partitions,
+                "compulsory_Q": self.compulsory_Q, "min_capacity_bytes": self.min_capacity_bytes,
+                "footprint_bytes": self.footprint_bytes,
+                "sheet_capacity_bytes": self.sheet_capacity_bytes,
+                "reaches_compulsory_bytes": {p: self.reaches_compulsory(p) for p in self.policies},
+                "rows": [r.as_dict() for r in self.rows]}
+
+
+def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
+                 trace) -> list[Counts]:
+    """Counts at each capacity (cost units: bytes per partition, or bytes), by one replay each."""
+    return [count(kernel, policy=policy, capacity=c, partitions=partitions, trace=trace)
+            for c in capacities]
+
+
+def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
+    """``n`` geometrically spaced integers from lo to hi inclusive, plus ``extra`` if in range."""
+    if hi <= lo:
+        return sorted({lo, extra} if extra >= lo else {lo})
+    out = {lo, hi}
+    for i in range(1, n - 1):
+        out.add(round(lo * (hi / lo) ** (i / (n - 1))))
+    if lo <= extra:
+        out.add(extra)
+    return sorted(out)
+
+
+def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
+          sbuf_bytes: int | None = None) -> CapacityCurve:
+    """The capacity curve of ``kernel`` on ``hw`` (see the module docstring)."""
+    from . import trace as trace_mod
+
+    parts = hw.partitions
+    tr = trace_mod.build(kernel)
+    cost = tr.object_cost(parts)
+    lo = max(working_set(kernel, parts), int(cost.max()))
+    footprint = int(cost.sum())
+    sheet = capacity_units(hw, sbuf_bytes)
+    caps = _samples(lo, max(lo, footprint), samples, sheet)
+    per = parts or 1
+    inputs = tuple(t.name for t in kernel.inputs)
+    rows = []
+    for policy in policies:
+        for cap, c in zip(caps, sweep_policy(kernel, policy, caps, parts, tr)):
+            tm = c.tensor_map
+            rows.append(CapacityRow(cap * per, policy, c.hbm_bytes,
+                                    tuple((n, tm[n].r) for n in inputs), c.compulsory_bytes))
+    # keep the curve up to the first capacity where every policy is at compulsory Q (and the sheet's)
+    done = max((next((r.capacity_bytes for r in rows if r.policy == p and r.Q <= r.compulsory_Q),
+                     caps[-1] * per) for p in policies), default=caps[-1] * per)
+    limit = max(done, sheet * per if sheet <= footprint else done)
+    rows = [r for r in rows if r.capacity_bytes <= limit]
+    return CapacityCurve(kernel.name, hw.name, parts, kernel.compulsory_bytes, lo * per,
+                         footprint * per, sheet * per, tuple(policies), inputs, tuple(rows))

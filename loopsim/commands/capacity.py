@@ -1,0 +1,57 @@
+"""``loopsim capacity``: Q and r per input as a function of SBUF capacity for lru and opt, from the
+smallest capacity that holds one instruction's working tiles up to where Q reaches the compulsory
+Q, the sheet's capacity among the samples; a table, ``--json``, and ``-o FILE`` for the plot."""
+
+from __future__ import annotations
+
+from .. import hardware, spec
+from ._common import dump_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("capacity", help="Q against SBUF capacity for lru and opt (table and plot)",
+                       description=__doc__)
+    p.add_argument("spec", metavar="SPEC", help="a bundled spec name or a .toml path")
+    p.add_argument("--hardware", "-H", required=True, metavar="NAME", help="hardware sheet name or .toml path")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
+                   help="override a spec parameter (repeatable)")
+    p.add_argument("--samples", type=int, default=16, metavar="N",
+                   help="capacities sampled geometrically (default 16)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="also draw the curve (.png, .svg, .pdf)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .. import capacity
+    from ..errors import InputError
+    from ..outfile import figure_format
+
+    if args.output:
+        figure_format(args.output)
+    if args.samples < 2:
+        raise InputError(f"--samples={args.samples} must be >= 2")
+    hw = hardware.load(args.hardware)
+    kernel = spec.load_kernel(args.spec, spec.parse_sets(args.sets))
+    cv = capacity.curve(kernel, hw, samples=args.samples)
+    if args.output:
+        from .. import plot
+
+        plot.save(plot.capacity_curve(cv), args.output)
+    if args.json:
+        dump_json({**cv.as_dict(), "output": args.output})
+        return 0
+    print(f"{cv.kernel} on {cv.hardware}: Q against SBUF capacity (compulsory Q = "
+          f"{cv.compulsory_Q:,} bytes; sheet SBUF = {cv.sheet_capacity_bytes:,} bytes)")
+    print(f"  {'capacity':>14}  {'policy':<6}{'Q':>16}{'Q/Qc':>8}" +
+          "".join(f"{'r_' + n:>9}" for n in cv.inputs))
+    for r in cv.rows:
+        mark = "  <- sheet" if r.capacity_bytes == cv.sheet_capacity_bytes else ""
+        print(f"  {r.capacity_bytes:>14,}  {r.policy:<6}{r.Q:>16,}{r.Q_over_compulsory:>8.3g}" +
+              "".join(f"{v:>9.3g}" for _, v in r.r) + mark)
+    for p in cv.policies:
+        at = cv.reaches_compulsory(p)
+        print(f"  {p}: " + (f"compulsory Q from {at:,} bytes" if at else "above compulsory Q at every sampled capacity"))
+    if args.output:
+        print(f"wrote {args.output}")
+    return 0

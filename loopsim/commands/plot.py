@@ -1,0 +1,55 @@
+"""``loopsim plot``: the roofline of a hardware sheet with one labelled point per kernel / tiling at
+(I, entitled rate), measured points directly below their entitlement points with the gap annotated.
+The file's extension picks the format (.png, .svg, .pdf); it is written whole or not at all."""
+
+from __future__ import annotations
+
+from .. import hardware
+from ._common import add_kernel_options, dump_json
+from ._measured import add_option
+from .compare import add_vary_option, analysed_rows
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plot", help="draw the roofline with the kernels' points (png/svg/pdf)",
+                       description=__doc__)
+    add_kernel_options(p, many=True)
+    add_vary_option(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output .png, .svg or .pdf")
+    p.add_argument("--dtype", default=None, help="dtype whose roof is drawn (default: the first kernel's)")
+    p.add_argument("--title", default=None, help="the figure's title (default: hardware and scope)")
+    add_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .. import plot
+    from ..outfile import figure_format
+
+    figure_format(args.output)  # refuse a bad extension before any work
+    hw = hardware.load(args.hardware)
+    rows, dicts = analysed_rows(args, hw)
+    pts = []
+    for r, d in zip(rows, dicts):
+        if r.report is None:
+            continue
+        m = d.get("measured")
+        base = plot.Point.from_report(r.report, label=r.variant.label)
+        if m:
+            base = plot.Point(base.label, base.I, base.rate, m["rate"], m["gap"],
+                              m["fraction_of_entitlement"], base.fits)
+        pts.append(base)
+    dtype = args.dtype or next((r.report.dtype for r in rows if r.report is not None), "bf16")
+    fig = plot.roofline(pts, hw, dtype=dtype, ceilings=ceilings_for(rows, hw, dtype),
+                        title=args.title)
+    plot.save(fig, args.output)
+    if args.json:
+        dump_json({"output": args.output, "hardware": hw.name, "dtype": dtype, "rows": dicts})
+    else:
+        print(f"wrote {args.output}: {len(pts)} point(s) on the {hw.name} {dtype} roofline")
+    return 0
+
+
+def ceilings_for(rows, hw, dtype) -> list:
+    """Lower ceilings to draw; none until a ceilings model is available (see loopsim.plot.Ceiling)."""
+    return []
