@@ -1,0 +1,110 @@
+"""The matmul I/O lower bound (loopsim.bound): hand-computed values, and no simulated Q below it."""
+
+import math
+from decimal import Decimal, getcontext
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopsim import hardware, spec
+from loopsim.bound import lower_bound, pebble_words
+from loopsim.errors import CapacityError
+from loopsim.report import analyze
+
+getcontext().prec = 60
+
+
+def _pebble_decimal(m, n, k, S, cores=1):
+    """floor(2mnk / sqrt(S+1)) - 2c(S+1) - mn with 60-digit decimals (independent of isqrt)."""
+    lead = (Decimal(2 * m * n * k) / Decimal(S + 1).sqrt()).to_integral_value(rounding="ROUND_FLOOR")
+    return int(lead) - 2 * cores * (S + 1) - m * n
+
+
+@given(st.integers(1, 10**5), st.integers(1, 10**5), st.integers(1, 10**5), st.integers(1, 10**8),
+       st.integers(1, 8))
+def test_pebble_words_is_the_floored_formula(m, n, k, S, cores):
+    assert pebble_words(m, n, k, S, cores) == _pebble_decimal(m, n, k, S, cores)
+
+
+def test_trn2_tutorial_matmul_bound_is_compulsory():
+    # trn2-core: S = SBUF 28 MiB + PSUM 128 partitions x 8 banks x 2 KiB = 29,360,128 + 2,097,152
+    # = 31,457,280 bytes = 15,728,640 bf16 words. 2*1024^3/sqrt(15,728,641) ~ 541,486 words is far
+    # below 2(S+1), so the pebble term is negative and the compulsory traffic binds:
+    # 3 tensors x 1024^2 x 2 bytes = 6,291,456. The tutorial's Q = 2(2*MK + 8*KN + MN) =
+    # 2*11*1024^2 bytes, so Q/bound = 11/3.
+    hw = hardware.load("trn2-core")
+    rep = analyze(spec.load_kernel("matmul"), hw)
+    lb = rep.lower_bound
+    assert lb.psum_bytes == 128 * 8 * 2048
+    assert lb.S_words == (28 * 2**20 + 2 * 2**20) // 2
+    assert lb.pebble_words < 0 and lb.binding == "compulsory"
+    d = rep.as_dict()
+    assert d["lower_bound_Q"] == 3 * 1024 * 1024 * 2
+    assert d["Q_over_bound"] == pytest.approx(11 / 3)
+
+
+def test_toy_2048_cube_pebble_bound_binds():
+    # toy (flat): S = 1 MiB + 8 banks x 2 KiB = 1,064,960 bytes = 532,480 bf16 words.
+    # 2*2048^3 / sqrt(532,481) = 23,543,xxx words; minus 2*532,481 and 2048^2 gives ~18.28 M words
+    # = ~36.57 MB, above the compulsory 3*2048^2*2 = 25,165,824 bytes.
+    hw = hardware.load("toy")
+    k = spec.load_kernel("matmul", {"M": 2048, "N": 2048, "K": 2048})
+    lb = lower_bound(k, hw)
+    S = (2**20 + 8 * 2048) // 2
+    assert lb.S_words == S == 532_480
+    assert lb.pebble_words == _pebble_decimal(2048, 2048, 2048, S)
+    assert lb.Q_bytes == 2 * lb.pebble_words > 3 * 2048 * 2048 * 2
+    assert 36_000_000 < lb.Q_bytes < 37_000_000
+
+
+def test_sbuf_override_and_mixed_dtypes(tmp_path):
+    # fp32 A with bf16 B and C: words convert at the smallest element, 2 bytes.
+    text = spec.locate("matmul").read_text().replace('dtype = "bf16", about = "lhsT', 'dtype = "fp32", about = "lhsT')
+    p = tmp_path / "mixed.toml"
+    p.write_text(text)
+    k = spec.load_kernel(str(p), {"M": 4096, "N": 4096, "K": 4096})
+    lb = lower_bound(k, hardware.load("toy"), capacity_bytes=65536)
+    assert lb.p_min == 2
+    assert lb.S_words == (65536 + 16384) // 2
+    # compulsory: A fp32 (4 B) + B and C bf16 (2 B each)
+    assert lb.compulsory_bytes == 4096 * 4096 * (4 + 2 + 2)
+    assert lb.Q_bytes == max(lb.compulsory_bytes, 2 * _pebble_decimal(4096, 4096, 4096, lb.S_words))
+
+
+def test_not_matmul_shaped(tmp_path):
+    text = spec.locate("matmul").read_text().replace(
+        "      matmul C[m, n] += A[k, m] @ B[k, n]\n",
+        "      matmul C[m, n] += A[k, m] @ B[k, n]\n      matmul C[m, n] += A[k, m] @ B[k, n]\n")
+    p = tmp_path / "twice.toml"
+    p.write_text(text)
+    assert lower_bound(spec.load_kernel(str(p)), hardware.load("toy")) is None
+
+
+def test_lnc2_scope_adds_per_core_terms():
+    hw = hardware.load("trn2-lnc2")
+    k = spec.load_kernel("matmul")
+    lb = lower_bound(k, hw)
+    assert lb.cores == hw.physical_cores == 2
+    assert lb.pebble_words == _pebble_decimal(1024, 1024, 1024, lb.S_words, 2)
+
+
+FAMILY = ["matmul", "matmul_hoisted", "matmul_kouter", "matmul_blocked", "matmul_small_tiles"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(FAMILY), st.sampled_from(["as-written", "lru", "opt"]),
+       st.integers(1, 32), st.integers(1, 32), st.integers(1, 32), st.integers(10, 800))
+def test_no_simulated_q_below_the_bound(name, policy, m, n, k, kib_per_partition):
+    # trn2-core with a small SBUF (PSUM still holds each accumulating tile in one bank) and shapes
+    # up to 4096 (multiples of 128, so every spec's divisibility rules hold), where the pebble term
+    # can bind. An as-written count whose live buffers exceed SBUF is outside the bound's premise.
+    hw = hardware.load("trn2-core")
+    kern = spec.load_kernel(name, {"M": 128 * m, "N": 128 * n, "K": 128 * k})
+    try:
+        rep = analyze(kern, hw, policy=policy, sbuf_bytes=128 * 1024 * kib_per_partition // 10)
+    except CapacityError:
+        return
+    if policy == "as-written" and not rep.counts.residency.fits:
+        return
+    assert rep.counts.hbm_bytes >= rep.lower_bound.Q_bytes
