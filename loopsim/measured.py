@@ -151,7 +151,7 @@ def load(path: str) -> Profile:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"--measured {path}: malformed JSON: {e}") from None
-    return parse(data, path)
+    return parse(data, f"--measured {path}")
 
 
 @dataclass(frozen=True, slots=True)

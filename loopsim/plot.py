@@ -184,6 +184,13 @@ def roofline(points: Sequence, hardware, ax=None, *, dtype: str | None = None,
 
     renderer = _renderer(fig)
     placed = []
+    for i, c in enumerate(ceilings):
+        at = (x1, c.value) if c.kind == "compute" else (x0, x0 * c.value)
+        t = ax.annotate(c.label, at, xytext=(-4 if c.kind == "compute" else 4, 2),
+                        textcoords="offset points", fontsize=7, color=f"C{(i + 4) % 10}",
+                        ha="right" if c.kind == "compute" else "left", va="bottom",
+                        gid=f"ceiling-label:{c.label}")
+        placed.append(t.get_window_extent(renderer))
     ridge_text = ax.annotate(f"ridge {ridge:.4g}", (ridge, y0), xytext=(3, 4),
                              textcoords="offset points", fontsize=8, color="0.3", gid="ridge-label",
                              rotation=90, ha="left", va="bottom")
@@ -248,7 +255,7 @@ def capacity_curve(curve, ax=None):
             for j, name in enumerate(curve.inputs):
                 ax_r.plot([r.capacity_bytes for r in rows], [dict(r.r)[name] for r in rows],
                           ms=3, lw=1.2, ls="-" if policy == "lru" else "--",
-                          color=f"C{(j + 3) % 10}", marker=styles.get(policy, {}).get("marker"),
+                          color=f"C{(j + 4) % 10}", marker=styles.get(policy, {}).get("marker"),
                           label=f"r_{name} ({policy})", gid=f"r:{name}:{policy}")
     axes = [ax_q] + ([ax_r] if ax_r is not None else [])
     ax_q.axhline(curve.compulsory_Q, color="0.3", ls="--", lw=1, gid="compulsory",
@@ -274,4 +281,4 @@ def capacity_curve(curve, ax=None):
 def save(fig, path: str, flag: str = "-o") -> None:
     """Write ``fig`` to ``path`` (.png, .svg or .pdf) whole or not at all."""
     fmt = figure_format(path, flag)
-    write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150), flag)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight"), flag)

@@ -135,4 +135,16 @@ def row_dict(row: Row, rank: int) -> dict:
             "I": e.I if math.isfinite(e.I) else None, "T_best": e.T_best, "T_worst": e.T_worst,
             "bound": e.bound, "rate": e.rate, "dtype": rep.dtype,
             "sbuf_peak_bytes": res.peak_bytes, "sbuf_capacity_bytes": res.capacity_bytes,
-            "fits": res.fits}
+            "fits": res.fits, **_ceiling_fields(rep)}
+
+
+def _ceiling_fields(rep: Report) -> dict:
+    """The binding roof and the lowest lower ceiling, where the report has ceilings."""
+    c = getattr(rep, "ceilings", None)
+    if c is None:
+        return {}
+    from .ceilings import binding_roof
+
+    low = c.lowest
+    return {"binding_roof": binding_roof(c, rep.entitlement),
+            "lowest_ceiling": None if low is None else {"name": low.name, "P": low.P, "T": low.T}}

@@ -50,3 +50,13 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
                             write_bytes=sum(t.write_bytes for t in c.tensors))
+
+
+def single(args, e, rep=None) -> measured.Comparison | None:
+    """For one kernel (``entitle``): the comparison with ``--measured``, or None without one.
+    ``e``: the entitlement; ``rep``: the Report when there is one (for the read/write split)."""
+    if not getattr(args, "measured", None):
+        return None
+    keys = (rep.counts.kernel, str(args.spec)) if rep is not None else ("hand count",)
+    profile = assign(args.measured, [keys])[0]
+    return comparison(rep, profile) if rep is not None else measured.compare(e, profile)

@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..report import analyze, format_text, fmt_time
 from ._common import add_kernel_options, dump_json
 from .ceilings import add_scope_options, report as ceilings_report
+from ._measured import add_option as add_measured_option, single as measured_for
 
 
 def register(sub) -> None:
@@ -23,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--bytes", type=_count, metavar="Q", help="hand count of bytes across HBM (no SPEC)")
     p.add_argument("--dtype", default=None, help="dtype whose Tensor Engine roof applies (default: the kernel's, bf16 for hand counts)")
     add_scope_options(p)
+    add_measured_option(p)
     p.set_defaults(func=run)
 
 
@@ -49,6 +51,9 @@ def run(args) -> int:
         dt = args.dtype or "bf16"
         e = Entitlement(args.flops, args.bytes, hw.P(dt), hw.bw)
         d = {"hardware": hw.name, "scope": hw.scope, "dtype": dt, "roofs": hw.roofs, **e.as_dict()}
+        m = measured_for(args, e)
+        if m is not None:
+            d["measured"] = m.as_dict()
         if args.json:
             dump_json(d)
         else:
@@ -57,12 +62,18 @@ def run(args) -> int:
                   f"ridge = {e.ridge:.4g}")
             print(f"  W/P = {fmt_time(e.t_compute)}, Q/BW = {fmt_time(e.t_memory)}")
             print(f"  T_best = {fmt_time(e.T_best)} ({e.bound}-bound), T_worst = {fmt_time(e.T_worst)}")
+            if m is not None:
+                print("\n".join(m.lines()))
         return 0
     if args.flops is not None or args.bytes is not None:
         raise InputError("give either a SPEC or --flops/--bytes, not both")
+    from . import _program  # a spec with [ops]: a schedule of kernels (loopsim/program.py)
+    if _program.is_program_spec(args.spec):
+        return _program.run_entitle(args)
     rep = ceilings_report(args)  # LNC split, scope check, roofs, [parallel] link roof, ceilings
+    m = measured_for(args, rep.entitlement, rep)
     if args.json:
-        dump_json(rep.as_dict())
+        dump_json({**rep.as_dict(), **({"measured": m.as_dict()} if m is not None else {})})
     else:
-        print(format_text(rep))
+        print(format_text(rep) + ("\n" + "\n".join(m.lines()) if m is not None else ""))
     return 0

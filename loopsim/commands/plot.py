@@ -50,6 +50,22 @@ def run(args) -> int:
     return 0
 
 
-def ceilings_for(rows, hw, dtype) -> list:
-    """Lower ceilings to draw; none until a ceilings model is available (see loopsim.plot.Ceiling)."""
-    return []
+def ceilings_for(rows, hw, dtype, limit: int = 6) -> list:
+    """The kernels' lower ceilings below P (from :mod:`loopsim.ceilings`), one line per distinct
+    (name, rate); a line that does not hold for every kernel names the kernels it holds for."""
+    from ..plot import Ceiling
+
+    P = hw.P(dtype)
+    seen: dict[float, tuple[list[str], list[str]]] = {}  # rate -> (ceiling names, kernels)
+    reps = [r for r in rows if r.report is not None and r.report.ceilings is not None]
+    for r in reps:
+        for c in r.report.ceilings.ceilings:
+            if 0 < c.P < P * 0.999:
+                names, who = seen.setdefault(float(f"{c.P:.4g}"), ([], []))
+                names.append(c.name) if c.name not in names else None
+                who.append(r.variant.label) if r.variant.label not in who else None
+    out = []
+    for rate, (names, who) in sorted(seen.items(), key=lambda kv: -kv[0])[:limit]:
+        label = " = ".join(names) + ("" if len(who) == len(reps) else f" ({', '.join(who)})")
+        out.append(Ceiling(label, rate, "compute"))
+    return out
