@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import SpecError
-from .ir import ACC, STORE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
+from .ir import ACC, LOAD, PRODUCE, STORE, USE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
 from .tiles import Grid, full_extent, grids, matmul_roles
 
 #: refuse traces beyond this many slots (memory: ~17 bytes a slot while building)
@@ -30,7 +30,9 @@ class Trace:
     ``obj`` int64[n] object ids; ``kind`` int8[n] event kinds (ir.LOAD ... ir.ACC; ACC events kept
     are partial-sum reads only); ``obj_bytes`` int64[n_objects] bytes of each block in HBM;
     ``obj_tensor`` int32[n_objects] index into ``tensor_names``; ``flops`` the matmul instructions'
-    FLOPs, counted from the tiles they really cover; ``instructions`` their number.
+    FLOPs, counted from the tiles they really cover; ``instructions`` their number. ``dead``
+    bool[n] or None: the request is the last use of an on-chip intermediate (made by an op in
+    this kernel, never stored), after which the replay frees it without a write-back.
     """
 
     obj: np.ndarray
@@ -41,6 +43,7 @@ class Trace:
     grids: dict
     flops: int
     instructions: int
+    dead: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -146,7 +149,8 @@ def build(kernel: Kernel) -> Trace:
     obj_bytes = np.concatenate([_block_bytes(gs[n]) for n in names])
     obj_tensor = np.concatenate([np.full(gs[n].n_blocks, i, dtype=np.int32)
                                  for i, n in enumerate(names)])
-    return Trace(obj, kind, obj_bytes, obj_tensor, names, gs, flops, instructions)
+    obj, kind, dead = _on_chip(kernel, obj, kind, obj_tensor, names)
+    return Trace(obj, kind, obj_bytes, obj_tensor, names, gs, flops, instructions, dead)
 
 
 def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, OBJ, KIND, VALID) -> tuple[int, int]:
@@ -218,6 +222,33 @@ def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, OBJ, KIND, V
     if count * 2 * kt0 * mt0 * nt0 >= 2**62:
         raise SpecError(f"{kernel.source or kernel.name}: {stmt.where()}: FLOP count overflows int64")
     return int(np.broadcast_to(per, shape_l).sum(dtype=np.int64)), count
+
+
+def _on_chip(kernel: Kernel, obj: np.ndarray, kind: np.ndarray, obj_tensor: np.ndarray,
+             names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Values that live only on chip (ops, see loopsim/ops.py). A read (USE) of a tile that a
+    matmul of this kernel accumulates, of a tensor the kernel never loads, reads PSUM: no SBUF
+    request, dropped. The last event of each block of a tensor an op PRODUCEs here, that is never
+    stored and is no output, is flagged dead. Returns (obj, kind, dead or None)."""
+    events = [(a.tensor, k) for s, _ in kernel.statements() for a, k in s.accesses()]
+
+    def of(*kinds: int) -> set[str]:
+        return {t for t, k in events if k in kinds}
+
+    psum = (of(USE) & of(ACC)) - of(LOAD)
+    if psum:
+        ids = [names.index(t) for t in psum]
+        keep = ~((kind == USE) & np.isin(obj_tensor[obj], ids))
+        obj, kind = obj[keep], kind[keep]
+    outputs = {t.name for t in kernel.outputs}
+    temp = of(PRODUCE) - of(STORE) - outputs
+    if not temp:
+        return obj, kind, None
+    in_temp = np.isin(obj_tensor[obj], [names.index(t) for t in temp])
+    _, first_in_reversed = np.unique(obj[::-1], return_index=True)
+    dead = np.zeros(obj.size, dtype=bool)
+    dead[obj.size - 1 - first_in_reversed] = True
+    return obj, kind, dead & in_temp
 
 
 def _keep_partial_sums(obj: np.ndarray, kind: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,215 @@
+"""Op graphs: the ``[ops]`` table of a spec as a networkx DiGraph, validated when built.
+
+Nodes are ops (attribute ``op``: an :class:`OpNode`) plus one node per program input
+(``kind="input"``) and per program output (``kind="output"``); an edge carries the tensor that
+flows along it (attribute ``tensor``). A spec names its ops and the tensors between them::
+
+    [kernel]
+    inputs = ["x", "W_up", "W_down"]     # tensors no op produces
+
+    [ops]
+    up   = { kind = "matmul", in = ["x", "W_up"], out = "h" }
+    act  = { kind = "gelu",   in = ["h"],         out = "g" }
+    down = { kind = "matmul", in = ["g", "W_down"], out = "y" }
+
+Shapes are logical (math orientation, whatever the SBUF layout): a matmul computes
+[M, K] @ [K, N]; an input written ``"k.T"`` is used transposed. Validation rejects a cycle, a tensor
+produced twice, a tensor read with no producer that is not a listed input, an op output nobody reads
+that is not an output, and a consumer whose expected shape differs from what its producer makes —
+each error names both ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from . import ops as ops_mod
+from .errors import SpecError
+from .ir import Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class OpNode:
+    """One op of a program: ``out = kind(inputs)``; ``transposed[i]`` marks input i used as ``.T``."""
+
+    name: str
+    kind: str
+    inputs: tuple[str, ...]
+    transposed: tuple[bool, ...]
+    out: str
+    engine: str  # the engine override, or "" for the kind's own engines
+
+    @property
+    def op_kind(self) -> ops_mod.OpKind:
+        return ops_mod.KINDS[self.kind]
+
+    def work(self) -> tuple[tuple[str, int], ...]:
+        """(engine, passes per element) pairs; an override moves every pass to one engine."""
+        w = self.op_kind.work
+        if self.engine:
+            return ((self.engine, sum(p for _, p in w)),)
+        return w
+
+
+def parse_ops(path: str, data: Mapping) -> tuple[tuple[OpNode, ...], tuple[str, ...]]:
+    """``[ops]`` and ``[kernel].inputs`` of a spec -> (ops in file order, program input names)."""
+    raw = data.get("ops")
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{path}: [ops] must be a table of ops like up = {{ kind = \"matmul\", "
+                        "in = [\"x\", \"W\"], out = \"h\" }")
+    inputs = data.get("kernel", {}).get("inputs")
+    if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
+        raise SpecError(f"{path}: kernel.inputs={inputs!r} must list the tensors no op produces "
+                        "(a spec with [ops] reads them from HBM)")
+    out = []
+    for name, node in raw.items():
+        where = f"{path}: ops.{name}"
+        if not name.isidentifier():
+            raise SpecError(f"{where}: op name must be a name (letters, digits, _)")
+        if not isinstance(node, dict):
+            raise SpecError(f"{where} must be a table like {{ kind = \"gelu\", in = [\"h\"], out = \"g\" }}")
+        unknown = set(node) - {"kind", "in", "out", "engine", "about"}
+        if unknown:
+            raise SpecError(f"{where}: unknown key {sorted(unknown)[0]}; expected kind, in, out, engine, about")
+        k = ops_mod.kind(node.get("kind"), f"{where}.kind")
+        ins = node.get("in")
+        if not isinstance(ins, list) or not ins or not all(isinstance(t, str) for t in ins):
+            raise SpecError(f"{where}.in={ins!r} must be a list of tensor names")
+        if not isinstance(node.get("out"), str):
+            raise SpecError(f"{where}.out={node.get('out')!r} must be a tensor name")
+        engine = node.get("engine", "")
+        if engine and (k.name == "matmul" or engine not in ops_mod.ENGINES[1:]):
+            raise SpecError(f"{where}.engine={engine!r}: " + (
+                "a matmul runs on the Tensor Engine" if k.name == "matmul" else
+                f"expected one of: {', '.join(ops_mod.ENGINES[1:])}"))
+        names = tuple(t[:-2] if t.endswith(".T") else t for t in ins)
+        out.append(OpNode(name, k.name, names, tuple(t.endswith(".T") for t in ins), node["out"], engine))
+    return tuple(out), tuple(inputs)
+
+
+def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
+          tensors: Mapping[str, Tensor]):
+    """The validated op graph (a networkx DiGraph). ``tensors``: the spec's tensors by name."""
+    import networkx as nx
+
+    def declared(t: str, where: str) -> Tensor:
+        if t not in tensors:
+            raise SpecError(f"{path}: {where} names tensor {t}, which is not declared; "
+                            f"declared: {', '.join(tensors)}")
+        return tensors[t]
+
+    producer: dict[str, str] = {}
+    for op in op_nodes:
+        declared(op.out, f"ops.{op.name}.out")
+        if op.out in producer:
+            raise SpecError(f"{path}: tensor {op.out} is produced by both ops.{producer[op.out]} and "
+                            f"ops.{op.name}")
+        if op.out in inputs:
+            raise SpecError(f"{path}: ops.{op.name} produces {op.out}, which kernel.inputs lists as "
+                            "an input")
+        producer[op.out] = op.name
+    for t in inputs:
+        declared(t, "kernel.inputs")
+    g = nx.DiGraph()
+    for t in inputs:
+        g.add_node(f"in:{t}", kind="input", tensor=t)
+    for op in op_nodes:
+        g.add_node(op.name, kind="op", op=op)
+    consumed = set()
+    for op in op_nodes:
+        for t in op.inputs:
+            declared(t, f"ops.{op.name}.in")
+            if t in producer:
+                src = producer[t]
+            elif t in inputs:
+                src = f"in:{t}"
+            else:
+                raise SpecError(f"{path}: ops.{op.name} reads {t}, but no op produces {t} and it is "
+                                "not in kernel.inputs")
+            g.add_edge(src, op.name, tensor=t)
+            consumed.add(t)
+    for op in op_nodes:
+        if tensors[op.out].output:
+            g.add_node(f"out:{op.out}", kind="output", tensor=op.out)
+            g.add_edge(op.name, f"out:{op.out}", tensor=op.out)
+        elif op.out not in consumed:
+            raise SpecError(f"{path}: ops.{op.name} produces {op.out}, which no op reads and which "
+                            f"is not an output (tensors.{op.out}.output = true)")
+    for t in tensors.values():
+        if t.output and t.name not in producer:
+            raise SpecError(f"{path}: tensors.{t.name} is an output but no op produces it")
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        chain = " -> ".join([f"ops.{u}" for u, _ in cycle] + [f"ops.{cycle[0][0]}"])
+        raise SpecError(f"{path}: the ops form a cycle: {chain}")
+    _check_shapes(path, g, tensors, producer)
+    return g
+
+
+def _check_shapes(path: str, g, tensors: Mapping[str, Tensor], producer: Mapping[str, str]) -> None:
+    """Each op's output shape as its inputs imply, checked against the declared output, in
+    topological order so that a mismatch is reported at the first op that sees it."""
+    import networkx as nx
+
+    for name in nx.topological_sort(g):
+        if g.nodes[name]["kind"] != "op":
+            continue
+        op: OpNode = g.nodes[name]["op"]
+        shapes = [tuple(reversed(tensors[t].shape)) if tr else tensors[t].shape
+                  for t, tr in zip(op.inputs, op.transposed)]
+        shown = [f"{t}.T" if tr else t for t, tr in zip(op.inputs, op.transposed)]
+        try:
+            want = ops_mod.output_shape(op.op_kind, shapes, shown, f"ops.{name}")
+        except SpecError as e:
+            ends = [f"{t} from ops.{producer[t]}" for t in op.inputs if t in producer]
+            extra = f" (inputs: {', '.join(ends)})" if ends else ""
+            raise SpecError(f"{path}: {e}{extra}") from None
+        got = tensors[op.out].shape
+        if want != got:
+            users = sorted(v for _, v, d in g.out_edges(name, data=True) if d["tensor"] == op.out)
+            to = ", ".join(f"ops.{u}" if not u.startswith("out:") else "the output" for u in users)
+            raise SpecError(f"{path}: ops.{name} ({op.kind}) makes {op.out} of shape {list(want)} "
+                            f"from {', '.join(shown)}, but tensors.{op.out} is declared "
+                            f"{list(got)} (read by {to})")
+
+
+def draw(g, labels: Mapping[str, str], title: str, ax=None):
+    """Draw the op graph left to right; ``labels`` maps a tensor name to its edge label.
+    Returns the Axes. matplotlib is imported here, not at ``import loopsim``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(6.0, 2.6 * g.number_of_nodes()), 3.6))
+    layers = {}
+    for depth, names in enumerate(nx.topological_generations(g)):
+        for n in names:
+            layers[n] = depth
+    nx.set_node_attributes(g, layers, "layer")
+    pos = nx.multipartite_layout(g, subset_key="layer")
+    colors = {"input": "#cfe2f3", "output": "#d9ead3", "op": "#fff2cc"}
+    node_labels = {}
+    for n, d in g.nodes(data=True):
+        if d["kind"] == "op":
+            op = d["op"]
+            node_labels[n] = f"{n}\n{op.kind}\n[{op.engine or op.op_kind.engine}]"
+        else:
+            node_labels[n] = d["tensor"]
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=2600, node_shape="s",
+                           node_color=[colors[d["kind"]] for _, d in g.nodes(data=True)],
+                           edgecolors="#555555")
+    nx.draw_networkx_labels(g, pos, labels=node_labels, ax=ax, font_size=8)
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, arrowsize=14, node_size=2600, node_shape="s")
+    nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=7,
+                                 edge_labels={(u, v): labels.get(d["tensor"], d["tensor"])
+                                              for u, v, d in g.edges(data=True)})
+    ax.set_title(title, fontsize=9)
+    ax.set_axis_off()
+    return ax
