@@ -24,6 +24,7 @@ from . import expr
 from ._data import data_dir
 from .errors import SpecError
 from .ir import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
+from .ir import walk as _walk
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +326,9 @@ def kernel_from(spec: SpecFile, params: Mapping[str, int], nest_key: str = "nest
     tensors = parse_tensors(spec, params)
     splits = _splits(spec, params)
     body = parse_nest(nest["body"], params, spec.path, _nest_first_line(spec, nest["body"]), splits)
+    for var in splits:  # a split naming no loop would silently run on one core
+        if not any(isinstance(n, Loop) and n.var == var for n, _ in _walk(body)):
+            raise SpecError(f"{spec.where('lnc.split')}={var!r} names no loop of the nest")
     try:
         return Kernel(name or kname, tensors, body, tuple(params.items()),
                       str(k.get("about", "")), spec.path)
