@@ -180,18 +180,18 @@ def _check_shapes(path: str, g, tensors: Mapping[str, Tensor], producer: Mapping
 def draw(g, labels: Mapping[str, str], title: str, ax=None):
     """Draw the op graph left to right; ``labels`` maps a tensor name to its edge label.
     Returns the Axes. matplotlib is imported here, not at ``import loopsim``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
     import networkx as nx
+    from matplotlib.figure import Figure
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(max(6.0, 2.6 * g.number_of_nodes()), 3.6))
-    layers = {}
-    for depth, names in enumerate(nx.topological_generations(g)):
-        for n in names:
-            layers[n] = depth
+    if ax is None:  # a bare Figure: no pyplot state, no backend switch
+        ax = Figure(figsize=(max(6.0, 2.2 * g.number_of_nodes()), 3.8)).subplots()
+    layers: dict[str, int] = {}  # ops by depth; an input one column before its first reader
+    for n in nx.topological_sort(g):
+        if g.nodes[n]["kind"] != "input":
+            layers[n] = 1 + max((layers[p] for p in g.predecessors(n) if p in layers), default=0)
+    for n, d in g.nodes(data=True):
+        if d["kind"] == "input":
+            layers[n] = min(layers[c] for c in g.successors(n)) - 1
     nx.set_node_attributes(g, layers, "layer")
     pos = nx.multipartite_layout(g, subset_key="layer")
     colors = {"input": "#cfe2f3", "output": "#d9ead3", "op": "#fff2cc"}

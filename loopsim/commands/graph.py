@@ -1,0 +1,54 @@
+"""``loopsim graph SPEC -o graph.png``: draw a spec's op graph, each edge labelled with the bytes
+of the tensor it carries and k, the times it crosses HBM (from the replay). The file is written
+whole or not at all (a temporary file, then a rename)."""
+
+from __future__ import annotations
+
+from .. import program
+from ..errors import SpecError
+from ..outfile import figure_format, write_atomic
+from ._common import add_kernel_options
+from ._program import is_program_spec, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("graph", help="draw the op graph of a multi-op spec, edges labelled by bytes and k",
+                       description=__doc__)
+    add_kernel_options(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="figure file (.png, .svg or .pdf)")
+    p.set_defaults(func=run)
+
+
+def edge_labels(rep: program.ProgramReport) -> dict[str, str]:
+    """Tensor name -> "name\\nMB, k=..." for every tensor of the program."""
+    tc = rep.base.counts.tensor_map
+    out = {}
+    for t in rep.program.tensors:
+        c = tc[t.name]
+        k = (c.read_bytes + c.write_bytes) / c.bytes
+        out[t.name] = f"{t.name}: {t.bytes / 1e6:.4g} MB, k={k:.3g}"
+    return out
+
+
+def run(args) -> int:
+    figure_format(args.output)
+    if not is_program_spec(args.spec):
+        raise SpecError(f"{args.spec}: has no [ops] table, so there is no op graph to draw")
+    prog, hw = load(args)
+    rep = program.analyze(prog, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes)
+    e = rep.base.entitlement
+    title = (f"{prog.name} on {hw.name}, {args.policy}: Q = {e.Q:,} bytes, "
+             f"T_best {e.T_best * 1e6:.4g} µs, T_worst {e.T_worst * 1e6:.4g} µs")
+    from ..graph import draw
+
+    ax = draw(prog.graph, edge_labels(rep), title)
+    fig = ax.figure
+    fig.tight_layout()
+    write_atomic(args.output, lambda tmp: fig.savefig(tmp, format=figure_format(args.output)))
+    if args.json:
+        from ._common import dump_json
+        dump_json({"output": args.output, "edges": edge_labels(rep)})
+    else:
+        print(f"wrote {args.output}")
+    return 0
