@@ -9,7 +9,7 @@ import argparse
 
 from .. import ceilings, hardware, lnc, spec
 from ..ceilings import format_lines
-from ..report import analyze, kernel_dtype
+from ..report import analyze, fmt_time, kernel_dtype
 from ._common import add_kernel_options, dump_json
 
 
@@ -72,7 +72,8 @@ def run(args) -> int:
     e = rep.entitlement
     print(f"{kernel.name} on {hw.name} ({hw.scope}); {rep.dtype}; roofs {hw.roofs}")
     print(f"  W = {e.W:,} FLOPs in {c.instructions:,} matmul instructions; roof P = {e.P:.4g} FLOP/s, "
-          f"W/P = {e.t_compute:.4g} s; Q/BW = {e.t_memory:.4g} s")
+          f"W/P = {fmt_time(e.t_compute)}; Q/BW = {fmt_time(e.t_memory)}; binding roof: "
+          f"{ceilings.binding_roof(c, e)}")
     print("\n".join(format_lines(c)))
     return 0
 
