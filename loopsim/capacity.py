@@ -6,9 +6,8 @@ sampled capacity at which both policies reach the compulsory Q (every input read
 written once), sampled geometrically, with the sheet's own capacity always among them. Capacities
 are whole-SBUF bytes (per-partition cost x partitions on partitioned sheets).
 
-Each policy's points come from :func:`sweep_policy`, which replays the trace once per capacity.
-A one-pass LRU stack-distance analysis gives every LRU point from one pass; it can replace
-:func:`sweep_policy` for ``lru`` without changing :func:`curve`.
+LRU's points come from one stack-distance pass (:func:`loopsim.sim.stack.lru_curve`); OPT's
+from one replay per capacity (:func:`sweep_policy`, which also serves to check the LRU pass).
 """
 
 from __future__ import annotations
@@ -75,6 +74,23 @@ def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], partitions:
             for c in capacities]
 
 
+def points(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
+           trace) -> list[tuple[int, dict[str, int]]]:
+    """(Q bytes, read bytes per tensor) at each capacity (cost units). LRU from one
+    stack-distance pass (:func:`loopsim.sim.stack.lru_curve`), other policies by replay."""
+    if policy == "lru":
+        from .sim.stack import lru_curve
+
+        cv = lru_curve(trace.obj, trace.write, trace.object_cost(partitions), capacities,
+                       size=trace.obj_bytes, group=trace.obj_tensor)
+        names = trace.tensor_names
+        return [(int(cv.hbm_bytes[j]),
+                 {n: int(cv.fetch_bytes[i, j]) if i < cv.fetch_bytes.shape[0] else 0
+                  for i, n in enumerate(names)}) for j in range(len(capacities))]
+    return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
+            for c in sweep_policy(kernel, policy, capacities, partitions, trace)]
+
+
 def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
     """``n`` geometrically spaced integers from lo to hi inclusive, plus ``extra`` if in range."""
     if hi <= lo:
@@ -101,12 +117,13 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     caps = _samples(lo, max(lo, footprint), samples, sheet)
     per = parts or 1
     inputs = tuple(t.name for t in kernel.inputs)
+    tbytes = {t.name: t.bytes for t in kernel.tensors}
     rows = []
     for policy in policies:
-        for cap, c in zip(caps, sweep_policy(kernel, policy, caps, parts, tr)):
-            tm = c.tensor_map
-            rows.append(CapacityRow(cap * per, policy, c.hbm_bytes,
-                                    tuple((n, tm[n].r) for n in inputs), c.compulsory_bytes))
+        for cap, (q, reads) in zip(caps, points(kernel, policy, caps, parts, tr)):
+            rows.append(CapacityRow(cap * per, policy, q,
+                                    tuple((n, reads[n] / tbytes[n]) for n in inputs),
+                                    kernel.compulsory_bytes))
     # keep the curve up to the first capacity where every policy is at compulsory Q (and the sheet's)
     done = max((next((r.capacity_bytes for r in rows if r.policy == p and r.Q <= r.compulsory_Q),
                      caps[-1] * per) for p in policies), default=caps[-1] * per)

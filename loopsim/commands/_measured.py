@@ -24,7 +24,7 @@ def assign(items: list[str], keys: list[tuple[str, ...]]) -> dict[int, measured.
     """
     out: dict[int, measured.Profile] = {}
     for item in items:
-        label, eq, path = item.partition("=")
+        label, eq, path = item.rpartition("=")  # labels may hold "=" (matmul TN=512)
         if not eq or os.path.exists(item):
             label, path = "", item
         if not label:

@@ -1,0 +1,112 @@
+"""compare: --vary expansion, ranking by T_best then T_worst, SBUF fit kept and marked, bad input."""
+
+import itertools
+import json
+
+import pytest
+
+from loopsim import hardware, sweep
+from loopsim.cli import main
+from loopsim.errors import InputError
+
+TRN2 = hardware.load("trn2-core")
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)["rows"]
+
+
+def _hand_matmul(tm, tn, M=1024, N=1024, K=1024):
+    """matmul.toml's loop order: A reloaded per n (r_A = N/TN), B per m (r_B = M/TM), C once."""
+    W = 2 * M * N * K
+    Q = 2 * ((N // tn) * K * M + (M // tm) * K * N + M * N)
+    P, BW = TRN2.P("bf16"), TRN2.bw
+    return W, Q, max(W / P, Q / BW), W / P + Q / BW
+
+
+def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
+    rows = _json(capsys, ["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=128,256,512",
+                          "--vary", "TM=64,128", "--json"])
+    assert {(r["params"]["TM"], r["params"]["TN"]) for r in rows} == set(
+        itertools.product((64, 128), (128, 256, 512)))
+    assert [r["T_best"] for r in rows] == sorted(r["T_best"] for r in rows)
+    for r in rows:
+        W, Q, tb, tw = _hand_matmul(r["params"]["TM"], r["params"]["TN"])
+        assert (r["W"], r["Q"]) == (W, Q)
+        assert r["T_best"] == pytest.approx(tb) and r["T_worst"] == pytest.approx(tw)
+        assert r["r"] == {"A": 1024 // r["params"]["TN"], "B": 1024 // r["params"]["TM"]}
+        assert r["compulsory_Q"] == 2 * 3 * 1024**2
+    # the best: largest tiles (fewest reloads), TM = 128, TN = 512
+    assert rows[0]["best"] and rows[0]["varied"] == {"TN": 512, "TM": 128}
+    assert sum(r["best"] for r in rows) == 1
+
+
+def test_ties_on_t_best_are_broken_by_t_worst():
+    # two compute-bound rows share T_best = W/P; the one moving fewer bytes has the smaller T_worst
+    variants = sweep.expand(["projection"], {}, {"B": (2048,), "TF": (128, 512)})
+    rows = sweep.analyze_all(variants, TRN2)
+    assert rows[0].report.entitlement.T_best == pytest.approx(rows[1].report.entitlement.T_best)
+    assert rows[0].report.entitlement.T_worst <= rows[1].report.entitlement.T_worst
+
+
+def test_a_row_that_does_not_fit_stays_marked_and_is_not_best(capsys):
+    # matmul_hoisted holds a K x TM column of A and a K x TN column of B: (8*128 + 8*512)*2 +
+    # 512*2 (C) = 11,264 bytes per partition as written; matmul holds 256 + 1024 = 1,280.
+    # With 4 KiB per partition the hoisted kernel (smaller Q, smaller T_best) does not fit.
+    rows = _json(capsys, ["compare", "matmul", "matmul_hoisted", "--hardware", "trn2-core",
+                          "--sbuf-bytes", str(4096 * 128), "--json"])
+    assert [r["kernel"] for r in rows] == ["matmul_hoisted", "matmul"]
+    assert rows[0]["fits"] is False and rows[0]["best"] is False
+    assert rows[0]["sbuf_peak_bytes"] == 11_264 * 128
+    assert rows[1]["fits"] is True and rows[1]["best"] is True
+
+
+def test_text_and_csv(capsys):
+    assert main(["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=256,512"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul TN=512" in out and "* " in out
+    assert main(["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=256,512", "--csv"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("rank,best,label")
+
+
+def test_nki_tutorial_tells_its_story(capsys):
+    from loopsim import spec
+
+    tut = sorted(str(p) for p in spec._bundled_dir().glob("nki_tutorial/*.toml"))
+    rows = _json(capsys, ["compare", *tut, "--hardware", "trn1-core", "--json"])
+    M, N, K = 4096, 2048, 1024
+    # (r_lhsT, r_rhs) by hand: tiled (N/512, M/128); hoisted (1, M/128); blocked M, N (1, M/256);
+    # blocked M, N, K: lhsT once per N-block (N/1024), rhs once
+    hand = {"nki_tiled": (4, 32), "nki_hoist_load": (1, 32), "nki_block_free": (1, 16),
+            "nki_fully_optimized": (2, 1)}
+    for r in rows:
+        ra, rb = hand[r["kernel"]]
+        assert r["Q"] == 2 * (ra * K * M + rb * K * N + M * N)
+        assert r["W"] == 2 * M * N * K
+    assert [r["kernel"] for r in rows] == ["nki_fully_optimized", "nki_block_free",
+                                           "nki_hoist_load", "nki_tiled"]
+    assert rows[0]["bound"] == "compute" and all(r["bound"] == "memory" for r in rows[1:])
+
+
+@pytest.mark.parametrize("vary,match", [
+    (["TN=12a"], "'12a' is not an integer"),
+    (["TN=0"], "must be > 0"),
+    (["XX=1,2"], "no spec has a parameter XX"),
+    (["TN"], "expected NAME=INT"),
+    (["TN=128", "TN=256"], "given twice"),
+])
+def test_bad_vary(capsys, vary, match):
+    argv = ["compare", "matmul", "--hardware", "trn2-core"]
+    for v in vary:
+        argv += ["--vary", v]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert match in err and "--vary" in err and len(err.strip().splitlines()) == 1
+
+
+def test_parse_vary():
+    assert sweep.parse_vary(["TN=128, 256,128"]) == {"TN": (128, 256)}
+    with pytest.raises(InputError):
+        sweep.parse_vary(["TN=1.5"])

@@ -1,0 +1,148 @@
+"""Measured points: the Day 4 bandwidth example on the copy kernel, MFU, profiler field names and
+shapes, disagreements, and bad measured files."""
+
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from loopsim import measured
+from loopsim.cli import main
+from loopsim.entitle import Entitlement
+from loopsim.errors import InputError
+
+
+def _run(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_day4_copy_bandwidth(tmp_path, capsys):
+    # copy of a bf16 4096 x 4096 tensor HBM -> SBUF -> HBM, measured at 200 µs (numbers of our choosing)
+    bytes_in = 4096 * 4096 * 2            # 33,554,432 read from HBM
+    bytes_out = 4096 * 4096 * 2           # 33,554,432 written back
+    Q = bytes_in + bytes_out              # 67,108,864
+    T = 200e-6
+    achieved = Q / T                      # 335.54432 GB/s
+    bw = 3e12 / 8                         # trn2-core: 3 TB/s per device over 8 cores = 375 GB/s
+    f = tmp_path / "day4.json"
+    f.write_text(json.dumps({"time_s": T}))
+    d = _run(capsys, ["entitle", "copy", "--hardware", "trn2-core", "--measured", str(f), "--json"])
+    assert d["W"] == 0 and d["Q"] == Q
+    assert d["tensors"]["X"]["read_bytes"] == bytes_in and d["tensors"]["Y"]["write_bytes"] == bytes_out
+    m = d["measured"]
+    assert m["T"] == T
+    assert m["achieved_BW"] == pytest.approx(335.54432e9)
+    assert m["BW_share"] == pytest.approx(achieved / bw) == pytest.approx(0.894785, rel=1e-5)
+    assert m["gap"] == pytest.approx(T - Q / bw)            # 200 - 178.957 = 21.04 µs
+    assert m["fraction_of_entitlement"] == pytest.approx((Q / bw) / T)
+    assert main(["entitle", "copy", "--hardware", "trn2-core", "--measured", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "335.5 GB/s" in out and "89.5% of BW" in out
+
+
+def test_compute_bound_mfu_and_profile_disagreements(tmp_path, capsys):
+    # NKI tutorial, fully optimized, trn1-core: W = 2 M N K; P = 128*128*2*2.8 GHz
+    M, N, K = 4096, 2048, 1024
+    W = 2 * M * N * K
+    Q = 2 * (2 * K * M + K * N + M * N)   # lhsT twice, rhs once, result once
+    P = 128 * 128 * 2 * 2_800_000_000
+    T = 250e-6
+    prof = {"Overall Summary": {"Total Time": 0.0003, "Raw Flops": W, "Transpose Flops": 0,
+                                "HBM read bytes": int(Q * 0.82) - M * N * 2,
+                                "HBM write bytes": M * N * 2,
+                                "Mm Arithmetic Intensity": W / (Q * 0.82),
+                                "time_s": T}}
+    f = tmp_path / "prof.json"
+    f.write_text(json.dumps(prof))
+    d = _run(capsys, ["entitle", "tilings/nki_tutorial/4_fully_optimized.toml", "--hardware",
+                      "trn1-core", "--measured", str(f), "--json"])
+    m = d["measured"]
+    assert d["bound"] == "compute" and m["T"] == T   # time_s wins over total_time
+    assert m["MFU"] == pytest.approx(W / T / P)   # 0.7490
+    lines = {x["what"]: x["line"] for x in m["disagreements"]}
+    assert set(lines) == {"Q", "I"}                # W agrees exactly
+    assert lines["Q"].startswith("the profile moved 18% fewer bytes than the nest implies")
+    assert "22% higher" in lines["I"]             # 1/0.82 = 1.2195
+
+
+def test_profile_field_names_and_shapes():
+    legacy = {"summary": [{"total_time": 0.017, "hardware_flops": 10, "transpose_flops": 4,
+                           "hbm_read_bytes": 6, "hbm_write_bytes": 2}]}
+    p = measured.parse(legacy)
+    assert p.time_s == 0.017 and p.flops == 6 and p.hbm_bytes == 8
+    ui = {"Summary": {"Total Time": 1.5, "Hardware Flops": 7, "HBM Read Bytes": 3,
+                      "Peak Flops Bandwidth Ratio": 223.78}}
+    p = measured.parse(ui)
+    assert (p.time_s, p.hardware_flops, p.hbm_read_bytes, p.hbm_bytes) == (1.5, 7, 3, None)
+    assert measured.parse({"time_s": 2, "unknown_metric": "x"}).time_s == 2.0
+
+
+def test_scope_mismatch_is_reported_through_the_ridge():
+    e = Entitlement(10**9, 10**7, 157e12, 0.75e12)  # an LNC=2 sheet: ridge 209.3
+    c = measured.compare(e, measured.Profile(1e-3, "p", peak_flops_bandwidth_ratio=109.8))
+    (d,) = c.disagreements
+    assert d.what == "ridge" and "48% lower" in d.line and "scope" in d.line
+
+
+def test_one_sided_byte_counts_compare_reads_and_writes():
+    e = Entitlement(100, 300, 1e12, 1e9)
+    c = measured.compare(e, measured.Profile(1.0, "p", hbm_read_bytes=100), read_bytes=200,
+                         write_bytes=100)
+    (d,) = c.disagreements
+    assert d.what == "Q read" and d.line.startswith("the profile read 50% fewer HBM bytes")
+
+
+@given(W=st.integers(0, 10**15), Q=st.integers(1, 10**12), T=st.floats(1e-9, 10.0))
+def test_identities(W, Q, T):
+    e = Entitlement(W, Q, 78.6432e12, 375e9)
+    c = measured.compare(e, measured.Profile(T, "p"))
+    assert c.gap == pytest.approx(T - e.T_best)
+    assert c.fraction_of_entitlement * T == pytest.approx(e.T_best)
+    assert c.achieved_bw * T == pytest.approx(Q)
+    assert c.mfu * T * e.P == pytest.approx(W, rel=1e-9, abs=1e-6)
+    assert c.disagreements == ()
+
+
+@pytest.mark.parametrize("content,match", [
+    ({"hbm_read_bytes": 5}, "no measured time: expected key time_s"),
+    ({"time_s": -1e-3}, "time_s=-0.001 must be a positive number"),
+    ({"time_s": 0}, "time_s=0 must be a positive number"),
+    ({"time_s": "1e-3"}, "time_s='1e-3' must be a positive number"),
+    ({"time_s": True}, "time_s=True must be a positive number"),
+    ({"time_s": 1e-3, "hbm_read_bytes": "many"}, "hbm_read_bytes='many' must be a number"),
+    ({"time_s": 1e-3, "Raw Flops": 1.5}, "Raw Flops=1.5 must be a whole number"),
+    ({"time_s": 1e-3, "hbm_write_bytes": -2}, "hbm_write_bytes=-2 must be >= 0"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_bad_measured_files(tmp_path, capsys, content, match):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(content))
+    assert main(["entitle", "matmul", "--hardware", "trn2-core", "--measured", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert match in err and f"--measured {f}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unreadable_and_malformed_measured_files(tmp_path, capsys):
+    f = tmp_path / "m.json"
+    f.write_text("{time_s: 1")
+    assert main(["entitle", "matmul", "--hardware", "trn2-core", "--measured", str(f)]) == 2
+    assert "malformed JSON" in capsys.readouterr().err
+    assert main(["entitle", "matmul", "--hardware", "trn2-core", "--measured",
+                 str(tmp_path / "none.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_compare_and_plot_take_labelled_measured_files(tmp_path, capsys):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"time_s": 1e-4}))
+    d = _run(capsys, ["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=256,512",
+                      "--measured", f"matmul TN=512={f}", "--json"])
+    (row,) = [r for r in d["rows"] if "measured" in r]
+    assert row["varied"] == {"TN": 512} and row["measured"]["T"] == 1e-4
+    assert main(["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=256,512",
+                 "--measured", str(f)]) == 2
+    assert "say which one it measures" in capsys.readouterr().err
+    out = tmp_path / "m.png"
+    assert main(["plot", "matmul", "--hardware", "trn2-core", "--measured", str(f), "-o", str(out)]) == 0
+    assert out.stat().st_size > 5000
