@@ -20,6 +20,7 @@ From the entitlement (W FLOPs, Q bytes, P FLOP/s, BW bytes/s) and T_measured (s)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -151,7 +152,7 @@ def load(path: str) -> Profile:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"--measured {path}: malformed JSON: {e}") from None
-    return parse(data, f"--measured {path}")
+    return dataclasses.replace(parse(data, f"--measured {path}"), source=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +254,7 @@ class Comparison:
                f"({self.fraction_of_entitlement:.1%} of entitlement reached)"]
         bw = f"  achieved BW = Q/T   {self.achieved_bw / 1e9:>16.4g} GB/s   ({self.bw_share:.1%} of BW)"
         mfu = f"  MFU = W/T/P         {self.mfu:>20.1%}"
-        out += [mfu, bw] if e.bound == "compute" else [bw, mfu]
+        out += [mfu, bw] if e.bound == "compute" else [bw] + ([mfu] if e.W else [])
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")
         out += [f"  {d.line}" for d in self.disagreements]
