@@ -88,6 +88,8 @@ class Psum:
         return self.needed_banks <= self.banks
 
     def verdict(self) -> str:
+        if not self.live:
+            return f"no matmul accumulators: 0 of {self.banks} PSUM banks"
         what = f"{self.live} live accumulator tile(s) x {self.tile_banks} bank(s)"
         if self.fits:
             return f"fits: {what} = {self.needed_banks} of {self.banks} PSUM banks"

@@ -388,3 +388,15 @@ def test_entitle_json_keys(capsys):
     out = main(["ceilings", "matmul_small_tiles", "--hardware", "trn1-core"])
     text = capsys.readouterr().out
     assert out == 0 and "partition_fill" in text and "PSUM" in text
+
+
+def test_ceilings_of_a_program_per_kernel(capsys):
+    # SwiGLU MLP fused into one kernel: gate and up accumulate side by side before silu/mul drain
+    # them, so two accumulator tiles (one bank each) are live at once
+    d = _json(["ceilings", "swiglu_mlp", "--hardware", "trn2-core"], capsys)
+    (st,) = d["stages"]
+    assert st["psum"]["live_accumulators"] == 2 and st["psum"]["needed_banks"] == 2
+    d = _json(["ceilings", "mlp_unfused", "--hardware", "trn2-core"], capsys)
+    act = next(s for s in d["stages"] if s["matmul_instructions"] == 0)
+    assert act["ceilings"] == [] and act["psum"]["needed_banks"] == 0
+    _fails(["ceilings", "mlp_unfused", "--hardware", "trn2-core", "--lnc", "2"], capsys, "--lnc")

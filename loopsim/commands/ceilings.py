@@ -56,6 +56,10 @@ def report(args):
 
 
 def run(args) -> int:
+    from . import _program
+
+    if _program.is_program_spec(args.spec):
+        return _run_program(args, _program)
     kernel, hw, par = load(args)
     # strict: a sheet lacking what a ceiling needs is an error here
     ceilings.compute(kernel, hw, dtype=args.dtype or kernel_dtype(kernel), parallel=par,
@@ -77,3 +81,33 @@ def run(args) -> int:
     print("\n".join(format_lines(c)))
     return 0
 
+
+
+def _run_program(args, _program) -> int:
+    """A spec with several ops: the ceilings of each kernel of its schedule (one core each)."""
+    from ..errors import InputError
+
+    for flag, dest in (("--lnc", "lnc"), ("--split", "split"), ("--link-bw", "link_bw")):
+        if getattr(args, dest) is not None:
+            raise InputError(f"{flag}: not supported for a spec with several ops ({args.spec}); "
+                             "each of its kernels runs on one physical core")
+    prog, hw = _program.load(args)
+    stages = []
+    for st in prog.stages:
+        lnc.check_scope(st.kernel, hw, allow=args.allow_scope_mismatch)
+        c = ceilings.compute(st.kernel, hw, dtype=args.dtype or kernel_dtype(st.kernel), strict=True)
+        stages.append((st, c))
+    if args.json:
+        dump_json({"kernel": prog.name, "hardware": hw.name, "scope": hw.scope, "roofs": hw.roofs,
+                   "stages": [{"stage": st.name, "ops": list(st.ops), "dtype": c.dtype, "W": c.W,
+                               "matmul_instructions": c.instructions,
+                               "ceilings": [x.as_dict() for x in c.ceilings],
+                               "instruction_s": c.instruction_s, "psum": c.psum.as_dict(),
+                               "lowest_ceiling": c.lowest.name if c.lowest else None}
+                              for st, c in stages]})
+        return 0
+    print(f"{prog.name} on {hw.name} ({hw.scope}); roofs {hw.roofs}; {len(stages)} kernel(s)")
+    for st, c in stages:
+        print(f"kernel {st.name} (ops {', '.join(st.ops)}); {c.dtype}; W = {c.W:,} FLOPs")
+        print("\n".join(format_lines(c)))
+    return 0
