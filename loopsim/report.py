@@ -141,6 +141,10 @@ def format_text(rep: Report) -> str:
     lines.append(f"  T_worst             {fmt_time(e.T_worst):>20}")
     lines.append(f"  entitled rate       {_si(e.rate, 'FLOP/s'):>20}   ({e.rate / e.P:.1%} of P)")
     lines.append(f"  SBUF ({c.residency.what}, {c.residency.mode}): {c.residency.verdict()}")
+    if rep.lower_bound is not None:
+        lb = rep.lower_bound
+        lines.append(f"  I/O lower bound     {lb.Q_bytes:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
+                     f"{lb.binding}, S = SBUF + PSUM = {lb.fast_bytes:,} bytes)")
     if rep.ceilings is not None:
         from .ceilings import format_report_lines
         lines += format_report_lines(rep.ceilings, e, hw)
