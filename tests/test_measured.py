@@ -55,7 +55,7 @@ def test_compute_bound_mfu_and_profile_disagreements(tmp_path, capsys):
                                 "time_s": T}}
     f = tmp_path / "prof.json"
     f.write_text(json.dumps(prof))
-    d = _run(capsys, ["entitle", "tilings/nki_tutorial/4_fully_optimized.toml", "--hardware",
+    d = _run(capsys, ["entitle", "nki_tutorial/4_fully_optimized", "--hardware",
                       "trn1-core", "--measured", str(f), "--json"])
     m = d["measured"]
     assert d["bound"] == "compute" and m["T"] == T   # time_s wins over total_time
