@@ -46,7 +46,9 @@ def run(args) -> int:
     if args.json:
         dump_json({"output": args.output, "hardware": hw.name, "dtype": dtype, "rows": dicts})
     else:
-        print(f"wrote {args.output}: {len(pts)} point(s) on the {hw.name} {dtype} roofline")
+        drawn = sum(p.drawable for p in pts)
+        print(f"wrote {args.output}: {drawn} point(s) on the {hw.name} {dtype} roofline" +
+              (f" ({len(pts) - drawn} with W = 0 named, not drawn)" if drawn < len(pts) else ""))
     return 0
 
 
