@@ -28,7 +28,8 @@ Where a closed form does not claim to apply (an index that is not a clean cover 
 dimension, an output stored more than once in different shapes, a nest split across cores,
 statements other than load/store/matmul for the LRU regimes, or — for the working-tiles regime —
 reuse at the scale of the working tiles that the rule above does not model, such as an operand
-kept stationary across the innermost loop, detected by comparing with the stack pass), ``claimed``
+kept stationary across the innermost loop or a ragged last tile so small that its reuse fits beside
+the full working tiles, detected by comparing with the stack pass at the smallest capacity), ``claimed``
 is False, ``reason`` says why, and the numbers are the simulator's.
 """
 
@@ -450,8 +451,9 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
     if work.claimed and any((t.read_bytes, t.write_bytes) != counted(need)[t.name] for t in work.tensors):
         work = Formula("working", work.tensors, False,
                        "the nest reuses data at the scale of the working tiles in a way this closed "
-                       "form does not model (e.g. an operand kept stationary across the innermost "
-                       "loop); see the simulated values")
+                       "form does not model (an operand kept stationary across the innermost loop, "
+                       "or a small ragged last tile or panel that fits beside the working tiles); "
+                       "see the simulated values")
     # everything reused fits: each input read once, each output written once
     reads, writes = {}, {}
     for t in kernel.tensors:

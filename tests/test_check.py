@@ -1,0 +1,90 @@
+"""Property-testing a user's Q formula (loopsim.checkformula, ``loopsim check``)."""
+
+import pytest
+
+from loopsim import expr, spec
+from loopsim.checkformula import assert_formula, check_formula, parse_vary
+from loopsim.cli import main
+from loopsim.errors import InputError
+from loopsim.report import analyze
+from loopsim import hardware
+
+RIGHT = "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)"  # curriculum Day 5 for the tutorial loop order
+NAIVE = "2*(M*K + K*N + M*N)"  # every byte once: wrong as soon as N > TN or M > TM
+PINNED = ["matmul", "--hardware", "trn2-core", "--policy", "as-written", "--set", "TM=128",
+          "--set", "TK=128", "--set", "TN=512", "--examples", "30"]
+
+
+def test_right_formula_holds_and_naive_is_refuted(capsys):
+    assert main(["check", *PINNED, "--formula", RIGHT]) == 0
+    assert "held on 30 examples" in capsys.readouterr().out
+    assert main(["check", *PINNED, "--formula", NAIVE]) == 1
+    out = capsys.readouterr().out
+    assert "counterexample:" in out and "r = " in out
+
+
+def test_counterexample_is_a_real_mismatch_and_small():
+    res = check_formula("matmul", NAIVE, sets={"TM": 128, "TK": 128, "TN": 512}, examples=30)
+    assert not res.held
+    cx = res.counterexample
+    params = dict(cx.params)
+    # independent of the simulator: the curriculum formula gives Q at the counterexample,
+    # and the naive formula differs from it there
+    assert cx.simulated_Q == expr.parse(RIGHT).evaluate(params)
+    assert cx.formula_bytes == expr.parse(NAIVE).evaluate(params) != cx.simulated_Q
+    # shrunk: the naive count is wrong exactly when an operand is reloaded, N > TN or M > TM;
+    # hypothesis shrinks to the boundary, one element past a tile in one dimension
+    assert (params["N"], params["M"]) in ((513, 1), (1, 129))
+    # each tensor's simulated bytes are reported; the reloaded operand has r = 2
+    rs = {n: r / size for n, size, r, _ in cx.tensors}
+    assert sorted(rs.values())[-1] == 2
+
+
+def test_python_api_for_a_users_pytest_suite():
+    assert assert_formula("matmul", RIGHT, hardware="trn2-core",
+                          sets={"TK": 128}, examples=15).held
+    with pytest.raises(AssertionError, match="counterexample"):
+        assert_formula("matmul", NAIVE, sets={"TM": 128, "TK": 128, "TN": 512}, examples=30)
+
+
+def test_lru_everything_fits_formula():
+    # 1024^3 bf16 operands (6 MiB) fit in trn2-core's 28 MiB: under LRU each byte crosses once
+    res = check_formula("matmul", NAIVE, policy="lru", sets={"TK": 128}, examples=15)
+    assert res.held and res.examples == 15
+
+
+def test_tiles_respect_hardware_limits():
+    # TN drawn from 256..1024 is clipped at trn2-core's moving limit 512: every example runs
+    res = check_formula("matmul", RIGHT, vary={"TN": range(256, 1025), "M": (64, 200)},
+                        sets={"TM": 128, "TK": 128, "N": 2000, "K": 300}, examples=20)
+    assert res.held and dict(res.ranges)["TN"] == "256..512"
+    kern = spec.load_kernel("matmul", {"TN": 512, "N": 2000, "K": 300, "M": 200})
+    q = analyze(kern, hardware.load("trn2-core")).counts.hbm_bytes
+    assert q == expr.parse(RIGHT).evaluate(dict(kern.params))
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--formula", "2*(M*K + Z)"], "unknown name Z; the names of tilings/matmul.toml are: M, N, K"),
+    (["--formula", "2*M*K +* N)"], "syntax error in '2\\*M\\*K \\+\\* N\\)' at column"),
+    (["--formula", "M*K/(N-1)"], r"division by zero in 'M \* K / \(N - 1\)'.*N=1"),
+    (["--formula", "M", "--vary", "M=10..5"], r"--vary M=10..5: the range is empty \(10 > 5\)"),
+    (["--formula", "M", "--vary", "M=a..5"], "--vary M=a..5: values must be integers"),
+    (["--formula", "M", "--vary", "Q=1..3"], "--vary Q: tilings/matmul.toml has no parameter Q"),
+    (["--formula", "M", "--vary", "TN=600..700"], "every value exceeds trn2-core's limit of 512"),
+    (["--formula", "M", "--examples", "0"], "--examples=0 must be a positive integer"),
+    (["--formula", "M", "--vary", "M=1..3", "--set", "M=2"], "give one or the other"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, args, msg):
+    assert main(["check", "matmul", "-H", "trn2-core", "--examples", "5", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    import re
+
+    assert re.search(msg, err), err
+
+
+def test_parse_vary():
+    v = parse_vary(["M=1..4", "TN=128,256"])
+    assert list(v["M"]) == [1, 2, 3, 4] and v["TN"] == (128, 256)
+    with pytest.raises(InputError, match="expected NAME=LO..HI"):
+        parse_vary(["M"])
