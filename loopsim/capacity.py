@@ -30,6 +30,7 @@ class CapacityRow:
     Q: int
     r: tuple[tuple[str, float], ...]
     compulsory_Q: int
+    lower_bound_Q: int | None = None  # loopsim.bound, with S = this capacity + PSUM; None if not a matmul
 
     @property
     def Q_over_compulsory(self) -> float:
@@ -37,7 +38,9 @@ class CapacityRow:
 
     def as_dict(self) -> dict:
         return {"capacity_bytes": self.capacity_bytes, "policy": self.policy, "Q": self.Q,
-                "r": dict(self.r), "Q_over_compulsory": self.Q_over_compulsory}
+                "r": dict(self.r), "Q_over_compulsory": self.Q_over_compulsory,
+                "lower_bound_Q": self.lower_bound_Q,
+                "Q_over_bound": self.Q / self.lower_bound_Q if self.lower_bound_Q else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,7 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
           sbuf_bytes: int | None = None) -> CapacityCurve:
     """The capacity curve of ``kernel`` on ``hw`` (see the module docstring)."""
     from . import trace as trace_mod
+    from .bound import lower_bound
 
     parts = hw.partitions
     tr = trace_mod.build(kernel)
@@ -121,9 +125,10 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     rows = []
     for policy in policies:
         for cap, (q, reads) in zip(caps, points(kernel, policy, caps, parts, tr)):
+            lb = lower_bound(kernel, hw, cap * per)
             rows.append(CapacityRow(cap * per, policy, q,
                                     tuple((n, reads[n] / tbytes[n]) for n in inputs),
-                                    kernel.compulsory_bytes))
+                                    kernel.compulsory_bytes, lb.Q_bytes if lb else None))
     # keep the curve up to the first capacity where every policy is at compulsory Q (and the sheet's)
     done = max((next((r.capacity_bytes for r in rows if r.policy == p and r.Q <= r.compulsory_Q),
                      caps[-1] * per) for p in policies), default=caps[-1] * per)

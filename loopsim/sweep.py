@@ -135,7 +135,14 @@ def row_dict(row: Row, rank: int) -> dict:
             "I": e.I if math.isfinite(e.I) else None, "T_best": e.T_best, "T_worst": e.T_worst,
             "bound": e.bound, "rate": e.rate, "dtype": rep.dtype,
             "sbuf_peak_bytes": res.peak_bytes, "sbuf_capacity_bytes": res.capacity_bytes,
-            "fits": res.fits, **_ceiling_fields(rep)}
+            "fits": res.fits, **_ceiling_fields(rep), **_lower_bound_fields(rep)}
+
+
+def _lower_bound_fields(rep: Report) -> dict:
+    """``lower_bound_Q`` (bytes, :mod:`loopsim.bound`) and ``Q_over_bound``; None if not a matmul."""
+    lb = getattr(rep, "lower_bound", None)
+    return {"lower_bound_Q": lb.Q_bytes if lb else None,
+            "Q_over_bound": lb.ratio(rep.entitlement.Q) if lb and lb.Q_bytes else None}
 
 
 def _ceiling_fields(rep: Report) -> dict:

@@ -43,11 +43,12 @@ def run(args) -> int:
         return 0
     print(f"{cv.kernel} on {cv.hardware}: Q against SBUF capacity (compulsory Q = "
           f"{cv.compulsory_Q:,} bytes; sheet SBUF = {cv.sheet_capacity_bytes:,} bytes)")
-    print(f"  {'capacity':>14}  {'policy':<6}{'Q':>16}{'Q/Qc':>8}" +
+    print(f"  {'capacity':>14}  {'policy':<6}{'Q':>16}{'Q/Qc':>8}{'Q/LB':>8}" +
           "".join(f"{'r_' + n:>9}" for n in cv.inputs))
     for r in cv.rows:
         mark = "  <- sheet" if r.capacity_bytes == cv.sheet_capacity_bytes else ""
-        print(f"  {r.capacity_bytes:>14,}  {r.policy:<6}{r.Q:>16,}{r.Q_over_compulsory:>8.3g}" +
+        lb = f"{r.Q / r.lower_bound_Q:>8.3g}" if r.lower_bound_Q else f"{'-':>8}"
+        print(f"  {r.capacity_bytes:>14,}  {r.policy:<6}{r.Q:>16,}{r.Q_over_compulsory:>8.3g}{lb}" +
               "".join(f"{v:>9.3g}" for _, v in r.r) + mark)
     for p in cv.policies:
         at = cv.reaches_compulsory(p)

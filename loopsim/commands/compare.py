@@ -57,7 +57,7 @@ def run(args) -> int:
     inputs = list(dict.fromkeys(n for d in dicts for n in d.get("r", {})))
     if args.csv:
         cols = ["rank", "best", "label", "spec", "W", "Q", *[f"r_{n}" for n in inputs],
-                "compulsory_Q", "I", "T_best", "T_worst", "bound", "sbuf_peak_bytes",
+                "compulsory_Q", "lower_bound_Q", "Q_over_bound", "I", "T_best", "T_worst", "bound", "sbuf_peak_bytes",
                 "sbuf_capacity_bytes", "fits", "measured_T", "gap", "fraction_of_entitlement",
                 "error"]
         w = csv.writer(sys.stdout, lineterminator="\n")
@@ -77,7 +77,7 @@ def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
     width = max(12, *(len(d["label"]) for d in dicts))
     head = (f"  {'#':>2}  {'tiling':<{width}} {'W':>16} {'Q':>15} "
             + "".join(f"{'r_' + n:>8}" for n in inputs)
-            + f" {'Q/Qc':>6} {'I':>8} {'T_best':>11} {'T_worst':>11}  {'bound':<8}{'SBUF peak':>13}")
+            + f" {'Q/Qc':>6} {'Q/LB':>6} {'I':>8} {'T_best':>11} {'T_worst':>11}  {'bound':<8}{'SBUF peak':>13}")
     lines = [f"{len(dicts)} tilings on {hw.name} ({hw.scope}); policy {policy}; "
              "ranked by T_best, then T_worst", head]
     for d in dicts:
@@ -86,11 +86,12 @@ def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
             lines.append(f"{mark} {d['rank']:>2}  {d['label']:<{width}} cannot run: {d['error']}")
             continue
         qc = f"{d['Q_over_compulsory']:.3g}" if d["Q_over_compulsory"] else "-"
+        qb = f"{d['Q_over_bound']:.3g}" if d.get("Q_over_bound") else "-"
         i = f"{d['I']:.4g}" if d["I"] is not None else "inf"
         lines.append(
             f"{mark} {d['rank']:>2}  {d['label']:<{width}} {d['W']:>16,} {d['Q']:>15,} "
             + "".join(f"{d['r'].get(n, float('nan')):>8.3g}" for n in inputs)
-            + f" {qc:>6} {i:>8} {fmt_time(d['T_best']):>11} {fmt_time(d['T_worst']):>11}  "
+            + f" {qc:>6} {qb:>6} {i:>8} {fmt_time(d['T_best']):>11} {fmt_time(d['T_worst']):>11}  "
               f"{d['bound']:<8}{d['sbuf_peak_bytes']:>13,}" + ("" if d["fits"] else "  does not fit SBUF"))
         m = d.get("measured")
         if m:
@@ -99,5 +100,5 @@ def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
                          f"achieved BW {m['achieved_BW'] / 1e9:.4g} GB/s ({m['BW_share']:.1%} of BW)")
             lines += [f"        {x['line']}" for x in m["disagreements"]]
     lines.append("  * best (fits SBUF)   ! does not fit SBUF   Q/Qc: Q over compulsory Q   "
-                 "SBUF peak: bytes over all partitions")
+                 "Q/LB: Q over the I/O lower bound   SBUF peak: bytes over all partitions")
     return "\n".join(lines)
