@@ -108,3 +108,24 @@ def test_no_simulated_q_below_the_bound(name, policy, m, n, k, kib_per_partition
     if policy == "as-written" and not rep.counts.residency.fits:
         return
     assert rep.counts.hbm_bytes >= rep.lower_bound.Q_bytes
+
+
+def test_bound_keys_in_entitle_compare_and_capacity(capsys):
+    import json
+
+    from loopsim.cli import main
+
+    # entitle/compare: trn2-core tutorial matmul, bound = compulsory 3 * 1024^2 * 2 bytes
+    assert main(["entitle", "matmul", "-H", "trn2-core", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["lower_bound_Q"] == 6 * 1024**2 and d["Q_over_bound"] == pytest.approx(11 / 3)
+    assert main(["compare", "matmul", "-H", "trn2-core", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["lower_bound_Q"] == 6 * 1024**2 and row["Q_over_bound"] == pytest.approx(11 / 3)
+    # capacity: each row's bound uses that row's SBUF capacity (toy: + 16 KiB of PSUM)
+    assert main(["capacity", "matmul", "-H", "toy", "--set", "M=2048", "--set", "N=2048",
+                 "--set", "K=2048", "--samples", "3", "--json"]) == 0
+    for r in json.loads(capsys.readouterr().out)["rows"]:
+        S = (r["capacity_bytes"] + 8 * 2048) // 2
+        want = max(3 * 2048**2 * 2, 2 * _pebble_decimal(2048, 2048, 2048, S))
+        assert r["lower_bound_Q"] == want and r["Q"] >= want

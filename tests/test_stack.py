@@ -127,3 +127,18 @@ def test_bad_arrays():
         lru_curve(np.array([3]), np.zeros(1, bool), np.array([1]), [1])
     with pytest.raises(InputError, match="group shape"):
         lru_curve(np.array([0]), np.zeros(1, bool), np.array([1]), [1], group=np.zeros(2, int))
+
+
+@pytest.mark.parametrize("n_obj,n", [(3, 5000), (60, 30000)])
+def test_long_traces_renumber_slots(n_obj, n):
+    # far more requests than 2 * objects + 1024 slots: the pass renumbers its slots many times
+    rng = np.random.default_rng(n)
+    obj = rng.integers(0, n_obj, n)
+    write = rng.random(n) < 0.2
+    cost = rng.integers(1, 50, n_obj)
+    caps = [int(cost.max()) + e for e in (0, 40, 300, 2000)]
+    c = lru_curve(obj, write, cost, caps)
+    for j, cap in enumerate(caps):
+        r = replay(obj, write, cost, cap, "lru")
+        assert c.misses[j] == r.misses
+        assert int(c.writebacks[0, j]) == int(r.writebacks.sum())

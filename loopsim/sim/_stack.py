@@ -15,27 +15,34 @@ COLD = np.iinfo(np.int64).max
 
 @njit(**_JIT)
 def stack_distance_kernel(obj, cost, n_objects):
-    """Byte-weighted LRU stack distance of every request, one pass, O(n log n).
+    """Byte-weighted LRU stack distance of every request, one pass, O(n log n_objects).
 
     The distance of request i to object o is cost[o] plus the cost of every *distinct* other object
     requested since the previous request to o; ``COLD`` when o was never requested before. Under
     LRU with capacity C >= every cost, request i hits iff distance <= C (the resident set is always
     the longest prefix of the recency stack that fits).
 
-    A Fenwick tree over request times holds each object's cost at the time of its latest request,
-    so the distinct cost requested strictly after time p is ``total - prefix(p)``.
+    A Fenwick tree over time slots holds each object's cost at the slot of its latest request, so
+    the distinct cost requested after slot p is ``total - prefix(p)``. Only the latest slot of each
+    object is live, so the slots are renumbered (order kept) whenever they run out: the tree stays
+    about twice the number of objects, small enough to stay in cache, instead of one slot per
+    request.
     """
     n = obj.shape[0]
-    tree = np.zeros(n + 1, np.int64)
-    last = np.full(n_objects, -1, np.int64)
+    slots = 2 * n_objects + 1024
+    tree = np.zeros(slots + 1, np.int64)
+    pos = np.full(n_objects, -1, np.int64)
+    owner = np.full(slots, -1, np.int64)  # object whose latest request sits in a slot
     dist = np.empty(n, np.int64)
     total = 0
+    t = 0
     for i in range(n):
+        if t == slots:
+            t = _compact(tree, pos, owner, cost, slots)
         o = obj[i]
         c = cost[o]
-        p = last[o]
+        p = pos[o]
         if p >= 0:
-            # cost of distinct objects whose latest request lies in (p, i)
             s = 0
             j = p + 1
             while j > 0:
@@ -43,18 +50,42 @@ def stack_distance_kernel(obj, cost, n_objects):
                 j -= j & (-j)
             dist[i] = total - s + c
             j = p + 1
-            while j <= n:
+            while j <= slots:
                 tree[j] -= c
                 j += j & (-j)
+            owner[p] = -1
         else:
             dist[i] = COLD
             total += c
-        j = i + 1
-        while j <= n:
+        j = t + 1
+        while j <= slots:
             tree[j] += c
             j += j & (-j)
-        last[o] = i
+        pos[o] = t
+        owner[t] = o
+        t += 1
     return dist
+
+
+@njit(**_JIT)
+def _compact(tree, pos, owner, cost, slots):
+    """Move the live slots to 0..L-1 in order and rebuild the tree; returns L."""
+    k = 0
+    for s in range(slots):
+        o = owner[s]
+        if o >= 0:
+            owner[s] = -1
+            owner[k] = o
+            pos[o] = k
+            k += 1
+    tree[:] = 0
+    for s in range(k):
+        tree[s + 1] = cost[owner[s]]
+    for j in range(1, slots + 1):  # linear-time Fenwick build
+        parent = j + (j & (-j))
+        if parent <= slots:
+            tree[parent] += tree[j]
+    return k
 
 
 @njit(**_JIT)
