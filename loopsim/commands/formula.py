@@ -19,12 +19,17 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..formula import derive
 
+    from ..report import analyze
+
     hw = hardware.load(args.hardware)
     d = derive(args.spec, spec.parse_sets(args.sets), hw, sbuf_bytes=args.sbuf_bytes)
+    # --policy: also the simulated Q of that policy at this SBUF, beside the closed forms
+    q = analyze(d.kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes).counts.hbm_bytes
     if args.json:
-        dump_json({"hardware": hw.name, **d.as_dict()})
+        dump_json({"hardware": hw.name, **d.as_dict(), "policy": args.policy, "policy_Q": q})
         return 0
     print(format_text(d, hw))
+    print(f"  simulated Q under --policy {args.policy} at this SBUF: {q:,} bytes")
     return 0
 
 
