@@ -1,0 +1,272 @@
+"""Replay a tile-access trace through a model of SBUF and count what crosses to HBM.
+
+This module validates and converts its inputs, then hands flat int64/bool arrays to the jitted
+kernels in :mod:`loopsim.sim._kernels`. That module (and numba with it) is imported on the first
+replay, not at ``import loopsim.sim``, so importing the package compiles nothing.
+
+Policies
+--------
+``lru``
+    Evict the least recently used residents until the new object fits. With byte (or any
+    non-uniform) costs the resident set is always the longest prefix of the recency stack that
+    fits, so for capacities at or above the largest cost, misses never rise with capacity.
+``opt``
+    Evict the resident whose next use is farthest in the future ("never used again" first) until
+    the new object fits; among equal next uses (only possible for "never again") the smaller
+    object id goes first. With one cost for all objects this is Belady's MIN and its miss count is
+    optimal. With mixed costs it is Belady's farthest-next-use *heuristic*, which is not optimal
+    (optimal variable-size caching is NP-hard): it can lose to LRU.
+
+A request may be flagged ``dead`` (the last use of an on-chip intermediate that nothing stores):
+once served, its object is freed without a write-back, so a value that never has to reach HBM
+does not, unless it was evicted (spilled) before its last use.
+
+Both policies admit every missed object (no bypass by choice). An object whose cost exceeds the
+capacity can never be admitted: it misses every time, evicts nothing, and a write to it goes
+straight to HBM (counted as one write-back of that object).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from loopsim.errors import InputError
+
+__all__ = ["POLICIES", "Replay", "replay", "next_use"]
+
+POLICIES = ("lru", "opt")
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What one replay moved. Arrays are per request or per object; totals are Python ints.
+
+    Attributes
+    ----------
+    miss : numpy.ndarray of bool, shape (n,)
+        Request i found its object not resident (a write miss fetches nothing, but is a miss).
+    writebacks : numpy.ndarray of int64, shape (n_objects,)
+        Write-backs of each object to HBM: dirty evictions, the final flush of dirty residents,
+        and writes to objects too large to ever be admitted.
+    peak_cost : int
+        Highest occupancy reached, in capacity units.
+    requests, misses : int
+        Number of requests and of misses.
+    miss_bytes : int
+        Bytes of all missed requests (``size`` of the object per miss, reads and writes).
+    fetch_bytes : int
+        Bytes read from HBM: ``size`` per *read* miss (a write miss is admitted without a fetch).
+    writeback_bytes : int
+        Bytes written to HBM: ``size`` per write-back.
+    policy : str
+        The policy replayed, one of :data:`POLICIES`.
+    capacity : int
+        The capacity replayed, in capacity units.
+    """
+
+    miss: np.ndarray
+    writebacks: np.ndarray
+    peak_cost: int
+    requests: int
+    misses: int
+    miss_bytes: int
+    fetch_bytes: int
+    writeback_bytes: int
+    policy: str
+    capacity: int
+
+
+def _fail(msg: str) -> None:
+    raise InputError(msg)
+
+
+def _int_array(name: str, a, where: str = "replay") -> np.ndarray:
+    """A contiguous int64 copy/view of an integer array, or InputError naming ``name``."""
+    if not isinstance(a, np.ndarray):
+        _fail(f"{where}: {name} must be a numpy integer array, got {type(a).__name__}")
+    if a.dtype.kind not in "iu":
+        _fail(f"{where}: {name} must have an integer dtype, got dtype={a.dtype}")
+    if a.ndim != 1:
+        _fail(f"{where}: {name} must be 1-D, got shape={a.shape}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        _fail(f"{where}: {name} max={int(a.max())} does not fit in int64")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _check_nonneg(name: str, a: np.ndarray, where: str = "replay") -> None:
+    if a.size:
+        k = int(np.argmin(a))
+        if a[k] < 0:
+            _fail(f"{where}: {name}[{k}]={int(a[k])} must be >= 0")
+
+
+def _as_int(name: str, v) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        _fail(f"replay: {name}={v!r} must be an integer, not a bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        _fail(f"replay: {name}={v!r} must be an integer")
+
+
+def _weighted_total(counts: np.ndarray, size: np.ndarray) -> int:
+    """sum(counts * size) exactly: int64 when the bound proves it cannot overflow, else Python ints."""
+    if counts.size == 0:
+        return 0
+    bound = int(counts.sum()) * int(size.max())
+    if bound <= _INT64_MAX:
+        return int(np.dot(counts, size))
+    nz = np.flatnonzero(counts)
+    return sum(int(c) * int(s) for c, s in zip(counts[nz].tolist(), size[nz].tolist()))
+
+
+def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
+    """Replay a trace through a cache of ``capacity`` units under ``policy``.
+
+    Parameters
+    ----------
+    obj : numpy.ndarray of int, shape (n,)
+        Dense object ids in ``[0, n_objects)``, one per request, in order.
+    write : numpy.ndarray of bool, shape (n,)
+        True: the request overwrites the whole object (on a miss it is admitted without a fetch,
+        dirty). False: a read (on a miss it is fetched and admitted clean).
+    cost : numpy.ndarray of int, shape (n_objects,)
+        Capacity units each object occupies (bytes, or bytes per partition), >= 0.
+    capacity : int
+        Cache capacity in the units of ``cost``, > 0.
+    policy : {'lru', 'opt'}
+        Replacement policy; see the module docstring.
+    size : numpy.ndarray of int, shape (n_objects,), optional
+        Bytes per object, for the byte totals; default ``cost``.
+    dead : numpy.ndarray of bool, shape (n,), optional
+        True: once request i is served its object is freed with no write-back (default: none).
+
+    Returns
+    -------
+    Replay
+
+    Raises
+    ------
+    InputError
+        On a wrong type, dtype, shape or value, naming the argument and the value.
+
+    Examples
+    --------
+    Three objects of one unit read in a cycle through two units of cache: LRU always misses,
+    OPT keeps one of them.
+
+    >>> import numpy as np
+    >>> obj = np.array([0, 1, 2, 0, 1, 2])
+    >>> w = np.zeros(6, bool)
+    >>> replay(obj, w, np.ones(3, np.int64), 2, "lru").misses
+    6
+    >>> replay(obj, w, np.ones(3, np.int64), 2, "opt").misses
+    4
+    """
+    if not isinstance(policy, str) or policy not in POLICIES:
+        _fail(f"replay: policy={policy!r} must be one of {', '.join(POLICIES)}")
+    obj = _int_array("obj", obj)
+    if not isinstance(write, np.ndarray) or write.dtype != np.bool_:
+        got = f"dtype={write.dtype}" if isinstance(write, np.ndarray) else type(write).__name__
+        _fail(f"replay: write must be a numpy bool array, got {got}")
+    if write.shape != obj.shape:
+        _fail(f"replay: write shape={write.shape} must equal obj shape={obj.shape}")
+    write = np.ascontiguousarray(write)
+    cost = _int_array("cost", cost)
+    _check_nonneg("cost", cost)
+    capacity = _as_int("capacity", capacity)
+    if capacity <= 0:
+        _fail(f"replay: capacity={capacity} must be > 0")
+    if capacity > _INT64_MAX:
+        _fail(f"replay: capacity={capacity} does not fit in int64")
+    if size is None:
+        size = cost
+    else:
+        size = _int_array("size", size)
+        if size.shape != cost.shape:
+            _fail(f"replay: size shape={size.shape} must equal cost shape={cost.shape}")
+        _check_nonneg("size", size)
+    n_objects = cost.shape[0]
+    n = obj.shape[0]
+    if dead is None:
+        dead = np.zeros(n, np.bool_)
+    elif not isinstance(dead, np.ndarray) or dead.dtype != np.bool_ or dead.shape != obj.shape:
+        _fail(f"replay: dead must be a numpy bool array of shape {obj.shape}, got "
+              f"{getattr(dead, 'dtype', type(dead).__name__)} {getattr(dead, 'shape', '')}".rstrip())
+    dead = np.ascontiguousarray(dead)
+    if n:
+        lo = int(np.argmin(obj))
+        hi = int(np.argmax(obj))
+        if obj[lo] < 0:
+            _fail(f"replay: obj[{lo}]={int(obj[lo])} must be in [0, {n_objects})")
+        if obj[hi] >= n_objects:
+            _fail(f"replay: obj[{hi}]={int(obj[hi])} must be in [0, {n_objects}) (len(cost)={n_objects})")
+
+    from loopsim.sim import _kernels  # numba loads here, on first use
+
+    miss = np.empty(n, np.bool_)
+    writebacks = np.zeros(n_objects, np.int64)
+    miss_count = np.zeros(n_objects, np.int64)
+    fetch_count = np.zeros(n_objects, np.int64)
+    cap = np.int64(capacity)
+    if policy == "lru":
+        peak = _kernels.lru_kernel(obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
+    else:
+        # OPT packs (next use, id) into one int64: next use <= n must fit above the id bits
+        shift = max(n_objects - 1, 1).bit_length()
+        if (n << shift) | ((1 << shift) - 1) > _INT64_MAX:
+            _fail(f"replay: policy='opt' with n={n} requests and {n_objects} objects is too large "
+                  f"(needs n * 2**{shift} < 2**63)")
+        nu = _kernels.next_use_kernel(obj, n_objects)
+        peak = _kernels.opt_kernel(obj, write, cost, cap, dead, nu, shift, miss, writebacks, miss_count, fetch_count)
+
+    return Replay(
+        miss=miss,
+        writebacks=writebacks,
+        peak_cost=int(peak),
+        requests=n,
+        misses=int(miss_count.sum()),
+        miss_bytes=_weighted_total(miss_count, size),
+        fetch_bytes=_weighted_total(fetch_count, size),
+        writeback_bytes=_weighted_total(writebacks, size),
+        policy=policy,
+        capacity=capacity,
+    )
+
+
+def next_use(obj) -> np.ndarray:
+    """Index of the next request of the same object, or ``n`` if there is none.
+
+    Parameters
+    ----------
+    obj : numpy.ndarray of int, shape (n,)
+        Non-negative object ids (dense ids are cheapest: the pass keeps one slot per id up to the
+        largest; sparse ids are densified first).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+
+    Examples
+    --------
+    >>> next_use(np.array([7, 3, 7, 7]))
+    array([2, 4, 3, 4])
+    """
+    obj = _int_array("obj", obj, "next_use")
+    n = obj.shape[0]
+    if n == 0:
+        return np.empty(0, np.int64)
+    _check_nonneg("obj", obj, "next_use")
+    n_objects = int(obj.max()) + 1
+    if n_objects > 4 * n + 1024:  # sparse ids: a last-seen slot per id would waste memory
+        _, obj = np.unique(obj, return_inverse=True)
+        obj = np.ascontiguousarray(obj.reshape(-1), dtype=np.int64)
+        n_objects = int(obj.max()) + 1
+    from loopsim.sim import _kernels
+
+    return _kernels.next_use_kernel(obj, n_objects)

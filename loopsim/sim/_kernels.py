@@ -1,0 +1,307 @@
+"""Jitted replay kernels. Private: call them only through :mod:`loopsim.sim`, which validates.
+
+Everything here is an ``@njit`` function over flat, contiguous int64 / bool arrays and plain
+integers: no Python objects, jitclasses or typed containers cross the boundary, so each kernel is
+compiled once for one signature and then loaded from numba's on-disk cache (``cache=True``).
+The kernels trust their inputs (dense ids in range, non-negative costs, capacity > 0); the
+wrapper checks them.
+
+Conventions shared with the plain-Python oracle in ``tests/naive.py``:
+
+* every missed object is admitted, evicting until it fits; an object whose cost exceeds the
+  capacity is never admitted (it misses every time, evicts nothing, and a write to it goes
+  straight to HBM, counted as one write-back of that object);
+* a write request marks the object dirty (on a miss it is admitted without a fetch); evicting a
+  dirty object writes it back once; at the end every dirty resident is written back once;
+* OPT evicts the resident whose next use is farthest away; "never used again" is next use = n;
+  among equal next uses (which only happens at n) the smaller object id is evicted first.
+* a request flagged ``dead`` frees its object once served (hit or admitted miss): no write-back,
+  however dirty. It marks the last use of an on-chip intermediate that nothing stores.
+
+These run as ordinary Python under ``NUMBA_DISABLE_JIT=1`` (the test suite does this once).
+"""
+
+import numpy as np
+from numba import njit
+
+# One set of flags for every kernel. Integer counting only: no fastmath needed. nogil lets a
+# caller replay several traces from threads.
+_JIT = dict(cache=True, nogil=True)
+
+
+@njit(**_JIT)
+def next_use_kernel(obj, n_objects):
+    """Index of the next request of the same object, or n if none: one reverse pass."""
+    n = obj.shape[0]
+    out = np.empty(n, np.int64)
+    last = np.full(n_objects, n, np.int64)
+    for i in range(n - 1, -1, -1):
+        o = obj[i]
+        out[i] = last[o]
+        last[o] = i
+    return out
+
+
+@njit(**_JIT)
+def _flush(resident, dirty, writebacks):
+    for o in range(resident.shape[0]):
+        if resident[o] and dirty[o]:
+            writebacks[o] += 1
+
+
+@njit(**_JIT)
+def _lru_unlink(o, prv, nxt, head, tail):
+    """Take resident ``o`` out of the recency list; returns the new (head, tail)."""
+    p = prv[o]
+    q = nxt[o]
+    if p != -1:
+        nxt[p] = q
+    else:
+        head = q
+    if q != -1:
+        prv[q] = p
+    else:
+        tail = p
+    prv[o] = -1
+    nxt[o] = -1
+    return head, tail
+
+
+@njit(**_JIT)
+def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, fetch_count):
+    """LRU replay; returns the peak occupancy.
+
+    Fills ``miss`` (bool[n]) and, per object (int64[n_objects], zeroed by the caller),
+    ``writebacks``, ``miss_count`` (misses) and ``fetch_count`` (read misses). Residents form a doubly linked list over dense ids (``prv``/``nxt``; -1 ends it), most
+    recently used at ``head``, eviction from ``tail``: O(1) per request. ``dead`` (bool[n]):
+    after request i its object is freed without a write-back (an on-chip intermediate after its
+    last use).
+    """
+    n = obj.shape[0]
+    n_objects = cost.shape[0]
+    prv = np.full(n_objects, -1, np.int64)
+    nxt = np.full(n_objects, -1, np.int64)
+    resident = np.zeros(n_objects, np.bool_)
+    dirty = np.zeros(n_objects, np.bool_)
+    head = -1
+    tail = -1
+    occ = 0
+    peak = 0
+    for i in range(n):
+        o = obj[i]
+        w = write[i]
+        if resident[o]:
+            miss[i] = False
+            if dead[i]:
+                head, tail = _lru_unlink(o, prv, nxt, head, tail)
+                resident[o] = False
+                dirty[o] = False
+                occ -= cost[o]
+                continue
+            if w:
+                dirty[o] = True
+            if head != o:
+                # unlink o (it is not the head, so prv[o] != -1) and push it in front
+                p = prv[o]
+                q = nxt[o]
+                nxt[p] = q
+                if q != -1:
+                    prv[q] = p
+                else:
+                    tail = p
+                prv[o] = -1
+                nxt[o] = head
+                prv[head] = o
+                head = o
+            continue
+        miss[i] = True
+        miss_count[o] += 1
+        if not w:
+            fetch_count[o] += 1
+        c = cost[o]
+        if c > capacity:
+            if w:
+                writebacks[o] += 1
+            continue
+        # compare as c > capacity - occ so that occ + c cannot overflow
+        while c > capacity - occ:
+            v = tail
+            tail = prv[v]
+            if tail != -1:
+                nxt[tail] = -1
+            else:
+                head = -1
+            prv[v] = -1
+            resident[v] = False
+            occ -= cost[v]
+            if dirty[v]:
+                writebacks[v] += 1
+                dirty[v] = False
+        resident[o] = True
+        dirty[o] = w
+        prv[o] = -1
+        nxt[o] = head
+        if head != -1:
+            prv[head] = o
+        else:
+            tail = o
+        head = o
+        occ += c
+        if occ > peak:
+            peak = occ
+        if dead[i]:
+            head, tail = _lru_unlink(o, prv, nxt, head, tail)
+            resident[o] = False
+            dirty[o] = False
+            occ -= c
+    _flush(resident, dirty, writebacks)
+    return peak
+
+
+# OPT's heap holds one int64 per entry, (next use << shift) | (mask - object), so that a larger
+# key is a later next use and, among equal next uses, a smaller id: one integer comparison
+# orders entries exactly as the eviction rule wants. The wrapper checks that n << shift fits.
+# The heap is 4-ary: half the depth of a binary heap, and a node's four children share a cache
+# line, which matters for the pops (root to leaf) that every eviction makes.
+
+
+@njit(**_JIT)
+def _sift_down(h, size, k, key):
+    """Place ``key`` at hole ``k``, moving larger children up; the hole ends where key belongs."""
+    while True:
+        c = 4 * k + 1
+        if c >= size:
+            break
+        best = c
+        bk = h[c]
+        end = min(c + 4, size)
+        for j in range(c + 1, end):
+            v = h[j]
+            if v > bk:
+                bk = v
+                best = j
+        if key >= bk:
+            break
+        h[k] = bk
+        k = best
+    h[k] = key
+
+
+@njit(**_JIT)
+def _heap_push(h, size, key):
+    k = size
+    while k > 0:
+        parent = (k - 1) >> 2
+        pk = h[parent]
+        if pk >= key:
+            break
+        h[k] = pk
+        k = parent
+    h[k] = key
+    return size + 1
+
+
+@njit(**_JIT)
+def _heap_pop(h, size):
+    """Remove the top entry (the caller has read it); returns the new size."""
+    size -= 1
+    if size > 0:
+        _sift_down(h, size, 0, h[size])
+    return size
+
+
+@njit(**_JIT)
+def _heap_compact(h, size, resident, cur, shift):
+    """Drop stale entries (keep those of residents whose key matches ``cur``), re-heapify; returns the size."""
+    mask = (1 << shift) - 1
+    k = 0
+    for j in range(size):
+        key = h[j]
+        o = mask - (key & mask)
+        if resident[o] and cur[o] == key >> shift:
+            h[k] = key
+            k += 1
+    for start in range((k - 2) // 4, -1, -1):  # Floyd's bottom-up heapify
+        _sift_down(h, k, start, h[start])
+    return k
+
+
+@njit(**_JIT)
+def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, miss_count, fetch_count):
+    """Belady farthest-next-use replay; ``nu`` is :func:`next_use_kernel` of ``obj``. Returns peak.
+
+    ``shift`` is the bit length of ``n_objects`` (see the key packing above). Max-heap of keys
+    with lazy deletion: every access pushes a fresh key and records the object's next use in
+    ``cur``; a popped key whose object is no longer resident, or whose next use has moved on
+    since, is stale and skipped. O(log n) per request.
+
+    A superseded key holds a past time, below every live key, so it sinks and is rarely popped:
+    left alone the heap would grow to n entries and every operation would wander through cold
+    memory. So when it holds more than twice the residents (plus slack) it is rebuilt from its
+    live entries, O(size) amortised over the pushes that grew it; the heap stays within a few
+    times the resident count, in cache.
+    """
+    n = obj.shape[0]
+    n_objects = cost.shape[0]
+    mask = (1 << shift) - 1
+    cur = np.full(n_objects, -1, np.int64)
+    resident = np.zeros(n_objects, np.bool_)
+    dirty = np.zeros(n_objects, np.bool_)
+    h = np.empty(n + 1, np.int64)
+    size = 0
+    n_resident = 0
+    occ = 0
+    peak = 0
+    for i in range(n):
+        if size > 2 * n_resident + 64:
+            size = _heap_compact(h, size, resident, cur, shift)
+        o = obj[i]
+        w = write[i]
+        if resident[o]:
+            miss[i] = False
+            if dead[i]:  # its heap key goes stale with it
+                resident[o] = False
+                dirty[o] = False
+                n_resident -= 1
+                occ -= cost[o]
+                continue
+            if w:
+                dirty[o] = True
+            cur[o] = nu[i]
+            size = _heap_push(h, size, (nu[i] << shift) | (mask - o))
+            continue
+        miss[i] = True
+        miss_count[o] += 1
+        if not w:
+            fetch_count[o] += 1
+        c = cost[o]
+        if c > capacity:
+            if w:
+                writebacks[o] += 1
+            continue
+        while c > capacity - occ:
+            # occ > 0 here, so some resident has a live key in the heap
+            key = h[0]
+            size = _heap_pop(h, size)
+            v = mask - (key & mask)
+            if not resident[v] or cur[v] != key >> shift:
+                continue
+            resident[v] = False
+            n_resident -= 1
+            occ -= cost[v]
+            if dirty[v]:
+                writebacks[v] += 1
+                dirty[v] = False
+        occ += c
+        if occ > peak:
+            peak = occ
+        if dead[i]:  # admitted and served, then freed at once: never enters the heap
+            occ -= c
+            continue
+        resident[o] = True
+        n_resident += 1
+        dirty[o] = w
+        cur[o] = nu[i]
+        size = _heap_push(h, size, (nu[i] << shift) | (mask - o))
+    _flush(resident, dirty, writebacks)
+    return peak

@@ -1,0 +1,19 @@
+"""Shared test configuration: hypothesis profiles, registered once.
+
+deadline=None everywhere: the first call of a numba kernel compiles (or loads from cache) and
+would trip hypothesis's default per-example deadline.
+"""
+
+import os
+import sys
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", deadline=None, max_examples=60)
+settings.register_profile("dev", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# The tests run against this checkout even where the package is not installed.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
