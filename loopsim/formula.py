@@ -43,7 +43,7 @@ from typing import Mapping
 import numpy as np
 
 from . import expr
-from .errors import InternalError
+from .errors import InputError, InternalError
 from .ir import ACC, LOAD, STORE, USE, Access, Kernel, Load, Loop, Matmul, Statement, Store, walk
 from .spec import _FOR, SpecFile, bind_params, kernel_from, read
 
@@ -264,20 +264,31 @@ class _Analysis:
         return _prod([str(self.tm[name].elem_bytes), self.dims_text(name)])
 
     def partial_sums(self, stmt: Statement, loops: tuple[Loop, ...], acc: Access) -> tuple[_Part | None, str]:
-        """Read-backs of an accumulated tile stored before its sum is complete (as written)."""
+        """Read-backs of an accumulated tile stored before its sum is complete (as written).
+
+        Claimed when one store statement writes the tensor, after the accumulation in the body of
+        their innermost common loop, each block once per iteration of the common loops: then a
+        block is stored once per iteration of the common loops that do not index it (R times) and
+        re-accumulated after every store but the last, R - 1 read-backs.
+        """
         stores = [(s, ls) for s, ls in self.stmts if isinstance(s, Store) and s.tile.tensor == acc.tensor]
         if len(stores) != 1:
             return None, f"{acc.tensor} is accumulated and stored by {len(stores)} store statements"
         st, st_loops = stores[0]
-        prefix = len(st_loops) <= len(loops) and all(a is b for a, b in zip(st_loops, loops))
-        if st.tile != acc or not prefix or self.order[id(st)] < self.order[id(stmt)]:
-            return None, (f"the store of {acc.tensor} ({st}) is not the accumulated tile stored "
-                          f"after '{stmt}' in an enclosing loop body")
-        rep_text, rep_value = self.reps(tuple(l for l in st_loops if l.var not in st.tile.variables))
-        if rep_value <= 1 and rep_text == "1":
+        c = 0
+        while c < min(len(st_loops), len(loops)) and st_loops[c] is loops[c]:
+            c += 1
+        common = loops[:c]
+        r_text, r_value = self.reps(tuple(l for l in common if l.var not in acc.variables))
+        whole = self.part(acc, loops, ("1", 1))
+        stored = self.part(st.tile, st_loops)
+        if self.order[id(st)] < self.order[id(stmt)] or not (whole.exact and stored.exact) or \
+                stored.value != r_value * whole.value:
+            return None, (f"the store of {acc.tensor} ({st}) does not write each accumulated block "
+                          f"once per iteration of the loops around '{stmt}', after it")
+        if r_text == "1":
             return None, ""
-        part = self.part(acc, loops, (f"({rep_text} - 1)" if rep_text != "1" else "0", rep_value - 1))
-        return part, ""
+        return self.part(acc, loops, (f"({r_text} - 1)", r_value - 1)), ""
 
 
 def _enumerate_cover(ls: list[Loop], d: int) -> int:
@@ -534,6 +545,11 @@ def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
     from .counts import check_tiles, count
 
     spec = name_or_path if isinstance(name_or_path, SpecFile) else read(name_or_path)
+    nest = spec.data.get("nest")
+    single = isinstance(nest, dict) and isinstance(nest.get("body"), str)
+    if not single and ("ops" in spec.data or "schedule" in spec.data):
+        raise InputError(f"{spec.path}: a program of ops ([ops]/[schedule]); loopsim formula "
+                         "derives the Q of a single loop nest ([nest] body)")
     params = bind_params(spec, sets or {})
     kernel = kernel_from(spec, params)
     check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)

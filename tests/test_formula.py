@@ -162,3 +162,28 @@ def test_formula_command(capsys):
 def test_formula_command_bad_input(capsys):
     assert main(["formula", "matmul", "-H", "trn2-core", "--set", "Z=3"]) == 2
     assert "no parameter Z" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [n for n in spec.bundled_names()
+                                  if "body" in spec.read(n).data.get("nest", {})])
+def test_every_bundled_nest_is_claimed_and_agrees(name):
+    # every shipped single-nest spec: the as-written closed form is claimed and equals the count
+    d = derive(name, {}, TRN2)
+    assert d.as_written.claimed, d.as_written.reason
+    for t in d.as_written.tensors:
+        assert (t.read_bytes, t.write_bytes) == d.simulated_as_written[t.name]
+
+
+def test_nki_tutorial_4_stores_after_the_reduction():
+    # the fully optimised tutorial kernel stores each result M-tile in a sibling loop after the
+    # kb loop: C written once, no partial sums; r_lhsT = ceil(N/BLOCK_N), r_rhs = 1.
+    d = derive("nki_tutorial/4_fully_optimized", {}, TRN2)
+    t = {x.name: x for x in d.as_written.tensors}
+    assert t["result"].read_bytes == 0 and t["result"].write_bytes == 2 * 4096 * 2048
+    assert t["lhsT"].read_bytes == 2 * 1024 * 4096 * 2  # N / BLOCK_N = 2048 / 1024
+    assert t["rhs"].read_bytes == 2 * 1024 * 2048
+
+
+def test_program_specs_are_refused(capsys):
+    assert main(["formula", "mlp_fused", "-H", "trn2-core"]) == 2
+    assert "a program of ops" in capsys.readouterr().err

@@ -35,12 +35,13 @@ def run(args) -> int:
 
 def _formula_lines(f, indent: str = "    ") -> list[str]:
     lines = []
+    w = max(6, *(len(t.name) for t in f.tensors))
     for t in f.tensors:
         for what, text, value in (("read", t.read_text, t.read_bytes), ("write", t.write_text, t.write_bytes)):
             if text == "0":
                 continue
             r = f"   r = {t.r_text}" if what == "read" and t.r_text else ""
-            lines.append(f"{indent}{t.name:<6}{what:<6} {text} = {value:,} bytes{r}")
+            lines.append(f"{indent}{t.name:<{w}} {what:<5} {text} = {value:,} bytes{r}")
     lines.append(f"{indent}Q = {f.q_text}")
     lines.append(f"{indent}  = {f.q_bytes:,} bytes")
     return lines
