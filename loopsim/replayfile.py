@@ -29,6 +29,8 @@ from loopsim.errors import InputError
 
 __all__ = ["load_trace", "write_trace", "replay_summary"]
 
+_CHUNK = 1 << 18
+
 
 def _dense_ids(obj: np.ndarray) -> np.ndarray:
     """Dense ids in the order of the sorted distinct ids: what np.unique(return_inverse=True) gives.
@@ -43,6 +45,8 @@ def _dense_ids(obj: np.ndarray) -> np.ndarray:
     if top <= 4 * n + 1024:
         present = np.zeros(top + 1, np.bool_)
         present[obj] = True
+        if present.all():  # already dense: every id 0..max occurs, and ranks are the ids
+            return obj
         rank = np.cumsum(present, dtype=np.int64) - 1
         return rank[obj]
     _, inverse = np.unique(obj, return_inverse=True)
@@ -131,8 +135,15 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n_objects = int(dense.max()) + 1 if n else 0
     obj_size = np.zeros(n_objects, np.int64)
     obj_size[dense] = size64
-    bad = np.flatnonzero(obj_size[dense] != size64)
-    if bad.size:
+    # compare in chunks: temporaries stay in cache instead of costing fresh pages per request
+    bad = None
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        mismatch = np.flatnonzero(obj_size[dense[start:stop]] != size64[start:stop])
+        if mismatch.size:
+            bad = start + mismatch
+            break
+    if bad is not None:
         i = int(bad[0])
         j = int(np.flatnonzero((obj64 == obj64[i]) & (size64 != size64[i]))[0])
         i, j = min(i, j), max(i, j)
@@ -143,8 +154,16 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return dense, write, obj_size
 
 
+def _compact(a: np.ndarray) -> np.ndarray:
+    """uint32 when every value fits (half the bytes to read back), else the array as given."""
+    if a.dtype.kind in "iu" and a.size and a.min() >= 0 and a.max() <= np.iinfo(np.uint32).max:
+        return a.astype(np.uint32, copy=False)
+    return a
+
+
 def write_trace(path, obj, size, write=None) -> None:
-    """Write a trace ``.npz`` that :func:`load_trace` reads back (uncompressed, for load speed).
+    """Write a trace ``.npz`` that :func:`load_trace` reads back (uncompressed, and with ids and
+    sizes stored as uint32 where they fit, for load speed).
 
     Parameters
     ----------
@@ -156,7 +175,7 @@ def write_trace(path, obj, size, write=None) -> None:
     write : array of bool, shape (n,), optional
         Omitted from the file when None.
     """
-    arrays = {"obj": np.asarray(obj), "size": np.asarray(size)}
+    arrays = {"obj": _compact(np.asarray(obj)), "size": _compact(np.asarray(size))}
     if write is not None:
         arrays["write"] = np.asarray(write, dtype=np.bool_)
     for key, a in arrays.items():

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopsim.errors import InputError
+from loopsim.errors import InputError, InternalError
 
 __all__ = ["POLICIES", "Replay", "replay", "next_use"]
 
@@ -214,17 +214,10 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
     miss_count = np.zeros(n_objects, np.int64)
     fetch_count = np.zeros(n_objects, np.int64)
     cap = np.int64(capacity)
-    if policy == "lru":
-        peak = _kernels.lru_kernel(obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
-    else:
-        # OPT packs (next use, id) into one int64: next use <= n must fit above the id bits
-        shift = max(n_objects - 1, 1).bit_length()
-        if (n << shift) | ((1 << shift) - 1) > _INT64_MAX:
-            _fail(f"replay: policy='opt' with n={n} requests and {n_objects} objects is too large "
-                  f"(needs n * 2**{shift} < 2**63)")
-        nu = _kernels.next_use_kernel(obj, n_objects)
-        peak = _kernels.opt_kernel(obj, write, cost, cap, dead, nu, shift, miss, writebacks, miss_count, fetch_count)
-
+    try:
+        peak = _run_kernel(_kernels, policy, obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
+    except RuntimeError as e:  # the kernels' own consistency guards
+        raise InternalError(f"replay: {e}") from None
     return Replay(
         miss=miss,
         writebacks=writebacks,
@@ -237,6 +230,21 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
         policy=policy,
         capacity=capacity,
     )
+
+
+def _run_kernel(_kernels, policy, obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count):
+    n, n_objects = obj.shape[0], cost.shape[0]
+    if policy == "lru":
+        peak = _kernels.lru_kernel(obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
+    else:
+        # OPT packs (next use, id) into one int64: next use <= n must fit above the id bits
+        shift = max(n_objects - 1, 1).bit_length()
+        if (n << shift) | ((1 << shift) - 1) > _INT64_MAX:
+            _fail(f"replay: policy='opt' with n={n} requests and {n_objects} objects is too large "
+                  f"(needs n * 2**{shift} < 2**63)")
+        nu = _kernels.next_use_kernel(obj, n_objects)
+        peak = _kernels.opt_kernel(obj, write, cost, cap, dead, nu, shift, miss, writebacks, miss_count, fetch_count)
+    return peak
 
 
 def next_use(obj) -> np.ndarray:

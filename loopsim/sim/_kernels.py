@@ -125,6 +125,8 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
             continue
         # compare as c > capacity - occ so that occ + c cannot overflow
         while c > capacity - occ:
+            if tail == -1:  # cannot happen while occ tracks the residents; never spin on it
+                raise RuntimeError("lru_kernel: occupancy > 0 with no resident left to evict")
             v = tail
             tail = prv[v]
             if tail != -1:
@@ -281,6 +283,8 @@ def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, mi
             continue
         while c > capacity - occ:
             # occ > 0 here, so some resident has a live key in the heap
+            if size == 0:
+                raise RuntimeError("opt_kernel: occupancy > 0 with no resident left to evict")
             key = h[0]
             size = _heap_pop(h, size)
             v = mask - (key & mask)
