@@ -278,6 +278,16 @@ def test_trace_file_round_trip(tmp_path):
     )
 
 
+def test_trace_file_stores_uint32_where_it_fits(tmp_path):
+    p = tmp_path / "t.npz"
+    write_trace(p, arr([3, 1, 3]), arr([2, 5, 2]))
+    with np.load(p) as z:
+        assert z["obj"].dtype == np.uint32 and z["size"].dtype == np.uint32 and "write" not in z.files
+    obj, write, size = load_trace(p)
+    assert (obj.dtype, size.dtype) == (np.int64, np.int64)
+    assert (obj.tolist(), write.tolist(), size.tolist()) == ([1, 0, 1], [False] * 3, [5, 2])
+
+
 @given(st.lists(st.integers(0, 300), max_size=80))
 def test_dense_ids_equal_np_unique(ids):
     from loopsim.replayfile import _dense_ids
