@@ -230,9 +230,9 @@ def _matmul(rest: str, line: int, where: str) -> Statement:
 STATEMENTS: dict[str, Callable[[str, int, str], Statement]] = {
     "load": _load, "store": _store, "matmul": _matmul,
 }
-
 from .ops import statement_parsers as _op_statements  # noqa: E402  (ops imports only ir/errors)
 STATEMENTS.update(_op_statements())  # gelu, silu, mul, softmax, layernorm, ... (loopsim/ops.py)
+
 
 def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int = 1,
                splits: Mapping[str, int] | None = None) -> tuple[Node, ...]:
