@@ -14,8 +14,23 @@ from typing import Callable
 from .errors import InputError
 
 
+class Overlap:
+    """Mixin for a pair of times ``t_compute`` and ``t_memory`` (seconds): T_best assumes they
+    overlap fully, T_worst not at all (at most 2x T_best)."""
+
+    __slots__ = ()
+
+    @property
+    def T_best(self) -> float:
+        return max(self.t_compute, self.t_memory)
+
+    @property
+    def T_worst(self) -> float:
+        return self.t_compute + self.t_memory
+
+
 @dataclass(frozen=True, slots=True)
-class Entitlement:
+class Entitlement(Overlap):
     """W in FLOPs, Q in bytes, P in FLOP/s, BW in bytes/s; times in seconds."""
 
     W: int
@@ -50,14 +65,6 @@ class Entitlement:
     @property
     def t_memory(self) -> float:
         return self.Q / self.BW
-
-    @property
-    def T_best(self) -> float:
-        return max(self.t_compute, self.t_memory)
-
-    @property
-    def T_worst(self) -> float:
-        return self.t_compute + self.t_memory
 
     @property
     def bound(self) -> str:

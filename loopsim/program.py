@@ -32,7 +32,7 @@ from . import graph as graph_mod
 from . import ops as ops_mod
 from . import spec as spec_mod
 from .counts import Counts, Residency, TensorCounts, check_tiles, count, live_peak
-from .entitle import Entitlement
+from .entitle import Entitlement, Overlap
 from .errors import HardwareError, SpecError
 from .ir import ACC, LOAD, PRODUCE, Kernel, Matmul, Tensor
 from .report import Report, capacity_units, fmt_time, format_text, kernel_dtype
@@ -261,7 +261,7 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class Step(Overlap):
     """One op entitled against its own engine. ``W``: FLOPs (matmul: 2MNK; other ops: nominal);
     ``elements``: element-operations on its engines; ``roof``: FLOP/s (tensor) or elements/s;
     ``Q``: the HBM bytes of its kernel attributed to it (reads to the first op of the kernel that
@@ -284,14 +284,6 @@ class Step:
     @property
     def t_memory(self) -> float:
         return self.Q / self.BW
-
-    @property
-    def T_best(self) -> float:
-        return max(self.t_compute, self.t_memory)
-
-    @property
-    def T_worst(self) -> float:
-        return self.t_compute + self.t_memory
 
     @property
     def bound(self) -> str:
