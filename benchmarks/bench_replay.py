@@ -17,8 +17,7 @@ Figures printed (never asserted):
   when the cache is cold) and a cold compile in a subprocess with an empty cache;
 * libCacheSim's LRU and Belady on the same requests through its C trace reader (oracleGeneral
   binary, which carries each request's next-access time for Belady), in-process, same timing;
-* whole process against whole process: `python -c` loading the .npz with load_trace and calling
-  replay, against `python -c` opening the oracleGeneral file with libCacheSim and replaying it —
+* whole process against whole process: `loopsim replay TRACE.npz --json` (the CLI's main()), against `python -c` opening the oracleGeneral file with libCacheSim and replaying it —
   libCacheSim reading its own native format, so it is spared any conversion;
 * whether miss counts agree with libCacheSim (uniform sizes: cost 1 per object, and bytes).
 """
@@ -95,13 +94,15 @@ omr, bmr = cache.process_trace(reader)
 print(round(omr * reader.get_num_of_req()))
 """
 
+# the command a user runs: `loopsim replay TRACE.npz --capacity C --policy P --json`
 LOOPSIM_SCRIPT = """
-import sys
-from loopsim.replayfile import load_trace
-from loopsim.sim import replay
-path, cap, policy = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-obj, write, size = load_trace(path)
-print(replay(obj, write, size, cap, policy, size).misses)
+import sys, json, io, contextlib
+from loopsim.cli import main
+path, cap, policy = sys.argv[1:4]
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    rc = main(["replay", path, "--capacity", cap, "--policy", policy, "--json"])
+print(json.loads(buf.getvalue())["misses"])
 """
 
 
@@ -196,7 +197,7 @@ def main(argv=None):
             run_process(LCS_SCRIPT, binf, cap, policy)
             ours_t = min(run_process(LOOPSIM_SCRIPT, npz, cap, policy, env=env)[0] for _ in range(3))
             theirs_t = min(run_process(LCS_SCRIPT, binf, cap, policy)[0] for _ in range(3))
-            print(f"{policy}: loopsim (load_trace .npz + replay) {ours_t:.2f} s   libCacheSim (oracleGeneral + "
+            print(f"{policy}: loopsim replay (CLI: .npz + replay) {ours_t:.2f} s   libCacheSim (oracleGeneral + "
                   f"{'LRU' if policy == 'lru' else 'Belady'}) {theirs_t:.2f} s   ratio {theirs_t / ours_t:.1f}x")
         base = min(run_process("print(0)")[0] for _ in range(3))
         imp_np = min(run_process("import numpy; print(0)")[0] for _ in range(3))
