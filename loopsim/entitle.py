@@ -83,11 +83,14 @@ class Entitlement(Overlap):
 
 
 def crossover(wq: Callable[[int], tuple[int, int]], P: int | float, BW: int | float,
-              lo: int = 1, limit: int = 1 << 40) -> tuple[int, list[tuple[int, int, int]]]:
+              lo: int = 1, limit: int = 1 << 40, levels_off: float = 1e-3
+              ) -> tuple[int, list[tuple[int, int, int]]]:
     """Smallest value v >= lo of a dimension at which the kernel is compute-bound.
 
     ``wq(v)`` returns (W, Q) at that value. Assumes compute-boundness is monotone in v (it is
     when W grows linearly and Q at most linearly with v); searches by doubling, then bisection.
+    Gives up (InputError) when one doubling raises I = W/Q by less than ``levels_off`` (relative)
+    while still memory-bound: I has levelled off below the ridge.
     Returns (v, [(value, W, Q) evaluated, in order]).
     """
     seen: list[tuple[int, int, int]] = []
@@ -106,6 +109,12 @@ def crossover(wq: Callable[[int], tuple[int, int]], P: int | float, BW: int | fl
             raise InputError(f"the kernel stays memory-bound up to {limit:,}; no crossover")
         if compute_bound(good):
             break
+        (v0, w0, q0), (v1, w1, q1) = seen[-2], seen[-1]
+        if q0 and q1 and w1 * q0 <= w0 * q1 * (1 + levels_off):
+            raise InputError(
+                f"no crossover: doubling the dimension from {v0:,} to {v1:,} raised I = W/Q only from "
+                f"{w0 / q0:.4g} to {w1 / q1:.4g}, which levels off below the ridge P/BW = {P / BW:.4g}: "
+                "the kernel stays memory-bound")
     bad = good // 2
     while good - bad > 1:
         mid = (good + bad) // 2

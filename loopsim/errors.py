@@ -9,6 +9,10 @@ class SpecError(LoopsimError, ValueError):
     """A kernel spec (TOML or IR) is malformed or inconsistent. Message: `where: what, expected`."""
 
 
+class TraceTooLarge(SpecError):
+    """The nest expands to more tile accesses than loopsim replays."""
+
+
 class HardwareError(LoopsimError, ValueError):
     """A hardware sheet is malformed, unknown, or lacks a number that was asked of it."""
 

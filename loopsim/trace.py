@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SpecError
+from .errors import SpecError, TraceTooLarge
 from .ir import ACC, LOAD, PRODUCE, STORE, USE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
 from .tiles import Grid, full_extent, grids, matmul_roles
 
@@ -119,7 +119,7 @@ def build(kernel: Kernel) -> Trace:
     memo: dict = {}
     total = sum(_slots(n, nfull, memo) for n in kernel.body)
     if total > MAX_SLOTS:
-        raise SpecError(f"{kernel.source or kernel.name}: the nest expands to {total:,} tile "
+        raise TraceTooLarge(f"{kernel.source or kernel.name}: the nest expands to {total:,} tile "
                         f"accesses, more than loopsim replays ({MAX_SLOTS:,}); use larger tiles "
                         "or smaller dimensions")
     OBJ = np.zeros(total, dtype=np.int64)

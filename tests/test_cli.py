@@ -106,3 +106,14 @@ def test_unknown_hardware_lists_the_known_sheets(capsys):
     assert main(["entitle", "matmul", "--hardware", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown hardware 'nope'" in err and "trn2-core" in err
+
+
+def test_crossover_that_never_comes(capsys):
+    # the tutorial matmul as written: r_B = M/TM grows with M, so I = W/Q tends to
+    # NK / (2K + KN/TM + N) = 1024*1024 / (2048 + 8192 + 1024) = 93.1 < ridge 209.7 on trn2
+    assert main(["crossover", "matmul", "--hardware", "trn2-core", "--dim", "M"]) == 2
+    err = capsys.readouterr().err
+    assert "no crossover" in err and "levels off below the ridge" in err
+    import re
+    last_i = float(re.search(r"to ([\d.]+), which levels off", err).group(1))
+    assert abs(last_i - 1024 * 1024 / (2048 + 8192 + 1024)) < 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import hardware, spec
 from ..entitle import Entitlement, crossover
-from ..errors import SpecError
+from ..errors import InputError, SpecError, TraceTooLarge
 from ..report import analyze, kernel_dtype
 from ._common import add_kernel_options, dump_json
 
@@ -34,11 +34,22 @@ def run(args) -> int:
     dtype = args.dtype or kernel_dtype(kernel_at(1))
     P = hw.P(dtype)
 
+    tried: list[tuple[int, int, int]] = []
+
     def wq(v: int) -> tuple[int, int]:
         rep = analyze(kernel_at(v), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes, dtype=dtype)
-        return rep.counts.flops, (rep.counts.compulsory_bytes if args.compulsory else rep.counts.hbm_bytes)
+        w, q = rep.counts.flops, (rep.counts.compulsory_bytes if args.compulsory else rep.counts.hbm_bytes)
+        tried.append((v, w, q))
+        return w, q
 
-    value, seen = crossover(wq, P, hw.bw)
+    try:
+        value, seen = crossover(wq, P, hw.bw)
+    except TraceTooLarge:
+        v, w, q = tried[-1]
+        raise InputError(
+            f"no crossover found: {args.dim} is memory-bound at every value tried up to {v:,} "
+            f"(there I = W/Q = {w / q:.4g} < ridge {P / hw.bw:.4g}); larger values expand beyond "
+            "what loopsim replays") from None
     rows = []
     for v, w, q in sorted(set(seen)):
         e = Entitlement(w, q, P, hw.bw)
