@@ -23,7 +23,7 @@ Usable from a user's own pytest suite::
         assert_formula("matmul", "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)",
                        hardware="trn2-core", sets={"TM": 128, "TK": 128, "TN": 512})
 
-hypothesis is needed at run time for this module only (``pip install 'loopsim[test]'``).
+hypothesis is needed at run time for this module only (``pip install 'loopsim[check]'``).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         from hypothesis.errors import FailedHealthCheck, Unsatisfiable
         from hypothesis.reporting import with_reporter
     except ImportError:  # pragma: no cover
-        raise InputError("loopsim check needs hypothesis: pip install 'loopsim[test]'") from None
+        raise InputError("loopsim check needs hypothesis: pip install 'loopsim[check]'") from None
     from . import hardware as hw_mod
     from .counts import check_tiles
     from .report import analyze
