@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from .counts import Counts, count, working_set
 from .ir import Kernel
 from .report import capacity_units
-
-POLICIES = ("lru", "opt")
+from .sim import POLICIES  # the capacity policies: lru, opt
 
 
 @dataclass(frozen=True, slots=True)
