@@ -198,3 +198,25 @@ def test_loops_that_miss_part_of_the_product_are_refused():
     bad = replace(k, body=(half,))
     with pytest.raises(SpecError, match="shapes imply"):
         count(bad, capacity=10**9)
+
+
+@given(matmul_nests(max_dim=200), st.sampled_from(["lru", "opt"]), st.integers(0, 4))
+def test_kernel_counts_match_the_reference_simulator(kernel, policy, extra):
+    # the whole path (nest -> trace -> numba replay -> per-tensor bytes) against the plain-Python
+    # LRU/Belady of tests/naive.py fed the same requests, on random small nests and capacities
+    import naive
+    from loopsim import trace
+    tr = trace.build(kernel)
+    cost = tr.object_cost(None)
+    cap = max(working_set(kernel, None), int(cost.max())) * (1 + extra)
+    c = count(kernel, policy=policy, capacity=cap, trace=tr)
+    miss, writebacks, _ = getattr(naive, policy)(tr.obj.tolist(), tr.write.tolist(), cost.tolist(), cap)
+    reads = {t.name: 0 for t in kernel.tensors}
+    writes = dict(reads)
+    for i, (o, w) in enumerate(zip(tr.obj.tolist(), tr.write.tolist())):
+        if miss[i] and not w:
+            reads[tr.tensor_names[tr.obj_tensor[o]]] += int(tr.obj_bytes[o])
+    for o, n in enumerate(writebacks):
+        writes[tr.tensor_names[tr.obj_tensor[o]]] += n * int(tr.obj_bytes[o])
+    assert {t.name: t.read_bytes for t in c.tensors} == reads
+    assert {t.name: t.write_bytes for t in c.tensors} == writes
