@@ -519,3 +519,18 @@ def _program_dtype(prog: Program) -> str:
     dts = [kernel_dtype(s.kernel) for s in prog.stages
            if any(isinstance(st, Matmul) for st, _ in s.kernel.statements())]
     return "fp32" if "fp32" in dts else (dts[0] if dts else "bf16")
+
+
+def build(sf: spec_mod.SpecFile, params: Mapping[str, int]) -> Kernel | Program:
+    """The spec bound to ``params``: a single kernel, or a program when it has ``[ops]``."""
+    return program_from(sf, params) if is_program(sf) else spec_mod.kernel_from(sf, params)
+
+
+def report_of(k: Kernel | Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
+              dtype: str | None = None) -> Report:
+    """The whole-kernel report of either: a program's totals over its schedule, or one kernel's."""
+    if isinstance(k, Program):
+        return analyze(k, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype).base
+    from .report import analyze as analyze_kernel
+
+    return analyze_kernel(k, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)

@@ -12,10 +12,11 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from . import program as program_mod
 from . import spec as spec_mod
 from .errors import CapacityError, InputError, SpecError
 from .ir import Kernel
-from .report import Report, analyze
+from .report import Report
 
 
 def parse_vary(items: list[str] | None) -> dict[str, tuple[int, ...]]:
@@ -48,7 +49,7 @@ class Variant:
 
     label: str
     spec: str
-    kernel: Kernel
+    kernel: Kernel | program_mod.Program  # a single nest, or a schedule of kernels ([ops])
     varied: tuple[tuple[str, int], ...]
 
 
@@ -73,7 +74,8 @@ def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ..
         kname = sf.data["kernel"].get("name", sf.path)
         for combo in itertools.product(*(vary[n] for n in names)):
             varied = tuple(zip(names, combo))
-            kernel = spec_mod.kernel_from(sf, spec_mod.bind_params(sf, {**own_sets, **dict(varied)}))
+            params = spec_mod.bind_params(sf, {**own_sets, **dict(varied)})
+            kernel = program_mod.build(sf, params)
             label = " ".join([str(kname)] + [f"{n}={v}" for n, v in varied])
             out.append(Variant(label, arg, kernel, varied))
     labels = [v.label for v in out]
@@ -109,7 +111,8 @@ def analyze_all(variants: list[Variant], hw, *, policy: str = "as-written",
     rows = []
     for v in variants:
         try:
-            rows.append(Row(v, analyze(v.kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)))
+            rows.append(Row(v, program_mod.report_of(v.kernel, hw, policy=policy,
+                                                     sbuf_bytes=sbuf_bytes, dtype=dtype)))
         except CapacityError as e:
             rows.append(Row(v, None, str(e)))
     rows.sort(key=lambda r: r.key)

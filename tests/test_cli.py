@@ -117,3 +117,29 @@ def test_crossover_that_never_comes(capsys):
     import re
     last_i = float(re.search(r"to ([\d.]+), which levels off", err).group(1))
     assert abs(last_i - 1024 * 1024 / (2048 + 8192 + 1024)) < 0.5
+
+
+@pytest.mark.parametrize("name,extra_q", [("mlp_fused", 0), ("mlp_unfused", 2)])
+def test_crossover_of_a_chain_of_ops(capsys, name, extra_q):
+    # W = 4BDF; Q = 2(2BD + 2DF + extra*2BF) with the h and g round trips unfused (extra = 2).
+    # Compute-bound when W/P >= Q/BW, i.e. B >= P*D*F / (D*F*BW - P*D - extra*P*F).
+    from fractions import Fraction
+    from loopsim import hardware
+    hw = hardware.load("trn2-core")
+    D, F = 1024, 4096
+    b = Fraction(hw.P("bf16") * D * F, D * F * hw.bw - hw.P("bf16") * D - extra_q * hw.P("bf16") * F)
+    want = -(-b.numerator // b.denominator)
+    d = run_json(capsys, "crossover", name, "--hardware", "trn2-core", "--dim", "B",
+                 "--set", f"D={D}", "--set", f"F={F}")
+    assert d["value"] == want
+
+
+def test_compare_ranks_fused_against_unfused(capsys):
+    d = run_json(capsys, "compare", "mlp_unfused", "mlp_fused", "--hardware", "trn2-core")
+    rows = d["rows"] if isinstance(d, dict) else d
+    # both right of the ridge: the same T_best (W/P); fusion removes the 4BF round trips of h, g,
+    # so it wins on T_worst and is ranked first
+    assert [r["kernel"] for r in rows] == ["mlp_fused", "mlp_unfused"]
+    B, D, F = 2048, 1024, 4096
+    assert rows[1]["Q"] - rows[0]["Q"] == 2 * 4 * B * F
+    assert rows[0]["T_best"] == pytest.approx(rows[1]["T_best"])

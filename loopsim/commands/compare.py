@@ -75,8 +75,9 @@ def run(args) -> int:
 
 def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
     width = max(12, *(len(d["label"]) for d in dicts))
+    rw = max(8, *(len(n) + 3 for n in inputs)) if inputs else 8  # r_NAME columns
     head = (f"  {'#':>2}  {'tiling':<{width}} {'W':>16} {'Q':>15} "
-            + "".join(f"{'r_' + n:>8}" for n in inputs)
+            + "".join(f"{'r_' + n:>{rw}}" for n in inputs)
             + f" {'Q/Qc':>6} {'Q/LB':>6} {'I':>8} {'T_best':>11} {'T_worst':>11}  {'bound':<8}{'SBUF peak':>13}")
     lines = [f"{len(dicts)} tilings on {hw.name} ({hw.scope}); policy {policy}; "
              "ranked by T_best, then T_worst", head]
@@ -90,7 +91,7 @@ def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
         i = f"{d['I']:.4g}" if d["I"] is not None else "inf"
         lines.append(
             f"{mark} {d['rank']:>2}  {d['label']:<{width}} {d['W']:>16,} {d['Q']:>15,} "
-            + "".join(f"{d['r'].get(n, float('nan')):>8.3g}" for n in inputs)
+            + "".join(f"{d['r'].get(n, float('nan')):>{rw}.3g}" for n in inputs)
             + f" {qc:>6} {qb:>6} {i:>8} {fmt_time(d['T_best']):>11} {fmt_time(d['T_worst']):>11}  "
               f"{d['bound']:<8}{d['sbuf_peak_bytes']:>13,}" + ("" if d["fits"] else "  does not fit SBUF"))
         m = d.get("measured")

@@ -3,10 +3,9 @@ using the simulated Q at each candidate (``--compulsory``: the textbook Q instea
 
 from __future__ import annotations
 
-from .. import hardware, spec
+from .. import hardware, program, spec
 from ..entitle import Entitlement, crossover
 from ..errors import InputError, SpecError, TraceTooLarge
-from ..report import analyze, kernel_dtype
 from ._common import add_kernel_options, dump_json
 
 
@@ -29,15 +28,18 @@ def run(args) -> int:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")
     def kernel_at(v: int):
-        return spec.kernel_from(sf, spec.bind_params(sf, {**sets, args.dim: v}))
+        return program.build(sf, spec.bind_params(sf, {**sets, args.dim: v}))
 
-    dtype = args.dtype or kernel_dtype(kernel_at(1))
+    first = program.report_of(kernel_at(1), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes,
+                              dtype=args.dtype)
+    dtype = first.dtype
     P = hw.P(dtype)
 
     tried: list[tuple[int, int, int]] = []
 
     def wq(v: int) -> tuple[int, int]:
-        rep = analyze(kernel_at(v), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes, dtype=dtype)
+        rep = program.report_of(kernel_at(v), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes,
+                                dtype=dtype)
         w, q = rep.counts.flops, (rep.counts.compulsory_bytes if args.compulsory else rep.counts.hbm_bytes)
         tried.append((v, w, q))
         return w, q
