@@ -199,8 +199,8 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
         reads = np.bincount(tr.obj[rep.miss & read_req], minlength=n_obj)
         writes = rep.writebacks
         peak = rep.peak_cost
-    rb = tr.per_tensor(reads.astype(np.int64) * tr.obj_bytes)
-    wb = tr.per_tensor(np.asarray(writes, dtype=np.int64) * tr.obj_bytes)
+    rb = tr.bytes_per_tensor(reads)
+    wb = tr.bytes_per_tensor(writes)
     tensors = tuple(TensorCounts(t.name, t.bytes, rb[t.name], wb[t.name], t.output)
                     for t in kernel.tensors)
     res = Residency(peak, capacity, need, partitions,

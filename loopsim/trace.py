@@ -54,12 +54,19 @@ class Trace:
         """bool[n]: the request overwrites its object (no fetch on a miss)."""
         return np.isin(self.kind, WRITE_KINDS)
 
-    def per_tensor(self, per_object: np.ndarray) -> dict[str, int]:
-        """Sum an int64[n_objects] array of bytes per tensor (exact Python ints)."""
+    def bytes_per_tensor(self, per_object_count: np.ndarray) -> dict[str, int]:
+        """Bytes per tensor of ``per_object_count[i]`` transfers of each object (exact Python ints:
+        int64 arithmetic where it cannot overflow, Python integers where it could)."""
+        counts = np.asarray(per_object_count, dtype=np.int64)
         out = {}
-        for i, name in enumerate(self.tensor_names):
+        for name in self.tensor_names:
             g: Grid = self.grids[name]
-            out[name] = int(per_object[g.offset:g.offset + g.n_blocks].sum(dtype=np.int64))
+            c = counts[g.offset:g.offset + g.n_blocks]
+            b = self.obj_bytes[g.offset:g.offset + g.n_blocks]
+            if c.size and int(c.max()) * int(b.max()) * c.size >= 2**63:
+                out[name] = sum(x * y for x, y in zip(c.tolist(), b.tolist()))
+            else:
+                out[name] = int(np.dot(c, b))
         return out
 
     def object_cost(self, partitions: int | None) -> np.ndarray:

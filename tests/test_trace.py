@@ -59,3 +59,12 @@ def test_partial_sums_read_back_only_after_a_store():
     assert int((tr.kind == ACC).sum()) == 3
     # operand uses: two per matmul instruction (4 instructions)
     assert int((tr.kind == USE).sum()) == 8
+
+
+def test_bytes_per_tensor_is_exact_beyond_int64():
+    # 2**50 transfers of every block: the products pass 2**63, so the sum is done in Python ints
+    k = spec.load_kernel("matmul")
+    tr = trace.build(k)
+    got = tr.bytes_per_tensor(np.full(tr.obj_bytes.size, 2**50, dtype=np.int64))
+    assert got == {t.name: 2**50 * t.bytes for t in k.tensors}
+    assert got["A"] > 2**63
