@@ -193,10 +193,10 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
     else:
         from .sim import replay
 
-        rep = replay(tr.obj, tr.write, cost, capacity, policy, size=tr.obj_bytes,
-                     dead=getattr(tr, "dead", None))  # on-chip intermediates freed after last use
-        read_req = ~tr.write
-        reads = np.bincount(tr.obj[rep.miss & read_req], minlength=n_obj)
+        write = tr.write
+        rep = replay(tr.obj, write, cost, capacity, policy, size=tr.obj_bytes,
+                     dead=tr.dead)  # on-chip intermediates freed after last use
+        reads = np.bincount(tr.obj[rep.miss & ~write], minlength=n_obj)
         writes = rep.writebacks
         peak = rep.peak_cost
     rb = tr.bytes_per_tensor(reads)
