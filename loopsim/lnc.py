@@ -165,11 +165,23 @@ def count_split(kernel: Kernel, *, policy: str, capacity: int, partitions: int |
         return dataclasses.replace(c, kernel=kernel.name, compulsory_bytes=kernel.compulsory_bytes)
     tr = trace_mod.build(whole)
     bounds = [0] + [trace_mod.build(cores_nest(kernel, k)).n for k in range(1, loop.split)] + [tr.n]
+    import numpy as np
+
+    # blocks that live only on chip (an op makes them, nothing stores them): each core frees its
+    # own at its own last use of them
+    temp = None if tr.dead is None else np.unique(tr.obj[tr.dead])
     per_core = []
     for lo, hi in zip(bounds, bounds[1:]):
         # one core's requests, replayed with a fresh SBUF; W and the instruction count stay the
         # whole kernel's (count() checks them against the shapes once)
-        part = dataclasses.replace(tr, obj=tr.obj[lo:hi], kind=tr.kind[lo:hi])
+        obj = tr.obj[lo:hi]
+        dead = None
+        if temp is not None:
+            _, last_rev = np.unique(obj[::-1], return_index=True)
+            dead = np.zeros(obj.size, dtype=bool)
+            dead[obj.size - 1 - last_rev] = True
+            dead &= np.isin(obj, temp)
+        part = dataclasses.replace(tr, obj=obj, kind=tr.kind[lo:hi], dead=dead)
         per_core.append(count(whole, policy=policy, capacity=capacity, partitions=partitions, trace=part))
     first = per_core[0]
     tensors = tuple(TensorCounts(t.name, t.bytes, sum(c.tensor_map[t.name].read_bytes for c in per_core),

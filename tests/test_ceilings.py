@@ -217,6 +217,48 @@ def test_core_balance_ragged_split():
     assert c["core_balance"].factor == pytest.approx(4.5 / 5)
 
 
+ON_CHIP_NEST = """
+[kernel]
+name = "mm_act"
+[params]
+M = 512
+N = 512
+K = 256
+[tensors]
+A = { shape = ["K", "M"] }
+B = { shape = ["K", "N"] }
+C = { shape = ["M", "N"] }
+S = { shape = ["M", "N"] }
+G = { shape = ["M", "N"], output = true }
+[nest]
+body = '''
+for m in M by 128:
+  for n in N by 512:
+    for k in K by 128:
+      load A[k, m]
+      load B[k, n]
+      matmul C[m, n] += A[k, m] @ B[k, n]
+    gelu S[m, n] = C[m, n]
+    add G[m, n] = S[m, n], C[m, n]
+    store G[m, n]
+'''
+"""
+
+
+@pytest.mark.parametrize("policy", ["lru", "opt"])
+def test_lnc2_replay_of_a_kernel_with_an_on_chip_intermediate(policy, tmp_path):
+    # S is made by an op and never stored: it lives on chip and is freed at its last use. Split on
+    # m across two cores, each with a whole SBUF: each core fetches its own A tiles (|A| in all)
+    # and all of B once (2 |B|), writes its G tiles (|G|); S and C (PSUM) never cross HBM
+    p = tmp_path / "on_chip.toml"
+    p.write_text(ON_CHIP_NEST)
+    k2 = lnc.with_split(spec.load_kernel(str(p)), 2, "m")
+    a, b, g = 256 * 512 * 2, 256 * 512 * 2, 512 * 512 * 2
+    t = analyze(k2, LNC2, policy=policy).counts.tensor_map
+    assert (t["A"].read_bytes, t["B"].read_bytes, t["G"].write_bytes) == (a, 2 * b, g)
+    assert t["S"].read_bytes == t["S"].write_bytes == 0
+
+
 def test_scope_errors(capsys):
     _fails(["entitle", "matmul", "--hardware", "trn2-lnc2"], capsys, "trn2-lnc2", "--lnc 2",
            "2x too high")
