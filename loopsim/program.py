@@ -96,6 +96,9 @@ def load(name_or_path: str, sets: Mapping[str, int] | None = None) -> Program:
 
 def program_from(sf: spec_mod.SpecFile, params: Mapping[str, int]) -> Program:
     path = sf.path
+    if "lnc" in sf.data:  # count_stage counts each kernel on one core
+        raise SpecError(f"{path}: [lnc]: not supported for a spec with several ops; each of its "
+                        "kernels runs on one physical core")
     tensors = spec_mod.parse_tensors(sf, params)
     tmap = {t.name: t for t in tensors}
     op_nodes, inputs = graph_mod.parse_ops(path, sf.data)
@@ -239,15 +242,26 @@ def produced_peak(trace, partitions: int | None) -> int:
     return int(np.cumsum(delta).max())
 
 
+def check_scope(hw, *, allow: bool = False) -> None:
+    """Every kernel of a program runs on one physical core: refuse a sheet of several, unless
+    ``allow`` (a program takes no --lnc, so the advice is the sheet or the flag)."""
+    h = hw.physical_cores
+    if h != 1 and not allow:
+        raise HardwareError(
+            f"--hardware {hw.name}: the sheet covers {h} physical cores ({hw.scope}) but each kernel "
+            f"of a spec with several ops runs on one, so its roofs would be {h}x too high: use a "
+            "1-core sheet, or pass --allow-scope-mismatch")
+
+
 def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
                 allow_scope_mismatch: bool = False) -> Counts:
     """One kernel, on its own, from an empty SBUF. As written, the residency adds the produced
     intermediates' live ranges to the nest's buffers (an upper bound)."""
-    from . import lnc, trace as trace_mod
+    from . import trace as trace_mod
 
     k = stage.kernel
     check_tiles(k, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
-    lnc.check_scope(k, hw, allow=allow_scope_mismatch)
+    check_scope(hw, allow=allow_scope_mismatch)
     tr = trace_mod.build(k)
     c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=tr)
     if policy == "as-written":

@@ -282,6 +282,28 @@ def test_bad_input_one_line(tmp_path, capsys, what, change, message):
     assert message in err and (str(f) in err or "trn2-core" in err), err
 
 
+@pytest.mark.parametrize("sheet", ["trn2-core", "trn2-lnc2"])
+def test_lnc_table_in_a_program_is_refused(sheet, tmp_path, capsys):
+    # each kernel of a program is counted on one physical core, so a split kernel's loads outside
+    # the split loop (both weights of mlp_fused) would be counted once instead of once per core
+    f = tmp_path / "split.toml"
+    f.write_text((ROOT / "tilings" / "mlp_fused.toml").read_text() + '\n[lnc]\nsplit = "b"\n')
+    assert main(["entitle", str(f), "--hardware", sheet]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(f) in err and "[lnc]" in err and "several ops" in err, err
+
+
+@pytest.mark.parametrize("command", [["entitle"], ["ceilings"], ["graph", "-o", "g.png"]])
+def test_multi_core_sheet_points_at_what_a_program_accepts(command, tmp_path, monkeypatch, capsys):
+    # --lnc is refused for a program, so the scope error must not suggest it
+    monkeypatch.chdir(tmp_path)
+    argv = [command[0], "mlp_fused", "--hardware", "trn2-lnc2"] + command[1:]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--allow-scope-mismatch" in err and "--lnc" not in err, err
+    assert "2x too high" in err and not (tmp_path / "g.png").exists()
+
+
 def test_cycle_between_ops_names_both(tmp_path, capsys):
     text = BASE.replace('up = { kind = "matmul", in = ["x", "W_up"], out = "h" }',
                         'up = { kind = "matmul", in = ["g", "W_up"], out = "h" }')

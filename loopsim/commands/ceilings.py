@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import ceilings, hardware, lnc, spec
+from .. import ceilings, hardware, lnc, program, spec
 from ..ceilings import format_lines
 from ..report import analyze, fmt_time, kernel_dtype
 from ._common import add_kernel_options, dump_json
@@ -94,7 +94,7 @@ def _run_program(args, _program) -> int:
     prog, hw = _program.load(args)
     stages = []
     for st in prog.stages:
-        lnc.check_scope(st.kernel, hw, allow=args.allow_scope_mismatch)
+        program.check_scope(hw, allow=args.allow_scope_mismatch)
         c = ceilings.compute(st.kernel, hw, dtype=args.dtype or kernel_dtype(st.kernel), strict=True)
         stages.append((st, c))
     if args.json:
