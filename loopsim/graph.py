@@ -15,8 +15,8 @@ flows along it (attribute ``tensor``). A spec names its ops and the tensors betw
 Shapes are logical (math orientation, whatever the SBUF layout): a matmul computes
 [M, K] @ [K, N]; an input written ``"k.T"`` is used transposed. Validation rejects a cycle, a tensor
 produced twice, a tensor read with no producer that is not a listed input, an op output nobody reads
-that is not an output, and a consumer whose expected shape differs from what its producer makes —
-each error names both ends.
+that is not an output, a listed input no op reads, and a consumer whose expected shape differs from
+what its producer makes — each error names both ends.
 """
 
 from __future__ import annotations
@@ -129,6 +129,9 @@ def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
                                 "not in kernel.inputs")
             g.add_edge(src, op.name, tensor=t)
             consumed.add(t)
+    for t in inputs:
+        if t not in consumed:
+            raise SpecError(f"{path}: kernel.inputs lists {t}, which no op reads")
     for op in op_nodes:
         if tensors[op.out].output:
             g.add_node(f"out:{op.out}", kind="output", tensor=op.out)

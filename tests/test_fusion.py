@@ -282,6 +282,20 @@ def test_bad_input_one_line(tmp_path, capsys, what, change, message):
     assert message in err and (str(f) in err or "trn2-core" in err), err
 
 
+@pytest.mark.parametrize("command", [["entitle"], ["graph", "-o", "g.png"]])
+def test_input_no_op_reads_is_refused(command, tmp_path, monkeypatch, capsys):
+    # an input nothing reads would add its bytes to the compulsory Q and leave the graph with a
+    # node that has no edge
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "unread.toml"
+    f.write_text(BASE.replace('inputs = ["x", "W_up", "W_down"]', 'inputs = ["x", "W_up", "W_down", "b"]')
+                 .replace("\ny = {", '\nb = { shape = ["D"], dtype = "bf16" }\ny = {'))
+    assert main([command[0], str(f), "--hardware", "trn2-core"] + command[1:]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(f) in err and "kernel.inputs" in err and "no op reads" in err, err
+    assert not (tmp_path / "g.png").exists()
+
+
 @pytest.mark.parametrize("sheet", ["trn2-core", "trn2-lnc2"])
 def test_lnc_table_in_a_program_is_refused(sheet, tmp_path, capsys):
     # each kernel of a program is counted on one physical core, so a split kernel's loads outside
