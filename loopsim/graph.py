@@ -62,6 +62,9 @@ def parse_ops(path: str, data: Mapping) -> tuple[tuple[OpNode, ...], tuple[str, 
     if not isinstance(inputs, list) or not all(isinstance(t, str) for t in inputs):
         raise SpecError(f"{path}: kernel.inputs={inputs!r} must list the tensors no op produces "
                         "(a spec with [ops] reads them from HBM)")
+    twice = next((t for i, t in enumerate(inputs) if t in inputs[:i]), None)
+    if twice is not None:
+        raise SpecError(f"{path}: kernel.inputs lists {twice} twice")
     out = []
     for name, node in raw.items():
         where = f"{path}: ops.{name}"
@@ -129,9 +132,6 @@ def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
                                 "not in kernel.inputs")
             g.add_edge(src, op.name, tensor=t)
             consumed.add(t)
-    for t in inputs:
-        if t not in consumed:
-            raise SpecError(f"{path}: kernel.inputs lists {t}, which no op reads")
     for op in op_nodes:
         if tensors[op.out].output:
             g.add_node(f"out:{op.out}", kind="output", tensor=op.out)
@@ -149,6 +149,9 @@ def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
     if cycle:
         chain = " -> ".join([f"ops.{u}" for u, _ in cycle] + [f"ops.{cycle[0][0]}"])
         raise SpecError(f"{path}: the ops form a cycle: {chain}")
+    for t in inputs:
+        if t not in consumed:
+            raise SpecError(f"{path}: kernel.inputs lists {t}, which no op reads")
     _check_shapes(path, g, tensors, producer)
     return g
 

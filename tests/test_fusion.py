@@ -267,6 +267,9 @@ BAD = [
     ("nest mismatch", ("gelu g[b, f] = h[b, f]", "silu g[b, f] = h[b, f]"), "does not match ops.act"),
     ("schedule order", ('up = ["up"]\nact = ["act"]', 'act = ["act"]\nup = ["up"]'),
      "before schedule.up produces it"),
+    # listed twice, x's bytes were counted twice in the compulsory Q
+    ("input twice", ('inputs = ["x", "W_up", "W_down"]', 'inputs = ["x", "W_up", "W_down", "x"]'),
+     "kernel.inputs lists x twice"),
 ]
 
 
