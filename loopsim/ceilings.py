@@ -317,7 +317,11 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         for l in loops[common:]:
             if l.var in outv:
                 live *= -(-l.trips // l.split) if l is split else l.trips
-        spans.append((i, j if j is not None else len(stmts), live, live * banks))
+        # a loop around the matmul that the drain is outside repeats with the tile still open:
+        # from its second iteration on, every statement of its body runs beside the accumulator
+        start = i if common == len(loops) else \
+            next(p for p, (_, ls) in enumerate(stmts) if any(l is loops[common] for l in ls))
+        spans.append((start, j if j is not None else len(stmts), live, live * banks))
     # peak over program positions of the accumulators open at once (spans: matmul .. its drain)
     need, live_at_peak = max(((sum(b for s, e, _, b in spans if s <= p <= e),
                                sum(n for s, e, n, _ in spans if s <= p <= e))

@@ -442,3 +442,12 @@ def test_ceilings_of_a_program_per_kernel(capsys):
     act = next(s for s in d["stages"] if s["matmul_instructions"] == 0)
     assert act["ceilings"] == [] and act["psum"]["needed_banks"] == 0
     _fails(["ceilings", "mlp_unfused", "--hardware", "trn2-core", "--lnc", "2"], capsys, "--lnc")
+
+
+def test_psum_accumulator_open_across_a_loop_counts_in_every_iteration(capsys):
+    # flash attention: o[i, e] accumulates over the key blocks j, and in every j iteration after the
+    # first the score tile s[i, j] (128 x 512 fp32 = 2 KiB: one bank) is accumulated while o
+    # (128 x 128 fp32 = 512 B: one bank) is still open: 2 tiles, 2 banks
+    d = _json(["ceilings", "attention_fused", "--hardware", "trn2-core"], capsys)
+    (st,) = d["stages"]
+    assert st["psum"]["live_accumulators"] == 2 and st["psum"]["needed_banks"] == 2
