@@ -120,6 +120,8 @@ def parse_vary(items: Sequence[str] | None) -> dict[str, tuple[int, int] | tuple
         name, text = name.strip(), text.strip().replace("_", "")
         if not eq or not name.isidentifier() or not text:
             raise InputError(f"--vary {item}: expected NAME=LO..HI or NAME=V1,V2,...")
+        if name in out:
+            raise InputError(f"--vary {name}: given twice; give one range or list")
         try:
             if ".." in text:
                 lo_t, _, hi_t = text.partition("..")
@@ -133,7 +135,7 @@ def parse_vary(items: Sequence[str] | None) -> dict[str, tuple[int, int] | tuple
             if lo > hi:
                 raise InputError(f"--vary {name}={text}: the range is empty ({lo} > {hi})")
             vals = range(lo, hi + 1)
-        if min(vals) <= 0:
+        if (vals.start if isinstance(vals, range) else min(vals)) <= 0:  # never walk a range
             raise InputError(f"--vary {name}={text}: values must be > 0")
         out[name] = vals
     return out

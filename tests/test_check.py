@@ -73,6 +73,7 @@ def test_tiles_respect_hardware_limits():
     (["--formula", "M", "--vary", "TN=600..700"], "every value exceeds trn2-core's limit of 512"),
     (["--formula", "M", "--examples", "0"], "--examples=0 must be a positive integer"),
     (["--formula", "M", "--vary", "M=1..3", "--set", "M=2"], "give one or the other"),
+    (["--formula", "M", "--vary", "M=1..3", "--vary", "M=5..6"], "--vary M: given twice"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, args, msg):
     assert main(["check", "matmul", "-H", "trn2-core", "--examples", "5", *args]) == 2
@@ -88,3 +89,22 @@ def test_parse_vary():
     assert list(v["M"]) == [1, 2, 3, 4] and v["TN"] == (128, 256)
     with pytest.raises(InputError, match="expected NAME=LO..HI"):
         parse_vary(["M"])
+
+
+def test_parse_vary_huge_range_is_not_enumerated():
+    # a range is checked by its ends: min() over range(1, 10**20 + 1) would walk every value
+    import signal
+
+    def too_slow(*_):
+        raise TimeoutError("parse_vary enumerated the range")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(5)
+    try:
+        v = parse_vary(["M=1..100000000000000000000"])
+        with pytest.raises(InputError, match="values must be > 0"):
+            parse_vary(["M=0..100000000000000000000"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert v["M"] == range(1, 10**20 + 1)
