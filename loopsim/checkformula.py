@@ -255,6 +255,9 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         raise InputError(f"--examples={examples!r} must be a positive integer")
     hw = hw_mod.load(hardware) if isinstance(hardware, str) else hardware
     specfile = spec_mod.read(spec)
+    from .formula import refuse_program
+
+    refuse_program(specfile, "loopsim check tests a Q formula of")
     sets = dict(sets or {})
     vary = parse_vary(vary) if vary is None or not isinstance(vary, Mapping) else dict(vary)
     base = spec_mod.bind_params(specfile, sets)

@@ -537,6 +537,16 @@ class Derivation:
                 "lower_bound": lb.as_dict() if lb is not None else None}
 
 
+def refuse_program(spec: SpecFile, what: str) -> None:
+    """An :class:`InputError` for a program of ops (``what``: the command's job, before "a single
+    loop nest"), instead of the spec reader's "nest.body: missing"."""
+    nest = spec.data.get("nest")
+    single = isinstance(nest, dict) and isinstance(nest.get("body"), str)
+    if not single and ("ops" in spec.data or "schedule" in spec.data):
+        raise InputError(f"{spec.path}: a program of ops ([ops]/[schedule]); {what} a single "
+                         "loop nest ([nest] body)")
+
+
 def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
            sbuf_bytes: int | None = None) -> Derivation:
     """Formulas for a spec with ``sets`` overrides on ``hw`` (SBUF ``sbuf_bytes``, default the sheet's)."""
@@ -545,11 +555,7 @@ def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
     from .counts import check_tiles, count
 
     spec = name_or_path if isinstance(name_or_path, SpecFile) else read(name_or_path)
-    nest = spec.data.get("nest")
-    single = isinstance(nest, dict) and isinstance(nest.get("body"), str)
-    if not single and ("ops" in spec.data or "schedule" in spec.data):
-        raise InputError(f"{spec.path}: a program of ops ([ops]/[schedule]); loopsim formula "
-                         "derives the Q of a single loop nest ([nest] body)")
+    refuse_program(spec, "loopsim formula derives the Q of")
     params = bind_params(spec, sets or {})
     kernel = kernel_from(spec, params)
     check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)

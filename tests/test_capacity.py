@@ -48,3 +48,9 @@ def test_cli_capacity(tmp_path, capsys):
     assert main(["capacity", "matmul", "--hardware", "trn2-core", "-o", str(tmp_path / "c.gif")]) == 2
     assert "unsupported output format" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["cap.pdf"]
+
+
+def test_program_specs_are_refused_by_name(capsys):
+    assert main(["capacity", "mlp_fused", "--hardware", "trn2-core"]) == 2
+    err = capsys.readouterr().err
+    assert "a program of ops" in err and "nest.body: missing" not in err

@@ -108,3 +108,10 @@ def test_parse_vary_huge_range_is_not_enumerated():
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert v["M"] == range(1, 10**20 + 1)
+
+
+def test_program_specs_are_refused_by_name(capsys):
+    # a chain of ops has its nests in [nest.<kernel>]; the error says so, not "nest.body: missing"
+    assert main(["check", "mlp_fused", "-H", "trn2-core", "--formula", "B", "--examples", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "a program of ops" in err and "nest.body: missing" not in err

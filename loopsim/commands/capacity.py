@@ -31,8 +31,12 @@ def run(args) -> int:
         figure_format(args.output)
     if args.samples < 2:
         raise InputError(f"--samples={args.samples} must be >= 2")
+    from ..formula import refuse_program
+
     hw = hardware.load(args.hardware)
-    kernel = spec.load_kernel(args.spec, spec.parse_sets(args.sets))
+    sf = spec.read(args.spec)
+    refuse_program(sf, "loopsim capacity replays")
+    kernel = spec.kernel_from(sf, spec.bind_params(sf, spec.parse_sets(args.sets)))
     cv = capacity.curve(kernel, hw, samples=args.samples)
     if args.output:
         from .. import plot
