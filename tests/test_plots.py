@@ -138,3 +138,15 @@ def test_cli_plot_and_its_errors(tmp_path, capsys):
             assert "cannot write" in capsys.readouterr().err and os.listdir(ro) == []
     finally:
         ro.chmod(0o700)
+
+
+def test_cli_plot_names_the_tilings_that_cannot_run(tmp_path, capsys):
+    from loopsim.cli import main
+
+    # 163,840 bytes = 1,280 per partition: matmul's working tiles fit, copy's 128 x 2048 bf16
+    # tile (4,096 bytes per partition) does not, so copy has no point; the summary says so
+    out = tmp_path / "r.png"
+    assert main(["plot", "matmul", "copy", "--hardware", "trn2-core", "--sbuf-bytes", "163840",
+                 "-o", str(out)]) == 0
+    msg = capsys.readouterr().out
+    assert "1 point(s)" in msg and "copy" in msg and "cannot run" in msg

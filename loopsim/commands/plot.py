@@ -47,8 +47,11 @@ def run(args) -> int:
         dump_json({"output": args.output, "hardware": hw.name, "dtype": dtype, "rows": dicts})
     else:
         drawn = sum(p.drawable for p in pts)
+        failed = [r for r in rows if r.report is None]
         print(f"wrote {args.output}: {drawn} point(s) on the {hw.name} {dtype} roofline" +
               (f" ({len(pts) - drawn} with W = 0 named, not drawn)" if drawn < len(pts) else ""))
+        for r in failed:
+            print(f"  not drawn, cannot run: {r.variant.label}: {r.error}")
     return 0
 
 
