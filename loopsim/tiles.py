@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import SpecError
-from .ir import Access, Kernel, Loop, Matmul, Tensor
+from .ir import Access, Kernel, Loop, Matmul, Tensor, walk
 
 
 def full_extent(acc: Access, axis: int, loops: tuple[Loop, ...], tensor: Tensor) -> int:
@@ -136,3 +136,36 @@ def matmul_tile(mm: Matmul, loops: tuple[Loop, ...], kernel: Kernel) -> tuple[in
     mt = full_extent(mm.stationary, r.m_stationary, loops, a)
     nt = full_extent(mm.moving, r.n_moving, loops, b)
     return kt, mt, nt
+
+
+def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
+    """Where each loop's iterations run past a tensor's edge: id(loop) -> (terms, extent).
+
+    An iteration of ``for mi in BM by TM`` under ``for mb in M by BM`` whose tile would start at
+    mb + mi >= M does not exist, for every statement in its body (a statement that does not index
+    mi does not run there either). The rule comes from the first access in the loop's body that
+    indexes its variable: ``terms`` are that index's variables bound at the loop (the loop's and
+    its enclosing loops'), ``extent`` the size of that dimension. Loops whose variable no access
+    in their body uses are absent.
+    """
+    out: dict[int, tuple[tuple[str, ...], int]] = {}
+    tm = kernel.tensor_map
+
+    def visit(body, bound: tuple[str, ...]):
+        for node in body:
+            if isinstance(node, Loop):
+                here = bound + (node.var,)
+                for stmt, _ in walk(node.body):
+                    if isinstance(stmt, Loop):
+                        continue
+                    hit = next(((acc, axis) for acc, _ in stmt.accesses()
+                                for axis, terms in enumerate(acc.index) if node.var in terms), None)
+                    if hit:
+                        acc, axis = hit
+                        out[id(node)] = (tuple(v for v in acc.index[axis] if v in here),
+                                         tm[acc.tensor].shape[axis])
+                        break
+                visit(node.body, here)
+
+    visit(kernel.body, ())
+    return out

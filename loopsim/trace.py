@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import SpecError, TraceTooLarge
 from .ir import ACC, LOAD, PRODUCE, STORE, USE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
-from .tiles import Grid, full_extent, grids, matmul_roles
+from .tiles import Grid, full_extent, grids, loop_edges, matmul_roles
 
 #: refuse traces beyond this many slots (memory: ~17 bytes a slot while building)
 MAX_SLOTS = 400_000_000
@@ -143,11 +143,12 @@ def build(kernel: Kernel) -> Trace:
                 per_iter = sum(_slots(c, nfull, memo) for c in node.body)
                 visit(node.body, loops + (node,), strides + (per_iter,), off)
             else:
-                f, n = _emit(node, loops, strides, off, kernel, gs, nfull, OBJ, KIND, VALID)
+                f, n = _emit(node, loops, strides, off, kernel, gs, nfull, edges, OBJ, KIND, VALID)
                 flops += f
                 instructions += n
             off += _slots(node, nfull, memo)
 
+    edges = loop_edges(kernel)
     visit(kernel.body, (), (), 0)
     obj, kind = OBJ[VALID], KIND[VALID]
     del OBJ, KIND, VALID
@@ -160,7 +161,8 @@ def build(kernel: Kernel) -> Trace:
     return Trace(obj, kind, obj_bytes, obj_tensor, names, gs, flops, instructions, dead)
 
 
-def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, OBJ, KIND, VALID) -> tuple[int, int]:
+def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, edges, OBJ, KIND, VALID
+          ) -> tuple[int, int]:
     """Scatter one statement's events; return (FLOPs, instruction count) if it is a matmul."""
     nl = len(loops)
     tmap = kernel.tensor_map
@@ -175,6 +177,10 @@ def _emit(stmt: Statement, loops, strides, base, kernel, gs, nfull, OBJ, KIND, V
         pos = pos + i * s
     starts = {}
     exists = np.ones((1,) * nl, dtype=bool)
+    for l in loops:  # iterations of blocked loops past a tensor's edge do not run at all
+        if id(l) in edges:
+            terms, extent = edges[id(l)]
+            exists = exists & (sum(ivals[v] for v in terms) < extent)
     for acc, _ in stmt.accesses():
         t = tmap[acc.tensor]
         st = []

@@ -49,13 +49,28 @@ def interpret(kernel: Kernel):
             ids.append(g.offset + lin)
         return ids
 
+    def past_edge(loop, env):
+        # an iteration whose tile (by the first access in the body indexing the loop variable,
+        # counting the variables bound so far) starts at or past the tensor's edge does not run
+        from loopsim.ir import walk
+        for stmt, _ in walk(loop.body):
+            if isinstance(stmt, Loop):
+                continue
+            for a, _ in stmt.accesses():
+                for axis, terms in enumerate(a.index):
+                    if loop.var in terms:
+                        return sum(env[v] for v in terms if v in env) >= tm[a.tensor].shape[axis]
+        return False
+
     def run(body, env, loops):
         nonlocal flops, instructions
         for node in body:
             if isinstance(node, Loop):
                 v = 0
                 while v < node.extent:
-                    run(node.body, {**env, node.var: v}, {**loops, node.var: node})
+                    inner_env = {**env, node.var: v}
+                    if not past_edge(node, inner_env):
+                        run(node.body, inner_env, {**loops, node.var: node})
                     v += node.step
                 continue
             accs = node.accesses()

@@ -68,3 +68,34 @@ def test_bytes_per_tensor_is_exact_beyond_int64():
     got = tr.bytes_per_tensor(np.full(tr.obj_bytes.size, 2**50, dtype=np.int64))
     assert got == {t.name: 2**50 * t.bytes for t in k.tensors}
     assert got["A"] > 2**63
+
+
+def test_iterations_past_the_edge_of_a_blocked_loop_do_not_run():
+    # M = 300 in blocks of BM = 256 split into TM = 128 tiles: the second block has one real
+    # tile (256..299) and one phantom (384 >= 300). B[k, n] is loaded inside the mi loop without
+    # indexing mi, so it is loaded once per real (mb, mi): 3 times, never 4.
+    from loopsim.ir import Access, Kernel, Load, Loop, Matmul, Store, Tensor
+    M, N, K, BM, TM = 300, 512, 128, 256, 128
+    mm = Matmul(Access("C", (("mb", "mi"), ("n",))), Access("A", (("k",), ("mb", "mi"))),
+                Access("B", (("k",), ("n",))))
+    k_loop = Loop("k", K, 128, (Load(Access("A", (("k",), ("mb", "mi")))),
+                                Load(Access("B", (("k",), ("n",)))), mm))
+    n_loop = Loop("n", N, 512, (k_loop, Store(Access("C", (("mb", "mi"), ("n",))))))
+    body = (Loop("mb", M, BM, (Loop("mi", BM, TM, (n_loop,)),)),)
+    k = Kernel("blocked", (Tensor("A", (K, M)), Tensor("B", (K, N)), Tensor("C", (M, N), output=True)), body)
+    tr = trace.build(k)
+    loads_b = int(((tr.kind == LOAD) & (tr.obj_tensor[tr.obj] == 1)).sum())
+    assert loads_b == 3  # ceil(300/128) real tiles of M, one B tile each
+    events, _, _ = interpret(k)
+    assert list(zip(tr.obj.tolist(), tr.kind.tolist())) == events
+
+
+def test_lnc_split_of_a_ragged_loop_loads_no_phantom_tiles():
+    # matmul M = 300 split across 2 cores: core 0 runs m-tiles 0 and 1, core 1 runs tile 2 only;
+    # B[k, n] is loaded once per real m tile: r_B = ceil(300/128) = 3, as on one core
+    from loopsim import hardware
+    from loopsim.lnc import with_split
+    from loopsim.report import analyze
+    k = with_split(spec.load_kernel("matmul", {"M": 300}), 2)
+    rep = analyze(k, hardware.load("trn2-lnc2"))
+    assert rep.counts.tensor_map["B"].r == 3
