@@ -122,15 +122,24 @@ def check_tiles(kernel: Kernel, partitions: int | None, pe_cols: int | None, mov
                                 f"in '{stmt}'")
 
 
-def live_peak(kernel: Kernel, partitions: int | None) -> int:
+def live_peak(kernel: Kernel, partitions: int | None, op_outputs: bool = True) -> int:
     """Peak SBUF cost of the buffers the nest holds as written: a loaded (or staged) tile lives
-    until the end of the body of the loop at whose level its statement sits."""
+    until the end of the body of the loop at whose level its statement sits. A store stages its
+    tile (PSUM -> SBUF) unless an op already made that tensor in SBUF, where the DMA reads it.
+    ``op_outputs=False`` leaves out the tiles ops make on chip (counted by their live ranges
+    elsewhere, :func:`loopsim.program.produced_peak`)."""
     tm = kernel.tensor_map
+    on_chip = {a.tensor for s, _ in kernel.statements()
+               for a in getattr(s, "sbuf_outputs", lambda: ())()}
 
     def cost(stmt, loops) -> int:
+        if isinstance(stmt, Store) and stmt.tile.tensor in on_chip:
+            return 0
         if isinstance(stmt, (Load, Store)):
             t = tm[stmt.tile.tensor]
             return partition_cost(full_tile(stmt.tile, loops, t), t, partitions)
+        if not op_outputs:
+            return 0
         return sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
                    for a in getattr(stmt, "sbuf_outputs", lambda: ())())
 

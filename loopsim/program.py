@@ -268,7 +268,10 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
         extra = produced_peak(tr, hw.partitions)
         if extra:
             r = c.residency
-            c = replace(c, residency=replace(r, peak_cost=live_peak(k, hw.partitions) + extra,
+            # the nest's loaded and staged buffers, plus every op output over its live range:
+            # each peak at its own time, so their sum bounds the true peak from above
+            c = replace(c, residency=replace(r, peak_cost=live_peak(k, hw.partitions, op_outputs=False)
+                                             + extra,
                                              what="live buffers as written + op outputs from "
                                                   "produce to last use"))
     return c

@@ -329,3 +329,14 @@ def test_cycle_between_ops_names_both(tmp_path, capsys):
     assert main(["entitle", str(f), "--hardware", "trn2-core"]) == 2
     err = capsys.readouterr().err
     assert "cycle" in err and "ops.up" in err and "ops.act" in err
+
+
+def test_layernorm_residency_counts_each_buffer_once():
+    # As written, per partition (B on the partitions, D = 4096 bf16): gamma and beta are 1-D with
+    # D on the partitions, ceil(4096/128) = 32 elements x 2 B = 64 B each; one x block of 128
+    # rows holds D x 2 = 8192 B; the layernorm output block another 8192 B, which the store DMA
+    # reads in place (no staging copy). Peak: 64 + 64 + 8192 + 8192 = 16,512 bytes.
+    from loopsim import hardware
+    from loopsim.program import analyze, load
+    rep = analyze(load("layernorm", {"B": 2048, "D": 4096}), hardware.load("trn2-core"))
+    assert rep.base.counts.residency.peak_cost == 64 + 64 + 8192 + 8192
