@@ -484,6 +484,10 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
               "working" if capacity >= need and (working_below is None or capacity < working_below)
               else "between" if capacity >= need else "below")
     q_sim = int(curve.hbm_bytes[at[cap]])
+    if _split(kernel):  # each core replays its share with its own SBUF; the pass above is one core
+        from .lnc import count_split
+
+        q_sim = count_split(kernel, policy="lru", capacity=cap, partitions=partitions).hbm_bytes
     return Regimes(work, allf, need, working_below, all_from, capacity, partitions, q_sim, regime)
 
 
@@ -560,8 +564,14 @@ def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
     kernel = kernel_from(spec, params)
     check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
     tr = trace_mod.build(kernel)
-    # as written, traffic does not depend on capacity: count with room for anything
-    c = count(kernel, policy="as-written", capacity=2**62, partitions=hw.partitions, trace=tr)
+    # as written, traffic does not depend on capacity: count with room for anything (a split
+    # nest as its cores run it, each loading what its share of the nest loads)
+    if _split(kernel):
+        from .lnc import count_split
+
+        c = count_split(kernel, policy="as-written", capacity=2**62, partitions=hw.partitions)
+    else:
+        c = count(kernel, policy="as-written", capacity=2**62, partitions=hw.partitions, trace=tr)
     sim = {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}
     aw = _check_same(as_written(spec, params, kernel), sim)
     reg = lru_regimes(spec, params, hw, sbuf_bytes=sbuf_bytes, kernel=kernel, trace=tr)

@@ -72,6 +72,6 @@ def format_text(d, hw) -> str:
         lb = d.lower_bound
         lines.append("")
         lines.append(f"  {lb.describe()}")
-        lines.append(f"  as written Q / bound = {lb.ratio(aw.q_bytes):.3g}; "
+        lines.append(f"  as written Q / bound = {lb.ratio(sim_q):.3g}; "
                      f"LRU Q / bound = {lb.ratio(reg.simulated_Q):.3g}")
     return "\n".join(lines)
