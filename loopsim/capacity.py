@@ -79,7 +79,14 @@ def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], partitions:
 def points(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
            trace) -> list[tuple[int, dict[str, int]]]:
     """(Q bytes, read bytes per tensor) at each capacity (cost units). LRU from one
-    stack-distance pass (:func:`loopsim.sim.stack.lru_curve`), other policies by replay."""
+    stack-distance pass (:func:`loopsim.sim.stack.lru_curve`), other policies by replay; a nest
+    split across cores ([lnc] split) by one replay per core, each with its own SBUF."""
+    from .lnc import count_split, split_loop
+
+    if split_loop(kernel) is not None:
+        return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
+                for c in (count_split(kernel, policy=policy, capacity=cap, partitions=partitions)
+                          for cap in capacities)]
     if policy == "lru":
         from .sim.stack import lru_curve
 
