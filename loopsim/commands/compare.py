@@ -91,13 +91,14 @@ def format_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
         i = f"{d['I']:.4g}" if d["I"] is not None else "inf"
         lines.append(
             f"{mark} {d['rank']:>2}  {d['label']:<{width}} {d['W']:>16,} {d['Q']:>15,} "
-            + "".join(f"{d['r'].get(n, float('nan')):>{rw}.3g}" for n in inputs)
+            + "".join(f"{d['r'][n]:>{rw}.3g}" if n in d["r"] else f"{'-':>{rw}}" for n in inputs)
             + f" {qc:>6} {qb:>6} {i:>8} {fmt_time(d['T_best']):>11} {fmt_time(d['T_worst']):>11}  "
               f"{d['bound']:<8}{d['sbuf_peak_bytes']:>13,}" + ("" if d["fits"] else "  does not fit SBUF"))
         m = d.get("measured")
         if m:
+            mfu = f"MFU {m['MFU']:.1%}, " if d["W"] else ""  # no FLOPs, no MFU (as in entitle)
             lines.append(f"      measured {fmt_time(m['T'])}: gap {fmt_time(m['gap'])}, "
-                         f"{m['fraction_of_entitlement']:.1%} of entitlement, MFU {m['MFU']:.1%}, "
+                         f"{m['fraction_of_entitlement']:.1%} of entitlement, {mfu}"
                          f"achieved BW {m['achieved_BW'] / 1e9:.4g} GB/s ({m['BW_share']:.1%} of BW)")
             lines += [f"        {x['line']}" for x in m["disagreements"]]
     lines.append("  * best (fits SBUF)   ! does not fit SBUF   Q/Qc: Q over compulsory Q   "
