@@ -32,8 +32,6 @@ _BINOPS = {
     ast.Mod: lambda a, b: a % b,
     ast.Pow: lambda a, b: a**b,
 }
-_OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-          ast.Mod: "%", ast.Pow: "**"}
 
 
 class ExprError(InputError):

@@ -26,7 +26,6 @@ DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 # PRODUCE touch SBUF only; ACC is an accumulation into an output tile (PSUM), which reads the
 # partial sum back only when the tile was stored before its accumulation finished.
 LOAD, USE, STORE, PRODUCE, ACC = 0, 1, 2, 3, 4
-KIND_NAMES = ("load", "use", "store", "produce", "acc")
 WRITE_KINDS = (STORE, PRODUCE)
 
 

@@ -17,3 +17,18 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def split_projection(tmp_path):
+    """Path of the bundled projection spec with ``[lnc] split = "b"`` over 2 cores."""
+    from loopsim import spec
+
+    text = spec.locate("projection").read_text().replace(
+        "[nest]", '[lnc]\nsplit = "b"\ncores = 2\n\n[nest]', 1)
+    p = tmp_path / "proj_lnc.toml"
+    p.write_text(text)
+    return str(p)

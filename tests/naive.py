@@ -32,6 +32,13 @@ def _replay(obj, write, cost, capacity, choose_victim, dead=None):
     miss = []
     occupancy = peak = 0
     dead = dead if dead is not None else [False] * len(obj)
+
+    def free(o, occupancy):
+        """A dead object leaves SBUF once served, with no write-back; returns the new occupancy."""
+        resident.remove(o)
+        dirty.discard(o)
+        return occupancy - cost[o]
+
     for i, (o, w) in enumerate(zip(obj, write)):
         if o in resident:
             miss.append(False)
@@ -40,9 +47,7 @@ def _replay(obj, write, cost, capacity, choose_victim, dead=None):
             if w:
                 dirty.add(o)
             if dead[i]:
-                resident.remove(o)
-                occupancy -= cost[o]
-                dirty.discard(o)
+                occupancy = free(o, occupancy)
             continue
         miss.append(True)
         if cost[o] > capacity:
@@ -62,9 +67,7 @@ def _replay(obj, write, cost, capacity, choose_victim, dead=None):
         if w:
             dirty.add(o)
         if dead[i]:
-            resident.remove(o)
-            occupancy -= cost[o]
-            dirty.discard(o)
+            occupancy = free(o, occupancy)
     for v in resident:
         if v in dirty:
             writebacks[v] += 1

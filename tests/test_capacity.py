@@ -56,16 +56,12 @@ def test_program_specs_are_refused_by_name(capsys):
     assert "a program of ops" in err and "nest.body: missing" not in err
 
 
-def test_split_nest_counts_each_core_with_its_own_sbuf(tmp_path):
+def test_split_nest_counts_each_core_with_its_own_sbuf(split_projection):
     # projection with [lnc] split = "b" (B = 256, D = F = 1024, bf16) on trn2-lnc2: both cores load
     # all of x and W (the loads sit outside the b loop) and each writes half of y, so no capacity
     # brings Q below 2*(|x| + |W|) + |y|; one core running everything would reach x + W + y.
-    text = spec.locate("projection").read_text().replace(
-        "[nest]", '[lnc]\nsplit = "b"\ncores = 2\n\n[nest]', 1)
-    p = tmp_path / "proj_lnc.toml"
-    p.write_text(text)
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
-    k = spec.load_kernel(str(p), {"B": 256, "D": 1024, "F": 1024})
+    k = spec.load_kernel(split_projection, {"B": 256, "D": 1024, "F": 1024})
     cv = capacity.curve(k, hardware.load("trn2-lnc2"), samples=4)
     assert cv.compulsory_Q == x + w + y
     for pol in ("lru", "opt"):

@@ -189,18 +189,14 @@ def test_program_specs_are_refused(capsys):
     assert "a program of ops" in capsys.readouterr().err
 
 
-def test_split_nest_reports_the_split_kernels_simulated_q(tmp_path):
+def test_split_nest_reports_the_split_kernels_simulated_q(split_projection):
     # projection with [lnc] split = "b" on trn2-lnc2 (B = 256, D = F = 1024, bf16): x[:, :] and
     # each W panel are loaded outside the b loop, so each of the 2 cores loads all of x and W and
     # writes its half of y: Q = 2*(|x| + |W|) + |y| = 2*(524,288 + 2,097,152) + 524,288 bytes,
     # as written and under LRU alike (each core starts from an empty SBUF). One core alone would
     # move 3,145,728. The closed forms are not claimed; the simulated values must be the split's.
-    text = spec.locate("projection").read_text().replace(
-        "[nest]", '[lnc]\nsplit = "b"\ncores = 2\n\n[nest]', 1)
-    p = tmp_path / "proj_lnc.toml"
-    p.write_text(text)
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
-    d = derive(str(p), {"B": 256, "D": 1024, "F": 1024}, hardware.load("trn2-lnc2"))
+    d = derive(split_projection, {"B": 256, "D": 1024, "F": 1024}, hardware.load("trn2-lnc2"))
     assert not d.as_written.claimed and "split across cores" in d.as_written.reason
     assert sum(r + w_ for r, w_ in d.simulated_as_written.values()) == 2 * (x + w) + y
     assert d.regimes.simulated_Q == 2 * (x + w) + y
