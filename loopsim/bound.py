@@ -49,7 +49,8 @@ class LowerBound:
 
     ``fast_bytes`` is S per physical core (SBUF + PSUM), ``S_words`` the same in elements of
     ``p_min`` bytes, ``pebble_words`` the Smith et al. bound adapted as in the module docstring
-    (may be negative for small problems), ``compulsory_bytes`` every input read once and every
+    (negative for small problems, where it does not bind; shown
+    clamped at 0 with :attr:`pebble_note`), ``compulsory_bytes`` every input read once and every
     output written once, ``Q_bytes`` the larger of the two in bytes, ``binding`` which one it is.
     """
 
@@ -84,15 +85,24 @@ class LowerBound:
         """Q / bound (>= 1 for any execution that fits in S)."""
         return q / self.Q_bytes if self.Q_bytes else math.inf
 
+    @property
+    def pebble_note(self) -> str:
+        """The pebble-game term in words, or why it does not bind (it is never shown negative)."""
+        if self.pebble_words > 0:
+            return f"2mnk/sqrt(S+1) - 2c(S+1) - mn = {self.pebble_words:,} words x {self.p_min} B"
+        return ("not binding (2mnk/sqrt(S+1) - 2c(S+1) - mn <= 0 at this S: fast memory is large "
+                "against the problem; the compulsory traffic is the bound)")
+
     def describe(self) -> str:
-        return (f"lower bound {self.Q_bytes:,} bytes ({self.binding}: pebble game "
-                f"2mnk/sqrt(S+1) - 2c(S+1) - mn = {self.pebble_words:,} words x {self.p_min} B, "
+        return (f"lower bound {self.Q_bytes:,} bytes ({self.binding}; pebble game: {self.pebble_note}; "
                 f"compulsory {self.compulsory_bytes:,} B; S = SBUF {self.sbuf_bytes:,} + PSUM "
                 f"{self.psum_bytes:,} bytes = {self.S_words:,} words per core, c = {self.cores})")
 
     def as_dict(self) -> dict:
+        """JSON fields; ``pebble_words`` is clamped at 0 (``pebble_note`` says why)."""
         return {"lower_bound_Q": self.Q_bytes, "binding": self.binding,
-                "pebble_words": self.pebble_words, "compulsory_bytes": self.compulsory_bytes,
+                "pebble_words": max(0, self.pebble_words), "pebble_note": self.pebble_note,
+                "compulsory_bytes": self.compulsory_bytes,
                 "S_words": self.S_words, "sbuf_bytes": self.sbuf_bytes, "psum_bytes": self.psum_bytes,
                 "p_min": self.p_min, "cores": self.cores, "m": self.m, "n": self.n, "k": self.k,
                 "source": CITATION}

@@ -129,3 +129,13 @@ def test_bound_keys_in_entitle_compare_and_capacity(capsys):
         S = (r["capacity_bytes"] + 8 * 2048) // 2
         want = max(3 * 2048**2 * 2, 2 * _pebble_decimal(2048, 2048, 2048, S))
         assert r["lower_bound_Q"] == want and r["Q"] >= want
+
+
+def test_a_negative_pebble_term_is_never_shown_negative():
+    # matmul 1024^3 bf16 on trn2-core: 2mnk/sqrt(S+1) ~ 5.4e5 words, far below 2(S+1) + mn ~ 3.3e7
+    lb = lower_bound(spec.load_kernel("matmul"), hardware.load("trn2-core"))
+    assert lb.pebble_words < 0
+    assert "not binding" in lb.describe() and f"{lb.pebble_words:,}" not in lb.describe()
+    d = lb.as_dict()
+    assert d["pebble_words"] == 0 and "not binding" in d["pebble_note"]
+    assert d["lower_bound_Q"] == 2 * 3 * 1024 * 1024  # compulsory: A, B read once, C written once
