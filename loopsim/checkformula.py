@@ -78,7 +78,9 @@ def _fmt(x: Fraction) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """Outcome of :func:`check_formula`. ``held``: equal on every one of ``examples`` examples."""
+    """Outcome of :func:`check_formula`. ``held``: equal on every one of ``examples`` distinct
+    examples; ``examples_asked`` is ``--examples``. When the formula fails, ``examples`` counts the
+    ones that passed before the first counterexample (hypothesis's shrinking runs are not counted)."""
 
     spec: str
     formula: str
@@ -88,19 +90,23 @@ class CheckResult:
     examples: int
     ranges: tuple[tuple[str, str], ...]
     counterexample: Counterexample | None
+    examples_asked: int = 0
 
     def message(self) -> str:
         where = ", ".join(f"{k} {r}" for k, r in self.ranges)
         if self.held:
-            return (f"the formula held on {self.examples} examples ({self.spec}, {self.policy}, "
-                    f"{self.hardware}; {where})")
+            fewer = (f" (of {self.examples_asked} asked: every distinct one the ranges allow)"
+                     if self.examples < self.examples_asked else "")
+            return (f"the formula held on {self.examples} examples{fewer} ({self.spec}, "
+                    f"{self.policy}, {self.hardware}; {where})")
         return (f"the formula does not match {self.spec}'s simulated Q ({self.policy}, "
-                f"{self.hardware}) after {self.examples} examples; smallest "
+                f"{self.hardware}): {self.examples} example(s) passed, then a counterexample; smallest "
                 + self.counterexample.describe(self.formula, self.policy))
 
     def as_dict(self) -> dict:
         return {"spec": self.spec, "formula": self.formula, "policy": self.policy,
                 "hardware": self.hardware, "held": self.held, "examples": self.examples,
+                "examples_asked": self.examples_asked,
                 "ranges": dict(self.ranges),
                 "counterexample": self.counterexample.as_dict() if self.counterexample else None}
 
@@ -246,7 +252,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         from hypothesis.errors import FailedHealthCheck, Unsatisfiable
         from hypothesis.reporting import with_reporter
     except ImportError:  # pragma: no cover
-        raise InputError("loopsim check needs hypothesis: pip install 'loopsim[check]'") from None
+        raise InputError("loopsim check needs hypothesis (a dependency of loopsim): pip install hypothesis") from None
     from . import hardware as hw_mod
     from .counts import check_tiles
     from .report import analyze
@@ -271,7 +277,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     strategies = {n: (st.integers(v.start, v.stop - 1) if isinstance(v, range) else st.sampled_from(v))
                   for n, v in ranges.items()}
     found: list[Counterexample] = []
-    passed = [0]
+    passed: set[tuple] = set()  # distinct examples that held before the first counterexample
     rejected: list[str] = []
 
     def one(values):
@@ -295,7 +301,8 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
                 tuple(params.items()), value, q,
                 tuple((t.name, t.bytes, t.read_bytes, t.write_bytes) for t in rep.counts.tensors)))
             raise AssertionError("formula != simulated Q")
-        passed[0] += 1
+        if not found:
+            passed.add(tuple(sorted(values.items())))
 
     test = given(st.fixed_dictionaries(strategies))(one)
     test = settings(max_examples=examples, deadline=None, database=None, derandomize=seed is None,
@@ -313,7 +320,8 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     except AssertionError:
         if not found:
             raise
-        return CheckResult(specfile.path, f.text, policy, hw.name, False, passed[0], shown, found[-1])
+        return CheckResult(specfile.path, f.text, policy, hw.name, False, len(passed), shown,
+                           found[-1], examples)
     except (Unsatisfiable, FailedHealthCheck):
         why = f"; the last rejection: {rejected[-1]}" if rejected else ""
         raise InputError(f"{specfile.path}: no valid parameters could be drawn from "
@@ -321,11 +329,11 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
                          "narrow them with --vary or pin them with --set") from None
     except LoopsimError:
         raise
-    if passed[0] == 0:
+    if not passed:
         why = f" (the last rejection: {rejected[-1]})" if rejected else ""
         raise InputError(f"{specfile.path}: every drawn example was rejected{why}; "
                          "narrow the ranges with --vary or pin parameters with --set")
-    return CheckResult(specfile.path, f.text, policy, hw.name, True, passed[0], shown, None)
+    return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown, None, examples)
 
 
 def assert_formula(spec: str, formula: str, **kwargs) -> CheckResult:

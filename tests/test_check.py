@@ -115,3 +115,18 @@ def test_program_specs_are_refused_by_name(capsys):
     assert main(["check", "mlp_fused", "-H", "trn2-core", "--formula", "B", "--examples", "2"]) == 2
     err = capsys.readouterr().err
     assert "a program of ops" in err and "nest.body: missing" not in err
+
+
+def test_example_counts_are_exact():
+    # 100 asked over a wide range: exactly 100 distinct examples are run and reported
+    res = check_formula("matmul", RIGHT, sets={"TK": 128}, examples=100)
+    assert res.held and res.examples == res.examples_asked == 100
+    assert "held on 100 examples (" in res.message()
+    # M in 1..4, N in 1..3, everything else pinned: only 4 x 3 = 12 distinct examples exist
+    res = check_formula("matmul", RIGHT, vary={"M": range(1, 5), "N": range(1, 4)},
+                        sets={"TM": 128, "TK": 128, "TN": 512, "K": 128}, examples=100)
+    assert res.held and res.examples == 12 and "of 100 asked" in res.message()
+    # a refuted formula counts only the examples that passed before the first counterexample,
+    # never hypothesis's shrinking runs, so never more than were asked
+    res = check_formula("matmul", NAIVE, sets={"TM": 128, "TK": 128, "TN": 512}, examples=30)
+    assert not res.held and res.examples < 30 and res.as_dict()["examples_asked"] == 30
