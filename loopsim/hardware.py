@@ -7,6 +7,7 @@ every derived value from them and records the derivation beside it:
 - bw        = hbm.device_bw ÷ cores_per_device × physical_cores                         [bytes/s]
 - sbuf_partition_bytes = sbuf.bytes ÷ partitions                                        [bytes]
 - engine roof = width(dtype) × engine clock_hz × physical_cores                         [elements/s]
+- dma_bw    = dma.core_bw × physical_cores (all DMA engines of the scope)               [bytes/s]
 
 Sheets are read with :mod:`tomllib` only; nothing in a sheet is executed. Every malformed sheet is
 reported as one line, ``<file>: <key path>=<value> <what is wrong>``.
@@ -184,6 +185,7 @@ class Hardware:
     values: tuple[Value, ...]
     measured: Measured | None = None
     notes: tuple[str, ...] = ()
+    dma_bw: int | None = None  # bytes/s, aggregate of every DMA engine in the scope; None if unsourced
     _spec_flops: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
 
     # -- roofs -------------------------------------------------------------------------------
@@ -612,8 +614,16 @@ class _Builder:
 
         # DMA
         dm = self.table(d.get("dma", _MISSING), "dma")
-        self.known(dm, "dma", {"engines"})
+        self.known(dm, "dma", {"engines", "core_bw"})
         dma = self.number(dm.get("engines", _MISSING), "dma.engines", unit="DMA engines per physical core").value
+        dma_bw = None
+        if "core_bw" in dm:
+            core_bw = self.number(dm["core_bw"], "dma.core_bw",
+                                  unit="bytes/s per physical core (all its DMA engines)").value
+            dma_bw = core_bw * cores
+            self.derived("dma.bw", dma_bw, "bytes/s (scope)",
+                         f"dma.core_bw {core_bw:_} × physical_cores {cores} (each physical core has "
+                         "its own DMA engines)")
 
         # engines
         engines = []
@@ -659,7 +669,7 @@ class _Builder:
             psum_bank_bytes=bank_bytes, mm_init_cycles=mm.value, mm_init_assumed=mm.assumed,
             dma_engines=dma, link_bw=link, illustrative=illustrative, roofs="spec", path=self.origin,
             flops=tuple(flops), engines=tuple(engines), values=tuple(self.values), measured=measured,
-            notes=tuple(notes), _spec_flops=tuple(flops),
+            notes=tuple(notes), dma_bw=dma_bw, _spec_flops=tuple(flops),
         )
 
     def measured(self, node) -> Measured | None:

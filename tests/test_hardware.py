@@ -76,7 +76,7 @@ def test_every_number_has_a_source_or_derivation(name):
         "pe_cols": "tensor.pe_cols", "moving_max": "tensor.moving_max",
         "stationary_max": "tensor.stationary_max", "psum_banks": "psum.banks",
         "psum_bank_bytes": "psum.bank_bytes", "mm_init_cycles": "tensor.mm_init_cycles",
-        "dma_engines": "dma.engines", "link_bw": "link.bw",
+        "dma_engines": "dma.engines", "link_bw": "link.bw", "dma_bw": "dma.bw",
     }
     for f in dataclasses.fields(Hardware):
         val = getattr(hw, f.name)

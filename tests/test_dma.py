@@ -1,0 +1,124 @@
+"""DMA transfers and the DMA ceiling against hand counts of the bundled specs."""
+
+import pytest
+
+from loopsim import dma, hardware, report, spec
+from loopsim.hardware import names
+
+GB = 10**9
+
+
+def test_matmul_transfers_by_hand():
+    # matmul: m, n, k loops (1024/128, 1024/512, 1024/128 trips); A[k, m] and B[k, n] loaded in
+    # every iteration, C[m, n] stored once per (m, n)
+    r = dma.report(spec.load_kernel("matmul"), hardware.load("trn2-core"))
+    iters = (1024 // 128) * (1024 // 512) * (1024 // 128)
+    by = {s.text: s for s in r.statements}
+    a, b, c = by["load A[k, m]"], by["load B[k, n]"], by["store C[m, n]"]
+    assert (a.transfers, b.transfers, c.transfers) == (iters, iters, 8 * 2)
+    assert a.bytes == iters * 128 * 128 * 2 and a.partition_bytes == ((128 * 2, iters),)
+    assert b.bytes == iters * 128 * 512 * 2 and b.partition_bytes == ((512 * 2, iters),)
+    assert c.bytes == 16 * 128 * 512 * 2 and c.partition_bytes == ((512 * 2, 16),)
+    assert r.transfers == 2 * iters + 16
+    assert r.bytes == a.bytes + b.bytes + c.bytes
+    # every transfer is below 2 KiB per partition: A tiles in the < 2 KiB band too
+    assert r.small_share == 1.0
+    assert r.T == pytest.approx(r.bytes / (368 * GB))  # trn2: 23 B/ns x 16 engines [S10]
+
+
+def test_ragged_tiles_have_their_real_size():
+    # M = 1000: the last m tile is 1000 - 7*128 = 104 columns of A (free axis: 208 B/partition)
+    r = dma.report(spec.load_kernel("matmul", {"M": 1000}), hardware.load("trn2-core"))
+    a = next(s for s in r.statements if s.text == "load A[k, m]")
+    assert dict(a.partition_bytes) == {256: 7 * 2 * 8, 208: 1 * 2 * 8}
+    assert a.bytes == 2 * 1024 * 1000 * 2  # A read once per n (2 trips): K x M bf16
+    c = next(s for s in r.statements if s.text == "store C[m, n]")
+    assert c.bytes == 1000 * 1024 * 2  # rows of C on partitions: 104 rows, same 1024 B each
+    assert dict(c.partition_bytes) == {1024: 16}
+
+
+def test_whole_dimension_load_on_more_rows_than_partitions():
+    # matmul_hoisted: load A[:, m] is K=1024 rows (8 partition passes) x 128 columns: each
+    # partition receives 8 * 128 * 2 = 2048 bytes; B[:, n] 8 * 512 * 2 = 8192 bytes
+    r = dma.report(spec.load_kernel("matmul_hoisted"), hardware.load("trn2-core"))
+    by = {s.text: s for s in r.statements}
+    assert by["load A[:, m]"].partition_bytes == ((2048, 8),)
+    assert by["load B[:, n]"].partition_bytes == ((8192, 16),)
+    bands = {n: (t, b) for n, _, t, b in r.band()}
+    assert bands["2KiB-4KiB"] == (8, 8 * 1024 * 128 * 2)
+    assert bands[">=4KiB"] == (16, 16 * 1024 * 512 * 2)
+    assert sum(b for _, b in bands.values()) == r.bytes
+
+
+def test_copy_is_four_kib_per_partition():
+    r = dma.report(spec.load_kernel("copy"), hardware.load("trn1-core"))
+    assert r.transfers == 2 * (4096 // 128) * (4096 // 2048)
+    assert r.partition_bytes == ((2048 * 2, r.transfers, 2 * 4096 * 4096 * 2),)
+    assert r.small_bytes == 0
+    assert r.estimate_s == pytest.approx(r.T / 0.965)  # the [S10] figure's 4 KiB bar
+    assert r.T == pytest.approx(r.bytes / (272 * GB))  # trn1: 17 B/ns x 16 [S10]
+
+
+@pytest.mark.parametrize("name", ["copy", "matmul", "matmul_blocked", "matmul_kouter",
+                                  "matmul_small_tiles", "projection"])
+def test_dma_bytes_are_the_as_written_q(name):
+    # independent count: the simulator's as-written Q (every executed load/store crosses; the
+    # partial sums matmul_kouter reads back included)
+    k, hw = spec.load_kernel(name), hardware.load("trn2-core")
+    assert dma.report(k, hw).bytes == report.analyze(k, hw).entitlement.Q
+
+
+def test_kouter_reads_partial_sums_back():
+    # k outermost, C[m, n] stored in every k iteration: from the second k on, each of the
+    # 8 x 2 C tiles is read back once before it accumulates again
+    r = dma.report(spec.load_kernel("matmul_kouter"), hardware.load("trn2-core"))
+    back = next(s for s in r.statements if s.text.startswith("partial-sum"))
+    k = spec.load_kernel("matmul_kouter")
+    p = dict(k.params)
+    tiles = (p["M"] // p["TM"]) * (p["N"] // p["TN"])
+    assert back.transfers == (p["K"] // p["TK"] - 1) * tiles
+    assert back.bytes == back.transfers * p["TM"] * p["TN"] * 2
+
+
+def test_split_kernel_takes_the_busiest_core(split_projection):
+    k = spec.load_kernel(split_projection)
+    hw = hardware.load("trn2-lnc2")
+    r = dma.report(k, hw)
+    q = report.analyze(k, hw).entitlement.Q
+    assert r.bytes == q and r.cores == 2
+    assert r.busiest_core_bytes == q // 2  # the token split is symmetric (2048 tokens, 16 tiles)
+    assert r.T == pytest.approx((q // 2) / (368 * GB))  # one core's DMA engines
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_sheet_has_a_sourced_dma_bandwidth(name):
+    hw = hardware.load(name)
+    core = hw.value("dma.core_bw")
+    assert hw.dma_bw == core.value * hw.physical_cores == hw.value("dma.bw").value
+    if not hw.illustrative:
+        assert core.source.kind == "doc" and core.alternatives  # disagreeing sources kept
+
+
+@pytest.mark.parametrize("name,per_core", [("trn1-core", 272), ("inf2-core", 272), ("trn2-core", 368),
+                                           ("trn2-lnc2", 368), ("trn2-device", 368), ("trn3-core", 528)])
+def test_dma_ceiling_is_the_per_core_table(name, per_core):
+    # [S10]/[S11] "theoretical peak DMA bandwidth" per NeuronCore: 17 / 23 / 33 B/ns x 16 engines
+    hw = hardware.load(name)
+    assert hw.dma_bw == per_core * GB * hw.physical_cores
+    # below the HBM share on every real sheet (the reason it is a ceiling of its own)
+    assert hw.dma_bw < hw.bw
+
+
+def test_relative_throughput_reads_the_figure():
+    assert dma.relative_throughput(2048) == pytest.approx(0.815)
+    assert dma.relative_throughput(1 << 20) == 1.0
+    assert dma.relative_throughput(16) == pytest.approx(0.016 / 2)
+    # halfway between 1 KiB and 2 KiB in log2: halfway between the two bar heights
+    assert dma.relative_throughput(2 ** 10.5) == pytest.approx((0.423 + 0.815) / 2)
+
+
+def test_as_dict_round_numbers():
+    r = dma.report(spec.load_kernel("matmul"), hardware.load("trn2-core"))
+    d = r.as_dict()
+    assert d["T_dma"] == r.T and d["transfers"] == 272 and d["small_share"] == 1.0
+    assert sum(b["bytes"] for b in d["bands"]) == d["bytes"]
