@@ -22,7 +22,9 @@ which is 1 / clock on every real sheet.
 Other engines and links in play:
 
 - ``vector`` (or ``scalar``): PSUM evacuation. Every store of a matmul output tile first copies it
-  PSUM -> SBUF on the Vector (else Scalar) engine: elements / engine roof, zero HBM bytes.
+  PSUM -> SBUF on the Vector (else Scalar) engine: elements / engine roof, zero HBM bytes. An
+  ``acc C += PS`` (SBUF accumulation) reads its PSUM tile on the Vector Engine every execution,
+  adding it into C: its tile's elements each execution, counted the same way.
 - ``link``: a matmul split across chips (``[parallel] chips = C, over = "K" | "N"``) moves its
   output across the interconnect: over K an all-reduce of the partial outputs,
   2 (C-1)/C x output bytes per chip (ring); over N an all-gather of the output shards,
@@ -30,7 +32,8 @@ Other engines and links in play:
 
 PSUM (:class:`Psum`): banks x bank bytes per partition; an M_t x N_t accumulator takes
 ceil(4 N_t / bank bytes) banks (fp32 accumulation); the live accumulators are the output tiles a
-matmul accumulates into before the statement that drains them (a store) runs.
+matmul accumulates into before the statement that drains them (a store, or an ``acc`` into SBUF)
+runs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import CapacityError, HardwareError, SpecError
-from .ir import ACC, Kernel, Loop, Matmul, Statement, Store
+from .ir import ACC, Accumulate, Kernel, Loop, Matmul, Statement, Store
 from .tiles import full_extent, matmul_roles
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
@@ -82,6 +85,7 @@ class Psum:
     evacuated_elements: int
     engine: str | None
     T_evacuate: float | None  # seconds on ``engine``; no HBM bytes
+    added_elements: int = 0  # of evacuated_elements, those added into SBUF tiles by ``acc``
 
     @property
     def fits(self) -> bool:
@@ -100,7 +104,8 @@ class Psum:
         return {"banks": self.banks, "bank_bytes": self.bank_bytes, "tile_banks": self.tile_banks,
                 "live_accumulators": self.live, "needed_banks": self.needed_banks, "fits": self.fits,
                 "evacuated_elements": self.evacuated_elements, "evacuation_engine": self.engine,
-                "T_evacuate": self.T_evacuate, "evacuation_hbm_bytes": 0, "verdict": self.verdict()}
+                "T_evacuate": self.T_evacuate, "evacuation_hbm_bytes": 0,
+                "sbuf_accumulated_elements": self.added_elements, "verdict": self.verdict()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,16 +331,22 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
     need, live_at_peak = max(((sum(b for s, e, _, b in spans if s <= p <= e),
                                sum(n for s, e, n, _ in spans if s <= p <= e))
                               for p in range(len(stmts))), default=(0, 0))
-    # evacuation: every store of a matmul output, PSUM -> SBUF on an engine
-    elems = 0
+    # evacuation: every store of a matmul output, PSUM -> SBUF on an engine, and every execution
+    # of an acc (its PSUM tile added into SBUF)
+    elems = added = 0
     for stmt, loops in stmts:
-        if isinstance(stmt, Store) and stmt.tile.tensor in mm_out:
-            ext, exists, weight, core, shape = _executions(stmt, loops, (stmt.tile,), kernel, split)
-            size = np.ones(shape, dtype=np.int64)
-            for e in ext[id(stmt.tile)]:
-                size = size * e
-            n = int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
-            elems += n * (cores if (split is not None and core is None) else 1)
+        is_acc = isinstance(stmt, Accumulate)
+        tile = stmt.src if is_acc else stmt.tile if isinstance(stmt, Store) else None
+        if tile is None or tile.tensor not in mm_out:
+            continue
+        ext, exists, weight, core, shape = _executions(stmt, loops, (tile,), kernel, split)
+        size = np.ones(shape, dtype=np.int64)
+        for e in ext[id(tile)]:
+            size = size * e
+        n = int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
+        n *= cores if (split is not None and core is None) else 1
+        elems += n
+        added += n if is_acc else 0
     engine, t_evac, err = None, None, None
     for e in EVACUATION_ENGINES:
         try:
@@ -349,7 +360,7 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         raise HardwareError(f"--hardware {hw.name}: PSUM evacuation needs engines.vector or "
                             f"engines.scalar (clock_hz and width) on the sheet: {err}")
     return Psum(hw.psum_banks, bank, tile_banks, live_at_peak, need, elems, engine,
-                t_evac)
+                t_evac, added)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +430,9 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
     if ps.engine is not None and ps.evacuated_elements:
         out.append(Ceiling(ps.engine, W / ps.T_evacuate if ps.T_evacuate else math.inf, ps.T_evacuate,
                            f"PSUM evacuation: {ps.evacuated_elements:,} output elements PSUM -> SBUF "
-                           f"at {hw.engine_roof(ps.engine, 'fp32'):.4g} elements/s; 0 HBM bytes"))
+                           + (f"({ps.added_elements:,} of them added into SBUF accumulators) "
+                              if ps.added_elements else "")
+                           + f"at {hw.engine_roof(ps.engine, 'fp32'):.4g} elements/s; 0 HBM bytes"))
     elif ps.evacuated_elements:
         notes.append("no Vector or Scalar engine roof on the sheet: PSUM evacuation not costed")
     link = None

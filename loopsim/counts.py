@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import CapacityError, SpecError
-from .ir import ACC, LOAD, STORE, Kernel, Load, Loop, Matmul, Node, Store
-from .tiles import full_tile, matmul_roles, matmul_tile, partition_cost
+from .ir import ACC, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store
+from .tiles import accumulator_holds, full_tile, matmul_roles, matmul_tile, partition_cost
 
 POLICIES = ("as-written", "lru", "opt")
 
@@ -131,6 +131,7 @@ def live_peak(kernel: Kernel, partitions: int | None, op_outputs: bool = True) -
     tm = kernel.tensor_map
     on_chip = {a.tensor for s, _ in kernel.statements()
                for a in getattr(s, "sbuf_outputs", lambda: ())()}
+    on_chip |= {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Accumulate)}
 
     def cost(stmt, loops) -> int:
         if isinstance(stmt, Store) and stmt.tile.tensor in on_chip:
@@ -143,9 +144,12 @@ def live_peak(kernel: Kernel, partitions: int | None, op_outputs: bool = True) -
         return sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
                    for a in getattr(stmt, "sbuf_outputs", lambda: ())())
 
+    held = accumulator_holds(kernel, partitions) if op_outputs else {}  # SBUF sums of ``acc``
+
     def peak(body: tuple[Node, ...], loops, base: int) -> int:
         cur = best = base
         for node in body:
+            cur += held.get(id(node), 0)
             if isinstance(node, Loop):
                 best = max(best, peak(node.body, loops + (node,), cur))
             else:
@@ -163,8 +167,10 @@ def working_set(kernel: Kernel, partitions: int | None) -> int:
     for stmt, loops in kernel.statements():
         if isinstance(stmt, (Load, Store)):
             continue  # DMA moves blocks; the largest block is checked against the trace
+        # an acc reads its source from PSUM and updates one SBUF tile in place
+        accs = ((stmt.out, USE),) if isinstance(stmt, Accumulate) else stmt.accesses()
         need = max(need, sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
-                             for a, k in stmt.accesses() if k != ACC))
+                             for a, k in accs if k != ACC))
     return need
 
 

@@ -169,6 +169,29 @@ class Matmul(Statement):
 
 
 @dataclass(frozen=True, slots=True)
+class Accumulate(Statement):
+    """``acc out += src``: add a matmul's PSUM tile ``src`` into the SBUF tile ``out`` (NKI's
+    ``tensor_tensor(..., op=add)`` on the Vector Engine), then free the PSUM accumulator.
+
+    ``src`` must be a tensor a matmul of the kernel accumulates and that nothing stores: it lives in
+    PSUM only, so the acc drains it (PSUM holds one accumulator per tile until its acc, not across
+    the loop the SBUF sum runs over). ``out`` lives in SBUF from its first acc, which reads zeros
+    (memset, no HBM read), until a store writes it out. Events: the PSUM read (USE, dropped from
+    the SBUF trace), then a read and a write of the SBUF tile (USE, PRODUCE; the first read of each
+    tile is dropped). Each execution costs the tile's elements on the Vector Engine.
+    """
+
+    out: Access
+    src: Access
+
+    def accesses(self):
+        return ((self.src, USE), (self.out, USE), (self.out, PRODUCE))
+
+    def __str__(self) -> str:
+        return f"acc {self.out} += {self.src}"
+
+
+@dataclass(frozen=True, slots=True)
 class Loop:
     """``for var in extent by step``: var takes 0, step, 2*step, ... below extent."""
 
@@ -265,10 +288,32 @@ class Kernel:
                             not self._produced(op.tensor):
                         raise SpecError(f"{where}: {node.where()}: matmul reads {op} but no load of "
                                         f"{op.tensor} precedes it in the nest")
+            if isinstance(node, Accumulate):
+                self._check_accumulate(node, loops, where)
         for t in self.tensors:
             if t.output and not any(isinstance(n, Store) and n.tile.tensor == t.name
                                     for n, _ in walk(self.body)):
                 raise SpecError(f"{where}: output {t.name} is never stored")
+
+    def _check_accumulate(self, node: Accumulate, loops: tuple[Loop, ...], where: str) -> None:
+        """The source of an acc is a PSUM accumulator (a matmul's output nothing stores) and its
+        tile has the shape of the SBUF tile it is added into."""
+        src = node.src.tensor
+        made = {s.out.tensor for s, _ in self.statements() if isinstance(s, Matmul)}
+        stored = {s.tile.tensor for s, _ in self.statements() if isinstance(s, Store)}
+        if src not in made or src in stored or self.tensor_map[src].output:
+            raise SpecError(f"{where}: {node.where()}: '{node}' adds {src} from PSUM, so {src} must be "
+                            "the output of a matmul of this nest that is never stored nor an output "
+                            "(matmul PS[m, n] += A[k, m] @ B[k, n]; acc C[m, n] += PS[m, n]; store C[m, n])")
+        steps = {l.var: l.step for l in loops}
+
+        def tile(acc: Access) -> list[int]:
+            t = self.tensor_map[acc.tensor]
+            return [min([d] + [steps[v] for v in ix]) for d, ix in zip(t.shape, acc.index)]
+
+        if tile(node.out) != tile(node.src):
+            raise SpecError(f"{where}: {node.where()}: '{node}' adds a {tile(node.src)} tile into a "
+                            f"{tile(node.out)} tile; the two tiles must have the same shape")
 
     def _produced(self, tensor: str) -> bool:
         return any(kind == PRODUCE and a.tensor == tensor

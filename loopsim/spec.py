@@ -23,7 +23,7 @@ from typing import Callable, Mapping
 from . import expr
 from ._data import data_dir
 from .errors import SpecError
-from .ir import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
+from .ir import Access, Accumulate, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
 from .ir import walk as _walk
 
 
@@ -226,9 +226,17 @@ def _matmul(rest: str, line: int, where: str) -> Statement:
     return Matmul(parse_access(out, where), parse_access(a, where), parse_access(b, where), line=line)
 
 
+def _acc(rest: str, line: int, where: str) -> Statement:
+    out, plus, src = rest.partition("+=")
+    if not plus:
+        raise SpecError(f"{where}: expected 'acc C[m, n] += PS[m, n]' (add a matmul's PSUM tile into "
+                        f"an SBUF tile), got 'acc {rest}'")
+    return Accumulate(parse_access(out, where), parse_access(src, where), line=line)
+
+
 #: statement keyword -> parser(rest of line, line number, where) -> Statement. Extended by ops.
 STATEMENTS: dict[str, Callable[[str, int, str], Statement]] = {
-    "load": _load, "store": _store, "matmul": _matmul,
+    "load": _load, "store": _store, "matmul": _matmul, "acc": _acc,
 }
 from .ops import statement_parsers as _op_statements  # noqa: E402  (ops imports only ir/errors)
 STATEMENTS.update(_op_statements())  # gelu, silu, mul, softmax, layernorm, ... (loopsim/ops.py)

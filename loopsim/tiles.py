@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import SpecError
-from .ir import Access, Kernel, Loop, Matmul, Tensor, walk
+from .ir import Access, Accumulate, Kernel, Loop, Matmul, Store, Tensor, walk
 
 
 def full_extent(acc: Access, axis: int, loops: tuple[Loop, ...], tensor: Tensor) -> int:
@@ -168,4 +168,31 @@ def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
                 visit(node.body, here)
 
     visit(kernel.body, ())
+    return out
+
+
+def accumulator_holds(kernel: Kernel, partitions: int | None) -> dict[int, int]:
+    """SBUF held by the accumulators of ``acc`` statements, as written: id(node) -> cost.
+
+    An SBUF accumulator tile lives from its first ``acc`` until the store that writes it out, so
+    within one iteration of the innermost loop enclosing both the acc and that store, every tile
+    the acc touches is held at once. The cost (tiles x :func:`partition_cost` of one) is charged
+    from the node of that loop's body which contains the acc, to the end of the body.
+    """
+    stmts = list(kernel.statements())
+    tm = kernel.tensor_map
+    out: dict[int, int] = {}
+    for i, (stmt, loops) in enumerate(stmts):
+        if not isinstance(stmt, Accumulate):
+            continue
+        t = tm[stmt.out.tensor]
+        drain = next((ls for s, ls in stmts[i + 1:]
+                      if isinstance(s, Store) and s.tile.tensor == t.name), ())
+        c = 0
+        while c < min(len(loops), len(drain)) and loops[c] is drain[c]:
+            c += 1
+        tiles = math.prod(l.trips for l in loops[c:] if l.var in stmt.out.variables)
+        node = loops[c] if c < len(loops) else stmt
+        out[id(node)] = out.get(id(node), 0) + tiles * partition_cost(
+            full_tile(stmt.out, loops, t), t, partitions)
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import SpecError, TraceTooLarge
-from .ir import ACC, LOAD, PRODUCE, STORE, USE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
+from .ir import ACC, LOAD, Accumulate, PRODUCE, STORE, USE, Kernel, Loop, Matmul, Node, Statement, WRITE_KINDS
 from .tiles import Grid, full_extent, grids, loop_edges, matmul_roles
 
 #: refuse traces beyond this many slots (memory: ~17 bytes a slot while building)
@@ -154,6 +154,7 @@ def build(kernel: Kernel) -> Trace:
     del OBJ, KIND, VALID
     names = tuple(t.name for t in kernel.tensors)
     obj, kind = _keep_partial_sums(obj, kind, sum(gs[n].n_blocks for n in names))
+    obj, kind = _memset_first_sums(kernel, obj, kind, gs)
     obj_bytes = np.concatenate([_block_bytes(gs[n]) for n in names])
     obj_tensor = np.concatenate([np.full(gs[n].n_blocks, i, dtype=np.int32)
                                  for i, n in enumerate(names)])
@@ -262,6 +263,25 @@ def _on_chip(kernel: Kernel, obj: np.ndarray, kind: np.ndarray, obj_tensor: np.n
     dead = np.zeros(obj.size, dtype=bool)
     dead[obj.size - 1 - first_in_reversed] = True
     return obj, kind, dead & in_temp
+
+
+def _memset_first_sums(kernel: Kernel, obj: np.ndarray, kind: np.ndarray, gs: dict
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """An SBUF accumulator (the ``out`` of an ``acc``) starts as zeros on chip: where a block's
+    first event is a read (USE), that read fetches nothing and is dropped."""
+    targets = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Accumulate)}
+    if not targets:
+        return obj, kind
+    mask = np.zeros(obj.size, dtype=bool)
+    for t in targets:
+        g = gs[t]
+        mask |= (obj >= g.offset) & (obj < g.offset + g.n_blocks)
+    idx = np.flatnonzero(mask)
+    _, first = np.unique(obj[idx], return_index=True)
+    first = idx[first]
+    keep = np.ones(obj.size, dtype=bool)
+    keep[first[kind[first] == USE]] = False
+    return obj[keep], kind[keep]
 
 
 def _keep_partial_sums(obj: np.ndarray, kind: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
