@@ -44,6 +44,15 @@ class Cond:
         return self
 
 
+def _comparisons(what: str):
+    """<, <=, >, >=, ==, != returning a :class:`Cond` (``what``: "{}" shows the left side)."""
+    def cmp(op):
+        def f(self, o):
+            return Cond(f"{what.format(self)} {op} {o}")
+        return f
+    return tuple(cmp(op) for op in ("<", "<=", ">", ">=", "==", "!="))
+
+
 def _as_sym(x) -> "Sym | None":
     if isinstance(x, Sym):
         return x
@@ -128,13 +137,7 @@ class Sym:
 
     __index__ = __int__ = __float__ = __bool__ = __iter__ = __len__ = _refuse
 
-    def _cmp(op):
-        def f(self, o):
-            return Cond(f"{self} {op} {o}")
-        return f
-
-    __lt__, __le__, __gt__, __ge__ = _cmp("<"), _cmp("<="), _cmp(">"), _cmp(">=")
-    __eq__, __ne__ = _cmp("=="), _cmp("!=")
+    __lt__, __le__, __gt__, __ge__, __eq__, __ne__ = _comparisons("{}")
     __hash__ = object.__hash__
 
     def __str__(self) -> str:
@@ -177,13 +180,7 @@ class IndexTile:
 
     __rmul__ = __mul__
 
-    def _cmp(op):
-        def f(self, o):
-            return Cond(f"index {op} {o}")
-        return f
-
-    __lt__, __le__, __gt__, __ge__ = _cmp("<"), _cmp("<="), _cmp(">"), _cmp(">=")
-    __eq__, __ne__ = _cmp("=="), _cmp("!=")
+    __lt__, __le__, __gt__, __ge__, __eq__, __ne__ = _comparisons("index")
     __hash__ = object.__hash__
 
     def __bool__(self):
