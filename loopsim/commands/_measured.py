@@ -60,3 +60,15 @@ def single(args, e, rep=None) -> measured.Comparison | None:
     keys = (rep.counts.kernel, str(args.spec)) if rep is not None else ("hand count",)
     profile = assign(args.measured, [keys])[0]
     return comparison(rep, profile) if rep is not None else measured.compare(e, profile)
+
+
+def profile_only(args) -> measured.Profile | None:
+    """For ``entitle --measured PROFILE`` with no SPEC and no ``--flops``/``--bytes``: the one
+    profile whose W and Q stand in for the hand count; None when hand counts are given."""
+    if args.flops is not None or args.bytes is not None or not getattr(args, "measured", None):
+        return None
+    if len(args.measured) != 1:
+        raise InputError(f"--measured: without a SPEC give one profile, not {len(args.measured)}")
+    item = args.measured[0]
+    label, eq, path = item.rpartition("=")
+    return measured.load(item if not eq or os.path.exists(item) else path)

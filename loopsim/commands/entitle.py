@@ -11,7 +11,8 @@ from ..errors import InputError
 from ..report import analyze, format_text, fmt_time
 from ._common import add_kernel_options, dump_json
 from .ceilings import add_scope_options, report as ceilings_report
-from ._measured import add_option as add_measured_option, single as measured_for
+from .. import measured
+from ._measured import add_option as add_measured_option, profile_only, single as measured_for
 
 
 def register(sub) -> None:
@@ -46,18 +47,30 @@ def _count(text: str) -> int:
 def run(args) -> int:
     hw = hardware.load(args.hardware).with_roofs(args.roofs)
     if args.spec is None:
-        if args.flops is None or args.bytes is None:
-            raise InputError("entitle needs a SPEC, or both --flops and --bytes")
+        profile = profile_only(args)  # --measured PROFILE alone: W and Q from the profiler summary
+        if profile is None and (args.flops is None or args.bytes is None):
+            raise InputError("entitle needs a SPEC, or both --flops and --bytes, or --measured "
+                             "PROFILE.json (a profiler summary with FLOPs and HBM bytes)")
         dt = args.dtype or "bf16"
-        e = Entitlement(args.flops, args.bytes, hw.P(dt), hw.bw)
+        how = None
+        if profile is not None:
+            (W, (Q, how)) = profile.work(), profile.traffic()
+        else:
+            W, Q = args.flops, args.bytes
+        e = Entitlement(W, Q, hw.P(dt), hw.bw)
         d = {"hardware": hw.name, "scope": hw.scope, "dtype": dt, "roofs": hw.roofs, **e.as_dict()}
-        m = measured_for(args, e)
+        if how is not None:
+            d["W_from"], d["Q_from"] = "hardware_flops - transpose_flops", how
+        m = measured.compare(e, profile) if profile is not None else measured_for(args, e)
         if m is not None:
             d["measured"] = m.as_dict()
         if args.json:
             dump_json(d)
         else:
-            print(f"hand count on {hw.name} ({hw.scope}), {dt}")
+            print(f"{'profile ' + profile.source if profile else 'hand count'} on {hw.name} "
+                  f"({hw.scope}), {dt}")
+            if how is not None:
+                print(f"  W from hardware_flops - transpose_flops; Q from {how}")
             print(f"  W = {e.W:,} FLOPs, Q = {e.Q:,} bytes, I = {e.I:.4g} FLOPs/byte, "
                   f"ridge = {e.ridge:.4g}")
             print(f"  W/P = {fmt_time(e.t_compute)}, Q/BW = {fmt_time(e.t_memory)}")
