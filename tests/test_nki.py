@@ -37,7 +37,8 @@ def traced(file: str, func: str, args, **kw):
 @pytest.mark.parametrize("style,file,extra", [("isa", "matmul_isa.py", {}),
                                              ("lang", "matmul_lang.py", RESULT)])
 @pytest.mark.parametrize("func,toml", [("tiled", "1_tiled"), ("hoisted", "2_hoist_load"),
-                                       ("blocked", "3_block_free_dimension")])
+                                       ("blocked", "3_block_free_dimension"),
+                                       ("fully_optimized", "4_fully_optimized")])
 def test_matmul_tutorial_steps_match_their_specs(style, file, extra, func, toml):
     k = traced(file, func, {**MATMUL_ARGS, **extra})
     want = facts(spec.load_kernel(f"tilings/nki_tutorial/{toml}.toml"))
@@ -45,6 +46,21 @@ def test_matmul_tutorial_steps_match_their_specs(style, file, extra, func, toml)
     # independent check of the numbers compared: W = 2MNK; result written once
     assert want["W"] == 2 * 4096 * 2048 * 1024
     assert want["written"]["result"] == 4096 * 2048 * 2
+
+
+@pytest.mark.parametrize("style,file,extra", [("isa", "matmul_isa.py", {}),
+                                             ("lang", "matmul_lang.py", {"result": ((2048, 2048), "bf16")})])
+def test_step_four_sums_across_k_blocks_in_sbuf(style, file, extra):
+    """K = 4096: four K-blocks summed in SBUF, nothing stored before the sums are done. Both the
+    kernel and the spec at these shapes; r_lhsT = N / BLOCK_N (= 2), r_rhs = 1, as the spec says."""
+    args = {"lhsT": ((4096, 2048), "bf16"), "rhs": ((4096, 2048), "bf16"), **extra}
+    k = traced(file, "fully_optimized", args)
+    want = facts(spec.load_kernel("tilings/nki_tutorial/4_fully_optimized.toml",
+                                  {"M": 2048, "K": 4096, "N": 2048, "TILES_IN_BLOCK_M": 16}))
+    got = facts(k)
+    assert got == want
+    assert got["r"]["lhsT"] == 2048 / 1024 and got["r"]["rhs"] == 1
+    assert got["written"]["result"] == 2048 * 2048 * 2
 
 
 def test_step_one_reload_factors_from_the_loop_nest():
@@ -99,7 +115,7 @@ def test_shim_leaves_sys_modules_as_it_found_them_even_on_error():
 def test_missing_argument_and_unknown_function_are_named():
     with pytest.raises(SpecError, match=r"needs parameter rhs: give --arg rhs="):
         traced("matmul_isa.py", "tiled", {"lhsT": ((1024, 4096), "bf16")})
-    with pytest.raises(SpecError, match=r"no function nope; functions here: blocked, hoisted, tiled"):
+    with pytest.raises(SpecError, match=r"no function nope; functions here: blocked, fully_optimized, hoisted, tiled"):
         traced("matmul_isa.py", "nope", MATMUL_ARGS)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from .. import ir
 from ..ops import KINDS, OpStatement
 from .errors import TraceError
-from .record import ARITH, LoadEv, LoopRec, MatmulEv, OpEv, Recorder, StoreEv, TileRef
+from .record import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, Recorder, StoreEv, TileRef
 
 
 def _where(rec: Recorder, line: int) -> str:
@@ -52,6 +52,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             return [ev.out, ev.stationary, ev.moving]
         if isinstance(ev, OpEv) and _emitted(ev):
             return [ev.out, *ev.value.sources]
+        if isinstance(ev, AccumulateEv):
+            return [ev.out, ev.src]
         return []
 
     def walk(body):
@@ -138,6 +140,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, MatmulEv):
             return ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
                              access(ev.moving, ev.line), line=ev.line)
+        if isinstance(ev, AccumulateEv):
+            return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
             kind = classify(ev.value, _where(rec, ev.line))
             return OpStatement(kind, access(ev.out, ev.line),
@@ -174,10 +178,13 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.path}::{rec.func}",
                        rec.path)
-    inter = [t for t in tlist if not t.output and any(
-        k in (ir.PRODUCE, ir.ACC) and a.tensor == t.name
-        for s, _ in kernel.statements() for a, k in s.accesses())]
-    if not inter:
+    # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
+    # accumulation of a PSUM tile is part of the one kernel's nest)
+    made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
+            if k in (ir.PRODUCE, ir.ACC) and not kernel.tensor_map[a.tensor].output}
+    read = {a.tensor for s, _ in kernel.statements() if isinstance(s, (ir.Matmul, OpStatement))
+            for a, k in s.accesses() if k == ir.USE}
+    if not made & read:
         return kernel
     return _program(rec, kernel, params)
 

@@ -203,6 +203,7 @@ class Buffer:
         self.pax = pars[0] if pars else 0
         self.binding: Binding | None = None
         self.fresh_load = None  # (LoadEv, source) of an nl.load result not yet used
+        self.fresh_op = None  # (op name, inputs) of an nl.* elementwise result
         self.fresh_matmul = None  # the MatmulEv of a return-style nc_matmul/nl.matmul result
 
 
@@ -296,6 +297,13 @@ class MatmulEv:
     out: TileRef
     stationary: TileRef
     moving: TileRef
+    line: int
+
+
+@dataclass
+class AccumulateEv:
+    out: TileRef
+    src: TileRef
     line: int
 
 
@@ -429,22 +437,19 @@ class Recorder:
             axes = [(kept[i], 1) for i, dd in enumerate(axis_of) if dd == d]
             for a, _ in axes:
                 start = start - dst.offsets[a]
-            for v, c in list(start.terms.items()):
-                if v not in local:
+            for a in range(len(dst.offsets)):
+                # a buffer axis indexed by loops inside the allocation: the tile it holds moves
+                # with that index, by a whole number of elements per buffer coordinate
+                mine = {u: k for u, k in dst.offsets[a].terms.items() if u in local}
+                if not mine or any(a == x for x, _ in axes):
                     continue
-                hit = [a for a in range(len(dst.offsets)) if v in dst.offsets[a].terms
-                       and all(u not in local or u is v for u in dst.offsets[a].terms)
-                       and all(a != x for x, _ in axes)]
-                if not hit:
-                    continue  # the same buffer place in every iteration: overwritten
-                a = hit[0]
-                k = dst.offsets[a].terms[v]
-                if c % k:
-                    raise TraceError(f"buffer {dst.buf.name} index and the tile it holds move at "
-                                     f"steps {k} and {c} in loop {v.name}: not a whole number of tiles")
+                v, k = next(iter(mine.items()))
+                c = start.terms.get(v, 0)
+                if c == 0 or c % k or any(start.terms.get(u, 0) != c // k * ku for u, ku in mine.items()):
+                    continue  # not this logical dimension (or the same place each iteration)
                 axes.append((a, c // k))
                 start = start - dst.offsets[a] * (c // k)
-                absorbed.add(v)
+                absorbed.update(mine)
             dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
         dst.buf.binding = Binding(ref.logical, tuple(dims))
         return absorbed
@@ -503,7 +508,7 @@ class Recorder:
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
             src_lg = ref.logical.find()
-            if src_lg.kind in ("acc", "op") and src_lg is not lg:
+            if src_lg.kind in ("acc", "op", "sum") and src_lg is not lg:
                 same = len(ref.starts) == len(dref.starts) and all(
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
                     a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
@@ -609,6 +614,13 @@ class Recorder:
                 self.body.pop()  # t[...] = nl.load(src): the DMA writes the slot directly
                 self.dma(dst, fresh[1])
                 return
+            fresh = value.buf.fresh_op
+            if fresh is not None and (not self.body or not isinstance(self.body[-1], LoopRec)):
+                if self.body and isinstance(self.body[-1], OpEv) and self.body[-1].value is \
+                        value.buf.binding.logical:
+                    self.body.pop()  # t[...] = nl.add(t[...], ps): the op writes the slot
+                self.op(fresh[0], "vector", dst, fresh[1])
+                return
             self.copy(dst, value)
         elif isinstance(value, (int, float)):
             self.memset(dst)
@@ -623,68 +635,90 @@ class Recorder:
         shape = max((t.shape for t in tiles), key=lambda s: _prod(s))
         out = self.alloc(shape, dtype or tiles[0].dtype, "sbuf", self.assigned_name(name))
         self.op(name, "vector", out, args)
+        out.buf.fresh_op = (name, list(args))
         return out
 
     def op(self, name: str, engine: str, dst: Tile, inputs: list, *, reduce: bool = False) -> None:
-        """An engine op writing ``dst`` from ``inputs`` (tiles or Python scalars)."""
+        """An engine op writing ``dst`` from ``inputs`` (tiles or Python scalars).
+
+        Data inputs (tiles of tensors, or values derived from them) give the result's sources;
+        statistics (reductions, and values made only from statistics) and constants contribute
+        only the ops they record. ``tensor_tensor(acc, acc, psum, add)`` into a zeroed SBUF tile
+        is an SBUF accumulation of the matmul's PSUM tile (:class:`AccumulateEv`)."""
         line = self.line()
         sources: list[TileRef] = []
         data_ops: list[str] = []
         stat_ops: list[str] = []
         running = False
-        first = None
+        first = first_stat = None
+        in_place = None  # the content of dst's own region read by the op
         for x in inputs:
             if not isinstance(x, Tile):
                 if isinstance(x, (Sym, IndexTile, Cond)):
                     raise TraceError(f"{name} of a loop index is not modelled")
                 continue
             ref, axes = self.resolve(x, name)
-            if ref is None:
-                if x.buf.depth < self.depth:
-                    running = True
-                continue
             lg = ref.logical.find()
-            is_stat = lg.kind == "op" and lg.stat or _is_stat(x)
-            if x.buf.depth < self.depth and is_stat:
-                running = True
-            if lg.kind == "op" and not lg.materialised:
-                running = running or lg.running
-                if is_stat:
-                    stat_ops += lg.data_ops + lg.stat_ops
-                else:
-                    data_ops += lg.data_ops
-                    stat_ops += lg.stat_ops
-                    for s in lg.sources:
-                        if not (s.vars() - self.in_scope()) and not any(s.logical.find() is q.logical.find() and _same(s, q) for q in sources):
-                            sources.append(s)
-                    if first is None:
-                        first = (lg, ref, axes)
+            if x.buf is dst.buf:
+                in_place = lg
+            carried = x.buf.depth < self.depth
+            if lg.kind == "const":
+                data_ops += lg.data_ops
+                running = running or carried
                 continue
-            if is_stat:
+            if lg.kind == "op" and not lg.materialised:
+                if lg.stat:
+                    stat_ops += lg.data_ops + lg.stat_ops
+                    running = running or carried or lg.running
+                    first_stat = first_stat or ref
+                    continue
+                running = running or lg.running
+                data_ops += lg.data_ops
+                stat_ops += lg.stat_ops
+                for s in lg.sources:
+                    if not (s.vars() - self.in_scope()) and not any(_same(s, q) for q in sources):
+                        sources.append(s)
+                first = first or (ref, axes)
                 continue
             if ref.vars() - self.in_scope():
                 continue  # a tile of a finished loop: a reduction over that loop
-            if not any(lg is q.logical.find() and _same(ref, q) for q in sources):
+            if not any(_same(ref, q) for q in sources):
                 sources.append(TileRef(lg, ref.starts, ref.sizes))
-            if first is None:
-                first = (lg, ref, axes)
-        (data_ops if not reduce else stat_ops).append(name)
-        if first is None:
-            dst.buf.binding = Binding(self._const(), ())
+            first = first or (ref, axes)
+        if (name == "add" and not reduce and not data_ops and not stat_ops and len(sources) == 1
+                and sources[0].logical.find().kind == "acc" and dst.buf.space == "sbuf"
+                and in_place is not None and in_place.kind in ("const", "sum")):
+            self._accumulate(dst, sources[0], first[1], in_place, line)
+            return
+        (stat_ops if reduce else data_ops).append(name)
+        if first is None and first_stat is None:
+            c = self._const()
+            c.data_ops = tuple(data_ops)
+            dst.buf.binding = Binding(c, ())
             return
         val = Logical("op", dst.buf.name, dst.dtype, line=line)
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
-        val.running, val.stat = running, reduce or (first[0].kind == "op" and first[0].stat)
-        _, fref, faxes = first
-        ref = TileRef(val, fref.starts, fref.sizes)
-        kept_dst = [s for s, k in zip(dst.sizes, dst.kept) if k]
-        if reduce:
-            dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
+        val.running, val.stat = running, reduce or first is None
+        if val.stat:
+            base = first[0] if first is not None else first_stat
+            dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(base.starts, base.sizes)))
             return
-        if len(kept_dst) != len(faxes):
+        fref, faxes = first
+        ref = TileRef(val, fref.starts, fref.sizes)
+        if len([k for k in dst.kept if k]) != len(faxes):
             raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
         self.bind(dst, ref, faxes)
         self.body.append(OpEv(val, ref, line))
+
+    def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
+        out = current if current.kind == "sum" else None
+        if out is None:
+            out = Logical("sum", self.unique(dst.buf.name), dst.dtype, line=line)
+            self.logicals.append(out)
+        ref = TileRef(out, src.starts, src.sizes)
+        self.bind(dst, ref, axes)
+        self._vote(dst, weak=True)
+        self.body.append(AccumulateEv(ref, src, line))
 
     def materialise(self, ref: TileRef, by: str, into_store: bool = False) -> TileRef:
         """A derived value read by a matmul or a store becomes a tensor of its own (one op), or,
@@ -711,12 +745,8 @@ class Recorder:
         return TileRef(lg, ref.starts, ref.sizes)
 
 
-def _is_stat(t: Tile) -> bool:
-    return False
-
-
 def _same(a: TileRef, b: TileRef) -> bool:
-    return a.sizes == b.sizes and all(x.same(y) for x, y in zip(a.starts, b.starts))
+    return a.logical.find() is b.logical.find() and a.sizes == b.sizes and all(x.same(y) for x, y in zip(a.starts, b.starts))
 
 
 def _prod(s) -> int:

@@ -92,3 +92,40 @@ def blocked(lhsT, rhs, TILES_M=2, TILES_N=2):
                     col = (n * TILES_N + bn) * TN
                     nisa.dma_copy(dst=result[row:row + TM, col:col + TN], src=out)
     return result
+
+
+@nki.jit
+def fully_optimized(lhsT, rhs, TILES_M=16, TILES_N=2, TILES_K=8):
+    """Step 4: blocks in M, N and K, loop order n, K-block, M-block. Each PSUM tile is added into
+    an SBUF result tile (zeroed per N-block) after its K-tiles; the result tiles of a whole
+    N-block column are stored after the K-block loop."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    BM, BN, BK = TM * TILES_M, TN * TILES_N, TK * TILES_K
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for n in nl.affine_range(N // BN):
+        sums = nl.ndarray((M // BM, TILES_M, nl.par_dim(TM), BN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=sums, value=0.0)
+        for kb in nl.sequential_range(K // BK):
+            b_block = nl.ndarray((TILES_K, nl.par_dim(TK), BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for kt in nl.affine_range(TILES_K):
+                k0 = (kb * TILES_K + kt) * TK
+                nisa.dma_copy(dst=b_block[kt], src=rhs[k0:k0 + TK, n * BN:(n + 1) * BN])
+            for m in nl.affine_range(M // BM):
+                a_block = nl.ndarray((TILES_K, nl.par_dim(TK), BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                for kt in nl.affine_range(TILES_K):
+                    k0 = (kb * TILES_K + kt) * TK
+                    nisa.dma_copy(dst=a_block[kt], src=lhsT[k0:k0 + TK, m * BM:(m + 1) * BM])
+                for nt in nl.affine_range(TILES_N):
+                    for mt in nl.affine_range(TILES_M):
+                        ps = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+                        for kt in nl.affine_range(TILES_K):
+                            nisa.nc_matmul(dst=ps, stationary=a_block[kt, :, mt * TM:(mt + 1) * TM],
+                                           moving=b_block[kt, :, nt * TN:(nt + 1) * TN])
+                        tile = sums[m, mt, :, nt * TN:(nt + 1) * TN]
+                        nisa.tensor_tensor(dst=tile, data1=tile, data2=ps, op=nl.add)
+        for m in nl.affine_range(M // BM):
+            for mt in nl.affine_range(TILES_M):
+                row = (m * TILES_M + mt) * TM
+                nisa.dma_copy(dst=result[row:row + TM, n * BN:(n + 1) * BN], src=sums[m, mt])
+    return result

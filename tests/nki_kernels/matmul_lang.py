@@ -67,3 +67,31 @@ def blocked(lhsT, rhs, result, TILES_M=2, TILES_N=2):
                     out = nl.copy(acc, dtype=result.dtype)
                     nl.store(result[m * BM + bm * 128:m * BM + (bm + 1) * 128,
                                     n * BN + bn * 512:n * BN + (bn + 1) * 512], value=out)
+
+
+@nki.jit
+def fully_optimized(lhsT, rhs, result, TILES_M=16, TILES_N=2, TILES_K=8):
+    """Step 4 in the nl style: result tiles summed with nl.add across K-blocks."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    BM, BN, BK = 128 * TILES_M, 512 * TILES_N, 128 * TILES_K
+    for n in nl.affine_range(N // BN):
+        sums = nl.zeros((M // 128, nl.par_dim(128), BN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for kb in nl.sequential_range(K // BK):
+            b_block = nl.ndarray((TILES_K, nl.par_dim(128), BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for kt in nl.affine_range(TILES_K):
+                b_block[kt] = nl.load(rhs[nl.ds(kb * BK + kt * 128, 128), nl.ds(n * BN, BN)])
+            for m in nl.affine_range(M // BM):
+                a_block = nl.ndarray((TILES_K, nl.par_dim(128), BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                for kt in nl.affine_range(TILES_K):
+                    a_block[kt] = nl.load(lhsT[nl.ds(kb * BK + kt * 128, 128), nl.ds(m * BM, BM)])
+                for nt in nl.affine_range(TILES_N):
+                    for mt in nl.affine_range(TILES_M):
+                        ps = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+                        for kt in nl.affine_range(TILES_K):
+                            ps += nl.matmul(a_block[kt, :, nl.ds(mt * 128, 128)],
+                                            b_block[kt, :, nl.ds(nt * 512, 512)], transpose_x=True)
+                        row = m * TILES_M + mt
+                        sums[row, :, nl.ds(nt * 512, 512)] = nl.add(sums[row, :, nl.ds(nt * 512, 512)], ps)
+        for m in nl.affine_range(M // 128):
+            nl.store(result[nl.ds(m * 128, 128), nl.ds(n * BN, BN)], value=sums[m])
