@@ -143,3 +143,32 @@ def test_parse_kwarg_is_a_literal_never_code():
         parse_grid("4x0")
     with pytest.raises(SpecError, match="given twice"):
         parse_options(["x=1x2", "x=2x2"])
+
+
+def program_facts(prog) -> dict:
+    """W, Q, r per tensor, SBUF and PSUM of a program (each of its kernels' PSUM)."""
+    from loopsim import program
+
+    res = program.analyze(prog, TRN2)
+    c = res.base.counts
+    psum = [ceilings.compute(s.kernel, TRN2, dtype="bf16").psum for s in prog.stages]
+    return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors
+                                                  if t.name in ("q", "k", "v", "o")},
+            "sbuf_peak": c.residency.peak_bytes, "sbuf_fits": c.residency.fits,
+            "psum_banks": [p.needed_banks for p in psum], "psum_fits": [p.fits for p in psum],
+            "ops": sorted(o.kind for o in prog.ops),  # (the kernel takes q as d x L: qᵀ)
+            "vector_s": sorted(round(s.t_compute, 15) for s in res.steps if s.kind != "matmul")}
+
+
+@pytest.mark.parametrize("func", ["flash_isa", "flash_lang"])
+def test_fused_attention_with_online_softmax_matches_spec(func):
+    from loopsim import program
+
+    L, d = 2048, 128
+    args = {"q": ((d, L), "bf16"), "k": ((d, L), "bf16"), "v": ((L, d), "bf16")}
+    got = program_facts(traced("attention.py", func, args))
+    want = program_facts(program.load("attention_fused"))
+    assert got == want
+    # independently: K and V once, each query block once, O written once -> Q = 4 L d bytes x 2
+    assert got["Q"] == 4 * L * d * 2
+    assert got["W"] == 2 * (2 * L * L * d)

@@ -340,9 +340,8 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
                 bound = _bind(style, args, kwargs)
                 if bound is None:
                     continue
-                if all(isinstance(bound.get(t), Tile) or (t not in bound)
-                       for t in tiles) and not any(isinstance(bound.get(p), Tile)
-                                                   for p in style if p not in tiles and p != "dst"):
+                if all(isinstance(bound.get(t), Tile) or (t not in bound) for t in tiles) and \
+                        not any(isinstance(bound.get(p), Tile) for p in _NOT_TILES):
                     if "dst" in style and not isinstance(bound.get("dst"), (Tile, HbmView, HbmTensor)):
                         continue
                     return impl(**bound)
@@ -351,6 +350,10 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
         call.__name__ = impl.__name__
         return call
     return deco
+
+
+#: parameters that name an operator or an axis, never a tile
+_NOT_TILES = ("op", "op0", "op1", "reduce_op", "axis", "reverse0", "reverse1")
 
 
 def _bind(params, args, kwargs):
