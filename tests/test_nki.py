@@ -172,3 +172,31 @@ def test_fused_attention_with_online_softmax_matches_spec(func):
     # independently: K and V once, each query block once, O written once -> Q = 4 L d bytes x 2
     assert got["Q"] == 4 * L * d * 2
     assert got["W"] == 2 * (2 * L * L * d)
+
+
+def test_module_cli_prints_the_nest_read_and_one_line_errors(capsys):
+    from loopsim.nki.__main__ import main as nki_main
+
+    ref = f"{KERNELS / 'add_grid.py'}::add_isa"
+    assert nki_main([ref, "--arg", "x=256x4096", "--arg", "y=256x4096", "--grid", "2",
+                     "--kwarg", "TC=1024"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == ["  for pid0 in 256 by 128:", "    for c in 4096 by 1024:",
+                       "      load x[pid0, c]", "      load y[pid0, c]",
+                       "      add z[pid0, c] = x[pid0, c], y[pid0, c]", "      store z[pid0, c]"]
+    assert nki_main([f"{KERNELS / 'bad_unmodelled.py'}::uses_dropout", "--arg", "x=128x512"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("loopsim: error: ")
+
+
+def test_break_out_of_a_loop_is_refused(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text("import nki.language as nl\n"
+                 "def brk(x):\n"
+                 "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+                 "    for i in nl.affine_range(2):\n"
+                 "        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.load(x[i * 128:(i + 1) * 128, :]))\n"
+                 "        break\n"
+                 "    return out\n")
+    with pytest.raises(SpecError, match=r"k.py: kernel brk: loop i was never closed"):
+        load_kernel(str(f), "brk", args={"x": ((256, 64), "bf16")})
