@@ -64,36 +64,105 @@ def test_measured_point_is_directly_below_its_entitlement_point():
     gx, _ = _line(fig, "gap:k")
     assert set(gx) == {ex[0]}
     texts = [t.get_text() for t in fig.axes[0].texts if str(t.get_gid()).startswith("measured-label")]
-    assert texts and "60% of entitlement" in texts[0]
+    assert texts == ["1: 60%"]  # key 1, 60% of its entitlement
+    (row,) = [t.get_text() for t in fig.axes[1].texts if t.get_gid() == "key"]
+    assert row.split()[:2] == ["1", "k"] and "(60%)" in row
 
 
-def test_ceiling_lines_are_drawn_dashed_and_labelled():
-    c = plot.Ceiling("partition_fill", P_TRN2 / 2)
-    fig = plot.roofline([plot.Point("k", 300.0, P_TRN2)], TRN2, ceilings=[c])
-    (line,) = [l for l in fig.axes[0].lines if l.get_gid() == "ceiling:partition_fill"]
+def test_ceiling_lines_are_drawn_dashed_and_labelled_only_where_they_bind():
+    half = plot.Ceiling("partition_fill", P_TRN2 / 2)
+    only_b = plot.Ceiling("column_fill", P_TRN2 / 4, kernels=("b",))
+    above = plot.Ceiling("issue_rate", P_TRN2 / 3, kernels=("c",))  # c's point is below it
+    pts = [plot.Point("a", 300.0, P_TRN2), plot.Point("b", 2000.0, P_TRN2),
+           plot.Point("c", 50.0, 50.0 * BW_TRN2)]
+    fig = plot.roofline(pts, TRN2, ceilings=[half, only_b, above])
+    lines = {l.get_gid(): l for l in fig.axes[0].lines}
+    line = lines["ceiling:partition_fill"]
     assert line.get_linestyle() == "--" and set(line.get_ydata()) == {P_TRN2 / 2}
-    # it starts where the memory roof reaches it: I = (P/2) / BW
-    assert line.get_xdata()[0] == pytest.approx(P_TRN2 / 2 / BW_TRN2)
+    # it starts where the memory roof reaches it, I = (P/2) / BW = 104.9 (a's I / 1.6 = 187.5 is
+    # further right: it spans a and b, the kernels whose points lie above it)
+    assert list(line.get_xdata()) == pytest.approx([300.0 / 1.6, 2000.0 * 1.6])
+    # column_fill holds for b only: drawn around b's intensity, not across the axes
+    assert list(lines["ceiling:column_fill"].get_xdata()) == pytest.approx([2000 / 1.6, 2000 * 1.6])
+    # issue_rate holds for c only, whose point (memory-bound, 18.75 TFLOP/s) is below it: not drawn
+    assert "ceiling:issue_rate" not in lines
+    labels = {t.get_gid() for t in fig.axes[0].texts}
+    assert {"ceiling-label:partition_fill", "ceiling-label:column_fill"} <= labels
 
 
 def _overlaps(a, b):
     return min(a.x1, b.x1) > max(a.x0, b.x0) and min(a.y1, b.y1) > max(a.y0, b.y0)
 
 
-@settings(max_examples=8, deadline=None)
-@given(st.lists(st.floats(20, 400), min_size=8, max_size=8))
-def test_eight_labels_never_overlap(intensities):
+def _geometry(fig):
+    """Check a roofline Figure's layout with the renderer's own text boxes: the figure keeps its
+    fixed size, every text is inside the figure, labels inside the axes, no two texts overlap."""
     from matplotlib.text import Text
 
-    pts = [plot.Point(f"tiling_{i}", I, min(P_TRN2, I * BW_TRN2)) for i, I in enumerate(intensities)]
-    fig = plot.roofline(pts, TRN2)
+    fig.canvas.draw()
     r = fig.canvas.get_renderer()
-    boxes = [Text.get_window_extent(t, r) for t in fig.axes[0].texts
-             if str(t.get_gid()).startswith("label:")]
-    assert len(boxes) == 8
-    for i in range(8):
+    w, h = fig.get_size_inches() * fig.dpi
+    assert (round(w), round(h)) == (1800, 1050)  # plot.FIGSIZE at plot.DPI, whatever the points
+    ax = fig.axes[0]
+    frame = ax.get_window_extent(r)
+    texts = [t for a in fig.axes for t in a.texts if t.get_visible() and t.get_text()]
+    texts += [t for a in fig.axes for t in (a.title, a.xaxis.label, a.yaxis.label) if t.get_text()]
+    texts += [t for a in fig.axes if a.get_legend() for t in a.get_legend().get_texts()]
+    texts += [a.get_legend().get_title() for a in fig.axes if a.get_legend()]
+    texts += [t.label1 for t in ax.yaxis.get_major_ticks() + ax.xaxis.get_major_ticks()
+              if t.label1.get_visible() and ax.get_ylim()[0] <= t.get_loc() <= ax.get_ylim()[1] * 1.0001
+              and t.label1.get_text()]
+    boxes = []
+    for t in texts:
+        bb = Text.get_window_extent(t, r)  # the text alone, not a leader line
+        assert bb.x0 >= 0 and bb.y0 >= 0 and bb.x1 <= w and bb.y1 <= h, (t.get_text(), bb)
+        if t in ax.texts:
+            assert frame.contains(bb.x0, bb.y0) and frame.contains(bb.x1, bb.y1), t.get_text()
+        boxes.append((t.get_text(), bb))
+    for i in range(len(boxes)):
         for j in range(i):
-            assert not _overlaps(boxes[i], boxes[j])
+            assert not _overlaps(boxes[i][1], boxes[j][1]), (boxes[i][0], boxes[j][0])
+    return texts
+
+
+def _roofline_points(n, seed=0):
+    rng = np.random.default_rng(seed)
+    I = np.exp(rng.uniform(math.log(2), math.log(4000), n))
+    return [plot.Point(f"tiling_{i} TM={2 ** (i % 8)} TN={i}", float(x), min(P_TRN2, float(x) * BW_TRN2))
+            for i, x in enumerate(I)]
+
+
+@pytest.mark.parametrize("n", [1, 8, 27, 100])
+def test_roofline_layout_at_1_8_27_100_points(n):
+    pts = _roofline_points(n)
+    pts[-1] = plot.Point(pts[-1].label, pts[-1].I, pts[-1].rate, pts[-1].rate / 3, 1e-5, 1 / 3)
+    if n > 1:
+        pts.append(plot.Point("same as 0", pts[0].I, pts[0].rate))  # coincident: one label
+    ceilings = [plot.Ceiling("column_fill", P_TRN2 / 8), plot.Ceiling("issue_rate", P_TRN2 / 2)]
+    fig = plot.roofline(pts, TRN2, ceilings=ceilings)
+    texts = _geometry(fig)
+    marks = [t.get_text() for t in fig.axes[0].texts if str(t.get_gid()).startswith("label:")]
+    keys = [t.get_text().split()[0] for t in fig.axes[1].texts if t.get_gid() == "key"]
+    # every point has one row in the key table, keys 1..n in order of intensity
+    assert keys == [str(k) for k in range(1, len(pts) + 1)]
+    # every key appears on exactly one mark label ("3", "3,4" or "3–5")
+    shown = []
+    for m in marks:
+        for part in m.split(","):
+            a, _, b = part.partition("–")
+            shown += range(int(a), int(b or a) + 1)
+    assert sorted(shown) == list(range(1, len(pts) + 1))
+    if n > 1:  # the two coincident points share one mark label
+        gids = [str(t.get_gid()) for t in fig.axes[0].texts if str(t.get_gid()).startswith("label:")]
+        assert [g for g in gids if "same as 0" in g and pts[0].label in g]
+    assert len(texts) < 250
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.lists(st.floats(20, 400), min_size=8, max_size=8))
+def test_eight_points_anywhere_keep_the_layout(intensities):
+    pts = [plot.Point(f"tiling_{i}", I, min(P_TRN2, I * BW_TRN2)) for i, I in enumerate(intensities)]
+    _geometry(plot.roofline(pts, TRN2))
 
 
 def test_kernel_without_flops_is_named_not_drawn():
@@ -150,3 +219,38 @@ def test_cli_plot_names_the_tilings_that_cannot_run(tmp_path, capsys):
                  "-o", str(out)]) == 0
     msg = capsys.readouterr().out
     assert "1 point(s)" in msg and "copy" in msg and "cannot run" in msg
+
+
+def _curve(Qs, compulsory, caps):
+    from loopsim.capacity import CapacityCurve, CapacityRow
+
+    rows = [CapacityRow(c, "lru", q, (("A", q / compulsory),), compulsory) for c, q in zip(caps, Qs)]
+    return CapacityCurve("k", "trn2-core", 128, compulsory, caps[0], caps[-1], 29360128,
+                         ("lru",), ("A",), tuple(rows))
+
+
+def test_capacity_curve_steps_iec_units_and_a_visible_compulsory_q():
+    from matplotlib.text import Text
+
+    MiB = 1 << 20
+    caps = [256 * 1024 * 2 ** i for i in range(6)]
+    # a range within 8x: linear from 0, the 0.4 GB compulsory Q well above the axis' foot
+    cv = _curve([1600 * MiB, 1600 * MiB, 1200 * MiB, 800 * MiB, 400 * MiB, 400 * MiB], 400 * MiB, caps)
+    fig = plot.capacity_curve(cv)
+    ax_q = fig.axes[0]
+    (q,) = [l for l in ax_q.lines if l.get_gid() == "Q:lru"]
+    assert q.get_drawstyle() == "steps-post"
+    assert ax_q.get_yscale() == "linear" and ax_q.get_ylim()[0] == 0
+    assert ax_q.get_ylim()[1] > 1600 * MiB
+    fig.canvas.draw()
+    lo, hi = ax_q.get_ylim()
+    yt = [t.get_text() for t in ax_q.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    xt = [t.get_text() for t in fig.axes[1].get_xticklabels() if t.get_text()]
+    assert yt == ["0 B", "512 MiB", "1 GiB", "1.5 GiB"] and all(t.endswith(("MiB", "GiB", "KiB", " B")) for t in yt + xt)
+    assert "1 MiB" in xt and "256 KiB" in xt  # powers of 4 in bytes
+    labels = [t.get_text() for t in ax_q.get_legend().get_texts()]
+    assert "compulsory Q = 400 MiB" in labels and "trn2-core SBUF = 28 MiB" in labels
+    # more than 8x: a log axis
+    cv = _curve([6400 * MiB, 3200 * MiB, 800 * MiB, 200 * MiB, 100 * MiB, 100 * MiB], 100 * MiB, caps)
+    assert plot.capacity_curve(cv).axes[0].get_yscale() == "log"
+    assert plot.iec(29360128) == "28 MiB" and plot.iec(1536) == "1.5 KiB" and plot.iec(512) == "512 B"

@@ -57,7 +57,7 @@ def run(args) -> int:
 
 def ceilings_for(rows, hw, dtype, limit: int = 6) -> list:
     """The kernels' lower ceilings below P (from :mod:`loopsim.ceilings`), one line per distinct
-    (name, rate); a line that does not hold for every kernel names the kernels it holds for."""
+    (name, rate), with the kernels it holds for (the plot draws it over their intensities)."""
     from ..plot import Ceiling
 
     P = hw.P(dtype)
@@ -71,6 +71,5 @@ def ceilings_for(rows, hw, dtype, limit: int = 6) -> list:
                 who.append(r.variant.label) if r.variant.label not in who else None
     out = []
     for rate, (names, who) in sorted(seen.items(), key=lambda kv: -kv[0])[:limit]:
-        label = " = ".join(names) + ("" if len(who) == len(reps) else f" ({', '.join(who)})")
-        out.append(Ceiling(label, rate, "compute"))
+        out.append(Ceiling(" = ".join(names), rate, "compute", tuple(who)))
     return out
