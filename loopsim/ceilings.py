@@ -43,14 +43,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CapacityError, HardwareError, SpecError
+from .errors import CapacityError, HardwareError
 from .ir import ACC, Accumulate, Kernel, Loop, Matmul, Statement, Store
 from .tiles import full_extent, matmul_roles
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
 ACC_BYTES = 4
 EVACUATION_ENGINES = ("vector", "scalar")
-LINK_OVER = ("K", "N")
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,23 +367,12 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
 
 
 def parallel_from(spec_file) -> Parallel | None:
-    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent)."""
-    node = spec_file.data.get("parallel")
-    if node is None:
-        return None
-    where = spec_file.where("parallel")
-    if not isinstance(node, dict):
-        raise SpecError(f"{where} must be a table: [parallel] chips = 2, over = \"K\"")
-    unknown = set(node) - {"chips", "over", "about"}
-    if unknown:
-        raise SpecError(f"{where}: unknown key {sorted(unknown)[0]}; expected chips, over")
-    chips = node.get("chips")
-    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 2:
-        raise SpecError(f"{where}.chips={chips!r} must be an integer >= 2")
-    over = node.get("over")
-    if over not in LINK_OVER:
-        raise SpecError(f"{where}.over={over!r} must be one of: {', '.join(LINK_OVER)}")
-    return Parallel(chips, over)
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
+    spec validator (:func:`loopsim.spec.parallel`)."""
+    from .spec import parallel
+
+    p = parallel(spec_file.path, spec_file.data)
+    return None if p is None else Parallel(*p)
 
 
 def link_bytes(kernel: Kernel, par: Parallel) -> int:

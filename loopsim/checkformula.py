@@ -286,7 +286,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
             kernel = spec_mod.kernel_from(specfile, params)
             if _accesses(kernel) > MAX_ACCESSES:
                 raise SpecError(f"more than {MAX_ACCESSES:,} tile accesses")
-            check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
+            check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
             rep = analyze(kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes)
         except (SpecError, CapacityError) as e:
             rejected.append(str(e))

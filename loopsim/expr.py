@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Mapping
 
 from .errors import InputError
+from .limits import MAX_EXPR_BITS, MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_EXPR_NODES
 
 _FUNCS = {
     "min": lambda *a: min(a),
@@ -70,21 +71,59 @@ def parse(text: str, where: str = "expression") -> Expr:
     """Parse ``text``; a syntax error names ``where`` and the column (1-based)."""
     if not isinstance(text, str) or not text.strip():
         raise ExprError(f"{where}: expected an arithmetic expression, got {text!r}")
+    if len(text) > MAX_EXPR_CHARS:
+        raise ExprError(f"{where}: an expression of {len(text):,} characters; loopsim takes at most "
+                        f"{MAX_EXPR_CHARS:,} (see docs/errors.md)")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
         col = e.offset or 0
-        raise ExprError(f"{where}: syntax error in '{text.strip()}' at column {col}") from None
+        raise ExprError(f"{where}: syntax error in '{_clip(text.strip())}' at column {col}") from None
+    except (RecursionError, MemoryError, ValueError):  # parser stack exhausted by nesting
+        raise ExprError(f"{where}: the expression is nested too deeply to parse") from None
+    _bound(tree, where)
     names: set[str] = set()
     _check(tree, text.strip(), where, names)
+    if _bits(tree) > MAX_EXPR_BITS:
+        raise ExprError(f"{where}: '{_clip(text.strip())}' can reach more than {MAX_EXPR_BITS} bits "
+                        f"with parameters up to 2^62 (powers of powers?); loopsim refuses it rather "
+                        "than compute it (see docs/errors.md)")
     return Expr(text.strip(), frozenset(names), tree)
+
+
+def _clip(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _bound(tree: ast.AST, where: str) -> None:
+    """Refuse a tree of more than MAX_EXPR_NODES nodes or MAX_EXPR_DEPTH levels, walking it without
+    recursion, so the recursive check and evaluation below stay far from Python's stack limit."""
+    stack = [(tree, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_EXPR_NODES:
+            raise ExprError(f"{where}: an expression of more than {MAX_EXPR_NODES:,} terms and "
+                            "operators; loopsim takes at most that many (see docs/errors.md)")
+        if depth > MAX_EXPR_DEPTH:
+            raise ExprError(f"{where}: an expression nested more than {MAX_EXPR_DEPTH} levels deep "
+                            "(a chain of operators counts one level each; see docs/errors.md)")
+        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(node)
+                     if not isinstance(c, (ast.operator, ast.unaryop, ast.expr_context)))
 
 
 def _check(node: ast.AST, text: str, where: str, names: set[str]) -> None:
     col = getattr(node, "col_offset", 0) + 1
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-            raise ExprError(f"{where}: '{text}' column {col}: only numbers are allowed as constants")
+            raise ExprError(f"{where}: '{_clip(text)}' column {col}: only numbers are allowed as constants")
+        if isinstance(node.value, float) and not math.isfinite(node.value):
+            raise ExprError(f"{where}: '{_clip(text)}' column {col}: {_clip(ast.get_source_segment(text, node) or 'the number', 20)} "
+                            f"is {'inf' if node.value == node.value else 'nan'}, not a finite number")
+        if isinstance(node.value, int) and node.value.bit_length() > MAX_EXPR_BITS:
+            raise ExprError(f"{where}: '{_clip(text)}' column {col}: a number of more than "
+                            f"{MAX_EXPR_BITS} bits")
     elif isinstance(node, ast.Name):
         if node.id in _FUNCS:
             raise ExprError(f"{where}: '{text}' column {col}: {node.id} must be called")
@@ -121,13 +160,48 @@ def _eval(node: ast.AST, env: Mapping[str, int | Fraction], text: str) -> Fracti
             vals = ", ".join(f"{k}={env[k]}" for k in sorted(_names_in(node)) if k in env)
             raise ExprError(f"'{text}': division by zero in "
                             f"'{ast.unparse(node)}'" + (f" with {vals}" if vals else ""))
-        if isinstance(node.op, ast.Pow) and (b.denominator != 1 or abs(b) > 64):
-            raise ExprError(f"'{text}': exponent {b} must be an integer of at most 64")
-        return Fraction(_BINOPS[type(node.op)](a, b))
+        if isinstance(node.op, ast.Pow):
+            if b.denominator != 1 or abs(b) > 64:
+                raise ExprError(f"'{_clip(text)}': exponent {_clip(str(b), 30)} must be an integer of at most 64")
+            _fits(max(a.numerator.bit_length(), a.denominator.bit_length()) * abs(int(b)), text)
+        v = Fraction(_BINOPS[type(node.op)](a, b))
+        _fits(max(v.numerator.bit_length(), v.denominator.bit_length()), text)
+        return v
     if isinstance(node, ast.Call):
         args = [_eval(a, env, text) for a in node.args]
         return Fraction(_FUNCS[node.func.id](*args))
     raise ExprError(f"'{text}': cannot evaluate")  # unreachable: _check admitted the tree
+
+
+def _bits(node: ast.AST) -> int:
+    """An upper bound on the bits of the expression's value (numerator or denominator) when every
+    name is at most 2^62: a static check that needs no parameter values."""
+    if isinstance(node, ast.Constant):
+        return Fraction(node.value).numerator.bit_length() + Fraction(node.value).denominator.bit_length()
+    if isinstance(node, ast.Name):
+        return 63
+    if isinstance(node, ast.UnaryOp):
+        return _bits(node.operand)
+    if isinstance(node, ast.Call):
+        return max(_bits(a) for a in node.args) + 1
+    if isinstance(node, ast.BinOp):
+        a = _bits(node.left)
+        if isinstance(node.op, ast.Pow):
+            e = node.right
+            if isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant):
+                e = e.operand
+            n = abs(e.value) if isinstance(e, ast.Constant) and isinstance(e.value, int) else 64
+            return a * max(1, min(n, 64))
+        b = _bits(node.right)
+        return max(a, b) + 1 if isinstance(node.op, (ast.Add, ast.Sub)) else a + b
+    return 0
+
+
+def _fits(bits: int, text: str) -> None:
+    if bits > MAX_EXPR_BITS:
+        raise ExprError(f"'{_clip(text)}': a value of more than {MAX_EXPR_BITS} bits (about "
+                        f"{int(MAX_EXPR_BITS * 0.30103):,} digits) along the way; loopsim refuses it "
+                        "rather than compute it (see docs/errors.md)")
 
 
 def _names_in(node: ast.AST) -> set[str]:

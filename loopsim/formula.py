@@ -565,7 +565,7 @@ def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
     refuse_program(spec, "loopsim formula derives the Q of")
     params = bind_params(spec, sets or {})
     kernel = kernel_from(spec, params)
-    check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
+    check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
     tr = trace_mod.build(kernel)
     # as written, traffic does not depend on capacity: count with room for anything (a split
     # nest as its cores run it, each loading what its share of the nest loads)

@@ -28,13 +28,16 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import tomllib
+import os
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+from loopsim import tomlfile
 from loopsim._data import data_dir
 from loopsim.errors import HardwareError
+from loopsim.limits import MAX_INT
 
 __all__ = ["Source", "Alternative", "Value", "Measured", "Hardware", "names", "load", "loads"]
 
@@ -235,6 +238,12 @@ class Hardware:
         return self.sbuf_bytes if self.partitions is None else self.sbuf_bytes // self.partitions
 
     @property
+    def k_tile_max(self) -> int:
+        """Largest contraction tile K_t of a matmul, elements: the SBUF partitions the operands lie
+        on and the PE rows they feed (the PE rows alone on a flat-memory sheet)."""
+        return min(self.partitions, self.pe_rows) if self.partitions else self.pe_rows
+
+    @property
     def sbuf_bytes_in_scope(self) -> int:
         """SBUF bytes over all physical cores of the scope (each core has its own SBUF)."""
         return self.sbuf_bytes * self.physical_cores
@@ -330,27 +339,40 @@ def names() -> list[str]:
 
 
 def load(name_or_path: str) -> Hardware:
-    """Load a bundled sheet by name, or a sheet file by path (anything ending ``.toml``, or an
-    existing file whose name is not a bundled sheet's)."""
+    """Load a bundled sheet by name, or a sheet file by path. The rule is textual (the same as for
+    specs): a path contains a separator or ends in ``.toml``; anything else is a bundled name."""
     s = str(name_or_path)
-    p = Path(s)
+    if is_path(s):
+        p = Path(s)
+        try:
+            ok = p.is_file()
+        except OSError as e:
+            raise HardwareError(f"{_clip(s)}: cannot read ({e.strerror})") from None
+        if not ok:
+            raise HardwareError(f"{_clip(s)}: no such hardware sheet file")
+        return loads(tomlfile.read_text(p, s, HardwareError, "sheet"), origin=s)
     known = names()
-    if s.endswith(".toml") or (s not in known and p.is_file()):
-        if not p.is_file():
-            raise HardwareError(f"{s}: no such hardware sheet file")
-        return loads(p.read_bytes().decode("utf-8", errors="replace"), origin=str(p))
     if s not in known:
-        raise HardwareError(f"unknown hardware '{s}'; known: {', '.join(known)}")
+        raise HardwareError(f"unknown hardware '{_clip(s)}'; known: {', '.join(known)} (a sheet "
+                            "file's path contains / or ends in .toml)")
     res = _bundled_dir() / f"{s}.toml"
-    return loads(res.read_text(encoding="utf-8"), origin=f"hardware/{s}.toml")
+    return loads(tomlfile.read_text(res, f"hardware/{s}.toml", HardwareError, "sheet"),
+                 origin=f"hardware/{s}.toml")
+
+
+def is_path(ref: str) -> bool:
+    """Whether ``ref`` names a file (it has a path separator or ends in .toml) rather than a
+    bundled sheet."""
+    return any(c in ref for c in {os.sep, os.altsep or os.sep, "/"}) or ref.endswith(".toml")
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def loads(text: str, origin: str = "<string>") -> Hardware:
     """Parse and validate one sheet's TOML text. ``origin`` names it in errors."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise HardwareError(f"{origin}: (file)=<unparsable> is not valid TOML: {e}") from None
+    data = tomlfile.loads(text, origin, HardwareError, malformed="(file)=<unparsable> is not valid TOML")
     return _Builder(origin, data).build()
 
 
@@ -460,14 +482,20 @@ class _Builder:
         if isinstance(v, int):
             out = Fraction(v) if allow_fraction else v
         elif allow_fraction and isinstance(v, str):
+            # digits only (no exponent: Fraction("1e99999999") would take hours), each part <= 2^62
+            m = _FRACTION.match(v.replace(" ", ""))
             try:
-                out = Fraction(v.replace(" ", ""))
-            except (ValueError, ZeroDivisionError):
+                out = Fraction(v.replace(" ", "")) if m and len(v) <= 64 else None
+            except ZeroDivisionError:
+                out = None
+            if out is None or out.numerator > MAX_INT or out.denominator > MAX_INT:
                 self.fail(path, v, "must be an integer or a fraction like \"1/4\"")
         elif isinstance(v, float):
             self.fail(path, v, "must be an integer (write 2.4 GHz as 2400000000), not a float")
         else:
             self.fail(path, v, "must be an integer" + (" or a fraction like \"1/4\"" if allow_fraction else ""))
+        if abs(out) > MAX_INT:
+            self.fail(path, v, "exceeds the largest number loopsim accepts (2^62; see docs/errors.md)")
         if positive and out <= 0:
             self.fail(path, v, "must be > 0")
         if not positive and out < 0:
@@ -607,6 +635,9 @@ class _Builder:
         self.known(hb, "hbm", {"device_bw"})
         dev_bw = self.number(hb.get("device_bw", _MISSING), "hbm.device_bw", unit="bytes/s per device")
         bw = Fraction(dev_bw.value) * cores / per_dev
+        if _to_int(bw) <= 0:
+            self.fail("hbm.device_bw.value", dev_bw.value, f"÷ cores_per_device {per_dev} × "
+                      f"physical_cores {cores} rounds to 0 bytes/s; the scope needs a bandwidth >= 1")
         self.derived("bw", _to_int(bw), "bytes/s (scope)",
                      f"hbm.device_bw {dev_bw.value:_} ÷ cores_per_device {per_dev} × physical_cores {cores}")
         for dt, p in flops:
@@ -700,6 +731,9 @@ class _Builder:
             v, where = one(n, f"measured.flops.{dt}")
             flops.append((dt, v, where))
         return Measured(tuple(flops), bw, bw_where)
+
+
+_FRACTION = re.compile(r"^(\d+(\.\d+)?|\d+/\d+)$")
 
 
 class _Missing:

@@ -260,7 +260,7 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
     from . import trace as trace_mod
 
     k = stage.kernel
-    check_tiles(k, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
+    check_tiles(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
     check_scope(hw, allow=allow_scope_mismatch)
     tr = trace_mod.build(k)
     c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=tr)

@@ -88,7 +88,7 @@ def analyze(kernel: Kernel, hw, *, policy: str = "as-written", sbuf_bytes: int |
     """
     from . import ceilings as ceil_mod, lnc
 
-    check_tiles(kernel, hw.partitions, hw.pe_cols, hw.moving_max, hw.name)
+    check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
     lnc.check_scope(kernel, hw, allow=allow_scope_mismatch)
     if lnc.split_loop(kernel) is not None:
         c = lnc.count_split(kernel, policy=policy, capacity=capacity_units(hw, sbuf_bytes),

@@ -14,16 +14,17 @@ Every error names the file and the key, and the nest line where there is one.
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from . import expr
+from . import expr, tomlfile
 from ._data import data_dir
 from .errors import SpecError
 from .ir import Access, Accumulate, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
+from .limits import MAX_CHIPS, MAX_LNC_CORES, MAX_NEST_DEPTH, MAX_TENSOR_BYTES, MAX_TENSOR_DIMS, check_int
 from .ir import walk as _walk
 
 
@@ -41,18 +42,38 @@ def bundled_names() -> list[str]:
     return sorted(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.toml"))
 
 
+def is_path(ref: str) -> bool:
+    """Whether a SPEC/--hardware argument is a path (it has a separator or ends in .toml/.py) rather
+    than a bundled name. The rule is textual, so a file or folder named ``matmul`` in the working
+    directory never hides the bundled ``matmul``."""
+    seps = (os.sep, os.altsep or os.sep, "/")
+    return any(c in ref for c in seps) or ref.endswith((".toml", ".py"))
+
+
 def locate(name_or_path: str) -> Path:
-    """A bundled spec name (``matmul``) or a path to a TOML file."""
-    p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists() or "/" in name_or_path and p.parent.exists():
-        if not p.is_file():
-            raise SpecError(f"{name_or_path}: no such spec file")
+    """A bundled spec name (``matmul``, ``nki_tutorial/1_tiled``) or a path to a TOML file (see
+    :func:`is_path`)."""
+    if is_path(name_or_path) and name_or_path not in bundled_names():
+        p = Path(name_or_path)
+        try:
+            ok = p.is_file()
+        except OSError as e:
+            raise SpecError(f"{_clip(name_or_path)}: cannot read ({e.strerror})") from None
+        if not ok:
+            raise SpecError(f"{_clip(name_or_path)}: no such spec file")
         return p
     q = _bundled_dir() / f"{name_or_path}.toml"
-    if q.is_file():
-        return q
-    raise SpecError(f"unknown spec '{name_or_path}': not a file and not a bundled spec "
-                    f"(bundled: {', '.join(bundled_names())})")
+    try:
+        if name_or_path and q.is_file():
+            return q
+    except OSError:
+        pass
+    raise SpecError(f"unknown spec '{_clip(name_or_path)}': not a bundled spec, and not a path "
+                    f"(a path contains / or ends in .toml) (bundled: {', '.join(bundled_names())})")
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,26 +97,111 @@ class SpecFile:
 
 
 def read(name_or_path: str) -> SpecFile:
+    """Read and validate a spec file's shape (tables, keys, types); parameters are bound later."""
     path = locate(name_or_path)
     shown = _shown(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"{shown}: cannot read ({e.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{shown}: malformed TOML: {e}") from None
-    for key in data:
-        if key not in KNOWN_TABLES:
-            raise SpecError(f"{shown}: unknown table [{key}]; expected {', '.join(KNOWN_TABLES)}")
-    for key in ("kernel", "tensors"):
-        if not isinstance(data.get(key), dict):
-            raise SpecError(f"{shown}: missing table [{key}]")
+    text = tomlfile.read_text(path, shown, SpecError, "spec file")
+    data = tomlfile.loads(text, shown, SpecError)
+    validate(shown, data)
     return SpecFile(shown, data, text)
 
 
 KNOWN_TABLES = ("kernel", "params", "tensors", "nest", "ops", "schedule", "lnc", "check", "parallel")
+#: keys each table may hold (tables not named here are checked by their own readers: ops, schedule)
+KNOWN_KEYS = {
+    "kernel": ("name", "about", "inputs"),
+    "nest": ("body", "buffers"),
+    "lnc": ("split", "cores", "about"),
+    "parallel": ("chips", "over", "about"),
+    "check": ("about",),
+}
+#: ``[parallel] over``: the matmul dimension split across chips
+PARALLEL_OVER = ("K", "N")
+
+
+def validate(shown: str, data: Mapping) -> None:
+    """Check the shape of a parsed spec before any of it is used: known tables and keys, the types
+    of the values every command reads, and the limits of docs/errors.md. The one validator: every
+    command reads specs through :func:`read`, so none accepts what another refuses."""
+    def fail(msg: str):
+        raise SpecError(f"{shown}: {msg}")
+
+    def keys(node: Mapping, where: str, known) -> None:
+        for k in node:
+            if k not in known:
+                fail(f"{where}: unknown key {_clip(str(k), 40)}; known: {', '.join(known)}")
+
+    for key in data:
+        if key not in KNOWN_TABLES:
+            fail(f"unknown table [{_clip(key, 40)}]; expected {', '.join(KNOWN_TABLES)}")
+    for key in KNOWN_TABLES:
+        if key in data and not isinstance(data[key], dict):
+            fail(f"{key}={_short(data[key])} must be a table ([{key}])")
+    for key in ("kernel", "tensors"):
+        if key not in data:
+            fail(f"missing table [{key}]")
+    keys(data["kernel"], "kernel", KNOWN_KEYS["kernel"])
+    for k in ("name", "about"):
+        if k in data["kernel"] and not isinstance(data["kernel"][k], str):
+            fail(f"kernel.{k}={_short(data['kernel'][k])} must be a string")
+    for name, v in data.get("params", {}).items():
+        _param_value(v, f"{shown}: params.{name}")
+    for name, t in data["tensors"].items():
+        if not isinstance(t, dict):
+            fail(f"tensors.{name}={_short(t)} must be a table like "
+                 "{ shape = [\"M\", \"K\"], dtype = \"bf16\" }")
+    nest = data.get("nest", {})
+    if "ops" in data:  # a program: one [nest.KERNEL] table per kernel of the schedule
+        for kname, sub in nest.items():
+            if not isinstance(sub, dict):
+                fail(f"nest.{kname}={_short(sub)} must be a table: [nest.{kname}] body = \"...\"")
+            keys(sub, f"nest.{kname}", KNOWN_KEYS["nest"])
+    else:
+        keys(nest, "nest", KNOWN_KEYS["nest"])
+    for table in ("lnc", "parallel", "check"):
+        keys(data.get(table, {}), table, KNOWN_KEYS[table])
+    lnc = data.get("lnc")
+    if lnc is not None and not isinstance(lnc.get("split"), str):
+        fail(f"lnc.split={_short(lnc.get('split'))} must name the loop variable to split")
+    if "cores" in (lnc or {}):
+        _param_value(lnc["cores"], f"{shown}: lnc.cores")
+    parallel(shown, data)
+
+
+def parallel(shown: str, data: Mapping) -> tuple[int, str] | None:
+    """``[parallel] chips = C, over = "K" | "N"`` of a parsed spec, checked: (chips, over) or None."""
+    node = data.get("parallel")
+    if node is None:
+        return None
+    where = f"{shown}: parallel"
+    if not isinstance(node, dict):
+        raise SpecError(f"{where} must be a table: [parallel] chips = 2, over = \"K\"")
+    chips = node.get("chips")
+    if isinstance(chips, bool) or not isinstance(chips, int) or not 2 <= chips <= MAX_CHIPS:
+        raise SpecError(f"{where}.chips={_short(chips)} must be an integer >= 2 (and <= {MAX_CHIPS:,})")
+    over = node.get("over")
+    if over not in PARALLEL_OVER:
+        raise SpecError(f"{where}.over={_short(over)} must be one of: {', '.join(PARALLEL_OVER)}")
+    return chips, over
+
+
+def _param_value(v: object, where: str) -> None:
+    """A parameter value as written: an integer within the limit, or an expression string."""
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            name = "nan" if v != v else "inf" if v > 0 else "-inf"
+            raise SpecError(f"{where}={name} is not a number loopsim can use: parameters are integers")
+        raise SpecError(f"{where}={v!r} is a float; parameters are integers (write 4096, or an "
+                        "expression string)")
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise SpecError(f"{where}={_short(v)} must be an integer or an expression string")
+    if isinstance(v, int):
+        check_int(v, where, SpecError, what="integer")
+
+
+def _short(v: object) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
 
 
 def _shown(path: Path) -> str:
@@ -118,10 +224,15 @@ def parse_sets(items: list[str] | None) -> dict[str, int]:
         name, value = name.strip(), value.strip()
         if not eq or not name.isidentifier():
             raise SpecError(f"--set {item}: expected NAME=INTEGER")
+        digits = value.replace("_", "").lstrip("+-")
+        if digits.isdigit() and len(digits) > 19:  # > 2^62 for sure; int() would refuse > 4,300
+            raise SpecError(f"--set {name}=<{len(digits)} digits> exceeds the largest integer "
+                            "loopsim accepts (2^62; see docs/errors.md)")
         try:
             out[name] = int(value.replace("_", ""))
         except ValueError:
-            raise SpecError(f"--set {name}={value}: value must be an integer") from None
+            raise SpecError(f"--set {name}={_clip(value, 40)}: value must be an integer") from None
+        check_int(out[name], f"--set {name}", SpecError, what="integer")
     return out
 
 
@@ -138,21 +249,24 @@ def bind_params(spec: SpecFile, sets: Mapping[str, int]) -> dict[str, int]:
     except expr.ExprError as e:
         raise SpecError(str(e)) from None
     for name, v in values.items():
+        src = f"--set {name}" if name in sets else f"{spec.path}: params.{name}"
+        check_int(v, src, SpecError, what="parameter")
         if v <= 0:
-            src = f"--set {name}={v}" if name in sets else f"{spec.path}: params.{name}={v}"
-            raise SpecError(f"{src} must be > 0")
+            raise SpecError(f"{src}={v} must be > 0")
     return values
 
 
 def _int(text: object, params: Mapping[str, int], where: str) -> int:
+    """An integer field: a literal or a parameter expression, within :data:`MAX_INT`."""
     if isinstance(text, int) and not isinstance(text, bool):
-        return text
+        return check_int(text, where, SpecError, what="integer")
     if not isinstance(text, str):
-        raise SpecError(f"{where}={text!r} must be an integer or a parameter expression")
+        raise SpecError(f"{where}={_short(text)} must be an integer or a parameter expression")
     try:
-        return expr.parse(text, where).evaluate_int(params, where)
+        v = expr.parse(text, where).evaluate_int(params, where)
     except expr.ExprError as e:
         raise SpecError(str(e)) from None
+    return check_int(v, where, SpecError, what="integer")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,17 +285,30 @@ def parse_tensors(spec: SpecFile, params: Mapping[str, int]) -> tuple[Tensor, ..
                             "output, partition_axis, about")
         shape_raw = t.get("shape")
         if not isinstance(shape_raw, list) or not shape_raw:
-            raise SpecError(f"{where}.shape={shape_raw!r} must be a list of dimensions")
+            raise SpecError(f"{where}.shape={_short(shape_raw)} must be a list of dimensions")
+        if len(shape_raw) > MAX_TENSOR_DIMS:
+            raise SpecError(f"{where}.shape has {len(shape_raw)} dimensions; loopsim takes at most "
+                            f"{MAX_TENSOR_DIMS} (see docs/errors.md)")
         shape = tuple(_int(d, params, f"{where}.shape[{i}]") for i, d in enumerate(shape_raw))
         output = t.get("output", False)
         if not isinstance(output, bool):
-            raise SpecError(f"{where}.output={output!r} must be true or false")
+            raise SpecError(f"{where}.output={_short(output)} must be true or false")
         axis = t.get("partition_axis", 0)
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise SpecError(f"{where}.partition_axis={_short(axis)} must be a dimension index "
+                            f"(an integer in 0..{len(shape) - 1})")
+        dtype = t.get("dtype", "bf16")
+        if not isinstance(dtype, str):
+            raise SpecError(f"{where}.dtype={_short(dtype)} must be a dtype name like \"bf16\"")
         try:
-            out.append(Tensor(name, shape, t.get("dtype", "bf16"), output, axis,
-                              tuple(str(d) for d in shape_raw)))
+            tensor = Tensor(name, shape, dtype, output, axis, tuple(str(d) for d in shape_raw))
         except SpecError as e:
             raise SpecError(f"{spec.path}: {e}") from None
+        if tensor.bytes > MAX_TENSOR_BYTES:
+            dims = " x ".join(f"{d:,}" for d in shape)
+            raise SpecError(f"{where}: {dims} {dtype} is {tensor.bytes:,} bytes, more than the "
+                            "largest tensor loopsim counts exactly in int64 (2^62 bytes; see docs/errors.md)")
+        out.append(tensor)
     return tuple(out)
 
 
@@ -255,6 +382,14 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             lines.append((first_line + i, len(body) - len(body.lstrip()), body.strip()))
     if not lines:
         raise SpecError(f"{where}: the nest is empty")
+    open_levels: list[int] = []  # indents of the enclosing lines, checked before recursing
+    for ln, ind, _ in lines:
+        while open_levels and open_levels[-1] >= ind:
+            open_levels.pop()
+        open_levels.append(ind)
+        if len(open_levels) > MAX_NEST_DEPTH + 1:
+            raise SpecError(f"{where}: line {ln}: the nest is more than {MAX_NEST_DEPTH} loops deep, "
+                            "the deepest loopsim takes (see docs/errors.md)")
     pos = 0
 
     def block(indent: int) -> list[Node]:
@@ -337,6 +472,7 @@ def kernel_from(spec: SpecFile, params: Mapping[str, int], nest_key: str = "nest
     for var in splits:  # a split naming no loop would silently run on one core
         if not any(isinstance(n, Loop) and n.var == var for n, _ in _walk(body)):
             raise SpecError(f"{spec.where('lnc.split')}={var!r} names no loop of the nest")
+    _check_matmuls(spec.path, tensors, body)
     try:
         return Kernel(name or kname, tensors, body, tuple(params.items()),
                       str(k.get("about", "")), spec.path)
@@ -353,4 +489,31 @@ def _splits(spec: SpecFile, params: Mapping[str, int]) -> dict[str, int]:
     if not isinstance(lnc, dict) or not isinstance(lnc.get("split"), str):
         raise SpecError(f"{spec.where('lnc.split')}: expected the name of the loop variable to split")
     cores = _int(lnc.get("cores", 2), params, spec.where("lnc.cores"))
+    if not 1 <= cores <= MAX_LNC_CORES:
+        raise SpecError(f"{spec.where('lnc.cores')}={cores} must be between 1 and {MAX_LNC_CORES} "
+                        "physical cores (see docs/errors.md)")
     return {lnc["split"]: cores}
+
+
+#: dtypes the Tensor Engine's matmul does not take as operands (hardware-sources §2: NKI's
+#: nc_matmul takes fp8, bf16, fp16, tf32 and fp32 inputs; no integer types)
+MATMUL_REFUSED_DTYPES = ("int8",)
+
+
+def _check_matmuls(path: str, tensors: tuple[Tensor, ...], body: tuple[Node, ...]) -> None:
+    """Matmul operands in a dtype the Tensor Engine takes, and no product accumulated twice."""
+    dtype = {t.name: t.dtype for t in tensors}
+    seen: dict[tuple[str, str, str], Matmul] = {}
+    for stmt, _ in _walk(body):
+        if not isinstance(stmt, Matmul):
+            continue
+        for acc in (stmt.stationary, stmt.moving):
+            if dtype.get(acc.tensor) in MATMUL_REFUSED_DTYPES:
+                raise SpecError(f"{path}: tensors.{acc.tensor}.dtype={dtype[acc.tensor]!r}: the "
+                                f"Tensor Engine's matmul takes no {dtype[acc.tensor]} operands "
+                                f"({stmt.where()}: '{stmt}'); use fp8, bf16, fp16 or fp32")
+        key = (stmt.out.tensor, stmt.stationary.tensor, stmt.moving.tensor)
+        if key in seen:
+            raise SpecError(f"{path}: {stmt.where()}: '{stmt}' repeats the product of "
+                            f"{seen[key].where()}: it would be accumulated into {key[0]} twice")
+        seen[key] = stmt

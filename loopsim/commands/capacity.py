@@ -29,8 +29,11 @@ def run(args) -> int:
 
     if args.output:
         figure_format(args.output)
-    if args.samples < 2:
-        raise InputError(f"--samples={args.samples} must be >= 2")
+    from ..limits import MAX_SAMPLES
+
+    if not 2 <= args.samples <= MAX_SAMPLES:
+        raise InputError(f"--samples={args.samples} must be between 2 and {MAX_SAMPLES:,} (each "
+                         "sample is a full lru and opt replay)")
     from ..formula import refuse_program
 
     hw = hardware.load(args.hardware)

@@ -1,0 +1,169 @@
+"""Regression table of the fuzz campaign's named cases (issue 14): each bad input is refused with
+exit 2 and one ``loopsim: error:`` line whose wording is pinned, never a traceback or exit 0."""
+
+import re
+
+import pytest
+
+from loopsim import spec
+from loopsim.cli import main
+
+BASE = spec.locate("matmul").read_text(encoding="utf-8")
+COPY = spec.locate("copy").read_text(encoding="utf-8")
+
+
+def sub(pattern: str, repl: str, text: str = BASE) -> str:
+    out = re.sub(pattern, repl, text, count=1, flags=re.M)
+    assert out != text, pattern  # the mutation applied
+    return out
+
+
+def deep_nest(depth: int) -> str:
+    loops = "".join("  " * i + f"for v{i} in M by TM:\n" for i in range(depth))
+    return sub(r"^body = '''\n(.|\n)*?'''", "body = '''\n" + loops + "  " * depth + "load A[v0, v0]\n'''")
+
+
+#: name -> (file text, str or bytes, or None to use the argv as is), argv after the spec, pinned message
+SPEC_CASES = {
+    "inf param": (sub(r"^M = .*$", "M = inf"), [], r"params\.M=inf is not a number"),
+    "nan param": (sub(r"^M = .*$", "M = nan"), [], r"params\.M=nan is not a number"),
+    "1e400 param": (sub(r"^M = .*$", "M = 1e400"), [], r"params\.M=inf is not a number"),
+    "float param": (sub(r"^M = .*$", "M = 1024.0"), [], r"params\.M=1024\.0 is a float"),
+    "10**30 tile": (sub(r"^TK = .*$", "TK = " + str(10**30)), [],
+                    r"params\.TK=a 31-digit integer exceeds the largest integer .*2\^62"),
+    "2**63 step": (sub(r"^TK = .*$", "TK = '2**63'"), [], r"params\.TK=9223372036854775808 exceeds .*2\^62"),
+    "5000 digits": (sub(r"^M = .*$", "M = " + "9" * 5000), [], r"malformed TOML: an integer of more than 4,300 digits"),
+    "20000-term param": (sub(r"^M = .*$", "M = '" + "+".join(["1"] * 20000) + "'"), [],
+                         r"params\.M: an expression of 39,999 characters; loopsim takes at most 10,000"),
+    "2000-term param": (sub(r"^M = .*$", "M = '" + "+".join(["1"] * 2000) + "'"), [],
+                        r"params\.M: an expression nested more than 100 levels deep"),
+    "nest 1000 deep": (deep_nest(1000), [], r"the nest is more than 32 loops deep"),
+    "non-UTF-8": (BASE.replace("matmul", "matmul \xe9", 1).encode("latin-1"), [],
+                  r"not UTF-8 text \(byte 0xe9 at offset \d+\)"),
+    "UTF-16": (BASE.encode("utf-16"), [], r"not UTF-8 text \(byte 0xff at offset 0\)"),
+    "binary": (bytes(range(256)) * 16, [], r"not UTF-8 text \(byte 0x80 at offset 128\)"),
+    "dotted key 100000 deep": ("a" + ".a" * 100000 + " = 1\n", [], r"line 1: a dotted key of more than 64 parts"),
+    "array 100000 deep": ("a = " + "[" * 100000 + "]" * 100000 + "\n", [], r"malformed TOML: arrays or inline tables nested too deeply"),
+    "params a list": ("params = [1, 2]\n" + sub(r"^\[params\].*\n(.|\n)*?\n\n", ""), [], r"params=\[1, 2\] must be a table"),
+    "params an int": ("params = 5\n" + sub(r"^\[params\].*\n(.|\n)*?\n\n", ""), [], r"params=5 must be a table"),
+    "tensor an int": (sub(r"^A = .*$", "A = 3"), [], r"tensors\.A=3 must be a table"),
+    "dtype a list": (BASE.replace('dtype = "bf16"', 'dtype = ["bf16"]', 1), [], r"tensors\.A\.dtype=\['bf16'\] must be a dtype name"),
+    "int8 matmul": (BASE.replace('dtype = "bf16"', 'dtype = "int8"'), [], r"tensors\.A\.dtype='int8': the Tensor Engine's matmul takes no int8 operands"),
+    "bool partition axis": (BASE.replace("output = true", "output = true, partition_axis = true"), [],
+                            r"tensors\.C\.partition_axis=True must be a dimension index"),
+    "duplicated matmul": (BASE.replace("      matmul C[m, n] += A[k, m] @ B[k, n]\n",
+                                       "      matmul C[m, n] += A[k, m] @ B[k, n]\n" * 2), [],
+                          r"repeats the product of nest line \d+: it would be accumulated into C twice"),
+    "unknown nest key": (BASE.replace("[nest]\n", "[nest]\nbuffer = 2\n"), [], r"nest: unknown key buffer; known: body, buffers"),
+    "unknown check key": (BASE + "\n[check]\nformula = \"M\"\n", [], r"check: unknown key formula; known: about"),
+    "50 MB about": (sub(r"^about = .*$", "about = '" + "x" * (50 << 20) + "'"), [],
+                    r"the spec file is larger than 1,048,576 bytes"),
+    "lnc 1000000 cores": (BASE.replace("[nest]", "[lnc]\nsplit = \"m\"\ncores = 1000000\n\n[nest]"), [],
+                          r"lnc\.cores=1000000 must be between 1 and 64"),
+    "chips 0": (BASE + "\n[parallel]\nchips = 0\nover = \"K\"\n", [], r"parallel\.chips=0 must be an integer >= 2"),
+    "chips 1": (BASE + "\n[parallel]\nchips = 1\nover = \"K\"\n", [], r"parallel\.chips=1 must be an integer >= 2"),
+    "chips 2.5": (BASE + "\n[parallel]\nchips = 2.5\nover = \"K\"\n", [], r"parallel\.chips=2\.5 must be an integer >= 2"),
+    "over Z": (BASE + "\n[parallel]\nchips = 2\nover = \"Z\"\n", [], r"parallel\.over='Z' must be one of: K, N"),
+}
+COMMANDS = {  # the same spec refused by every command that reads one
+    "entitle": ["entitle", "{spec}", "-H", "trn2-core"],
+    "compare": ["compare", "{spec}", "matmul", "-H", "trn2-core"],
+    "formula": ["formula", "{spec}", "-H", "trn2-core"],
+    "ceilings": ["ceilings", "{spec}", "-H", "trn2-core"],
+}
+
+
+def refused(capsys, argv, pattern) -> str:
+    assert main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("loopsim: error: "), err[:300]
+    assert re.search(pattern, err), err[:300]
+    return err
+
+
+@pytest.mark.parametrize("name", SPEC_CASES)
+def test_named_spec_case(tmp_path, capsys, name):
+    text, extra, pattern = SPEC_CASES[name]
+    p = tmp_path / "case.toml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    commands = COMMANDS if name in ("chips 0", "chips 2.5", "over Z", "lnc 1000000 cores", "int8 matmul") else {"entitle": COMMANDS["entitle"]}
+    for argv in commands.values():
+        err = refused(capsys, [a.format(spec=p) for a in argv] + extra, pattern)
+        assert str(p) in err  # the file is named
+
+
+ARGV_CASES = {
+    "formula 1e400": (["check", "matmul", "-H", "trn2-core", "--formula", "1e400"], r"--formula: '1e400' column 1: 1e400 is inf"),
+    "formula huge power": (["check", "matmul", "-H", "trn2-core", "--formula", "((((M**64)**64)**64)**64)"],
+                           r"can reach more than 4096 bits with parameters up to 2\^62"),
+    "formula 20000 terms": (["check", "matmul", "-H", "trn2-core", "--formula", "+".join(["M"] * 20000)],
+                            r"an expression of 39,999 characters"),
+    "formula power 65": (["check", "matmul", "-H", "trn2-core", "--formula", "M**65", "--examples", "1"],
+                         r"exponent 65 must be an integer of at most 64"),
+    "300-char sheet": (["entitle", "matmul", "-H", "x" * 300], r"unknown hardware 'x{77}\.\.\.'; known: .*trn2-core"),
+    "capacity samples 1e5": (["capacity", "matmul", "-H", "trn2-core", "--samples", "100000"],
+                             r"--samples=100000 must be between 2 and 1,000"),
+    "set 5000 digits": (["entitle", "matmul", "-H", "trn2-core", "--set", "M=" + "9" * 5000],
+                        r"--set M=<5000 digits> exceeds the largest integer loopsim accepts \(2\^62"),
+    "set 2**62+1": (["entitle", "matmul", "-H", "trn2-core", "--set", f"M={2**62 + 1}"],
+                    r"--set M=4611686018427387905 exceeds the largest integer"),
+    "copy int64 wrap 3037000500": (["entitle", "copy", "-H", "toy", *(f"--set={n}=3037000500" for n in ("R", "C", "TR", "TC")),
+                                    "--sbuf-bytes", str(10**23)],
+                                   r"tensors\.X: 3,037,000,500 x 3,037,000,500 bf16 is " + f"{3037000500**2 * 2:,}" + " bytes, more than the largest tensor"),
+    "copy int64 wrap 2**32": (["entitle", "copy", "-H", "toy", *(f"--set={n}=4294967296" for n in ("R", "C", "TR", "TC"))],
+                              r"tensors\.X: 4,294,967,296 x 4,294,967,296 bf16 is .* bytes, more than the largest tensor"),
+    "toy K_t 512": (["ceilings", "matmul", "-H", "toy", "--set", "TK=512"],
+                    r"K_t=512 exceeds toy's limit of 128"),
+    "toy K_t 512 entitle": (["entitle", "matmul", "-H", "toy", "--set", "TK=512"], r"K_t=512 exceeds toy's limit of 128"),
+}
+
+
+@pytest.mark.parametrize("name", ARGV_CASES)
+def test_named_argv_case(capsys, name):
+    argv, pattern = ARGV_CASES[name]
+    refused(capsys, argv, pattern)
+
+
+def test_a_folder_or_file_named_like_a_bundled_spec_does_not_hide_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "matmul").mkdir()
+    (tmp_path / "toy").write_text("not a sheet")
+    assert main(["entitle", "matmul", "-H", "toy", "--json"]) == 0
+    assert '"kernel": "matmul"' in capsys.readouterr().out
+    refused(capsys, ["entitle", "./matmul", "-H", "toy"], r"\./matmul: no such spec file")
+    refused(capsys, ["entitle", "matmul", "-H", "./toy"], r"\./toy: \(file\)=<unparsable> is not valid TOML")
+
+
+SHEET_CASES = {  # (old, new) in hardware/toy.toml -> pinned message
+    "bw rounds to 0": (("device_bw = { value = 100000000000,", "device_bw = { value = 1,"),
+                       ("cores_per_device = { value = 1,", "cores_per_device = { value = 2,")),
+    "mm_init_cycles 2^63": (("mm_init_cycles = { value = 0,", f"mm_init_cycles = {{ value = {2**63},"),),
+    "factor 1e999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e999999",'),),
+    "factor 1e99999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e99999999",'),),
+}
+SHEET_MESSAGES = {
+    "bw rounds to 0": r"hbm\.device_bw\.value=1 ÷ cores_per_device 2 × physical_cores 1 rounds to 0 bytes/s",
+    "mm_init_cycles 2^63": r"tensor\.mm_init_cycles\.value=9223372036854775808 exceeds the largest number",
+    "factor 1e999999": r"tensor\.dtypes\.fp16\.factor\.value='1e999999' must be an integer or a fraction",
+    "factor 1e99999999": r"tensor\.dtypes\.fp16\.factor\.value='1e99999999' must be an integer or a fraction",
+}
+
+
+@pytest.mark.parametrize("name", SHEET_CASES)
+def test_named_sheet_case(tmp_path, capsys, name):
+    from loopsim import hardware
+
+    text = (hardware._bundled_dir() / "toy.toml").read_text(encoding="utf-8")
+    for old, new in SHEET_CASES[name]:
+        assert old in text
+        text = text.replace(old, new)
+    p = tmp_path / "sheet.toml"
+    p.write_text(text, encoding="utf-8")
+    refused(capsys, ["entitle", "matmul", "-H", str(p)], SHEET_MESSAGES[name])
+
+
+def test_unreadable_sheet_and_spec(tmp_path, capsys):
+    d = tmp_path / "folder.toml"
+    d.mkdir()  # reading a folder fails with an OSError, as an unreadable file does
+    refused(capsys, ["entitle", "matmul", "-H", str(d)], r"folder\.toml: no such hardware sheet file")
+    refused(capsys, ["entitle", str(d), "-H", "toy"], r"folder\.toml: no such spec file")
