@@ -28,7 +28,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -342,14 +341,8 @@ def load(name_or_path: str) -> Hardware:
     """Load a bundled sheet by name, or a sheet file by path. The rule is textual (the same as for
     specs): a path contains a separator or ends in ``.toml``; anything else is a bundled name."""
     s = str(name_or_path)
-    if is_path(s):
-        p = Path(s)
-        try:
-            ok = p.is_file()
-        except OSError as e:
-            raise HardwareError(f"{_clip(s)}: cannot read ({e.strerror})") from None
-        if not ok:
-            raise HardwareError(f"{_clip(s)}: no such hardware sheet file")
+    if tomlfile.is_path(s):
+        p = tomlfile.existing_file(s, HardwareError, "hardware sheet file")
         return loads(tomlfile.read_text(p, s, HardwareError, "sheet"), origin=s)
     known = names()
     if s not in known:
@@ -360,14 +353,7 @@ def load(name_or_path: str) -> Hardware:
                  origin=f"hardware/{s}.toml")
 
 
-def is_path(ref: str) -> bool:
-    """Whether ``ref`` names a file (it has a path separator or ends in .toml) rather than a
-    bundled sheet."""
-    return any(c in ref for c in {os.sep, os.altsep or os.sep, "/"}) or ref.endswith(".toml")
-
-
-def _clip(text: str, n: int = 80) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+_clip = tomlfile.clip
 
 
 def loads(text: str, origin: str = "<string>") -> Hardware:

@@ -14,7 +14,6 @@ Every error names the file and the key, and the nest line where there is one.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,26 +41,11 @@ def bundled_names() -> list[str]:
     return sorted(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.toml"))
 
 
-def is_path(ref: str) -> bool:
-    """Whether a SPEC/--hardware argument is a path (it has a separator or ends in .toml/.py) rather
-    than a bundled name. The rule is textual, so a file or folder named ``matmul`` in the working
-    directory never hides the bundled ``matmul``."""
-    seps = (os.sep, os.altsep or os.sep, "/")
-    return any(c in ref for c in seps) or ref.endswith((".toml", ".py"))
-
-
 def locate(name_or_path: str) -> Path:
     """A bundled spec name (``matmul``, ``nki_tutorial/1_tiled``) or a path to a TOML file (see
-    :func:`is_path`)."""
-    if is_path(name_or_path) and name_or_path not in bundled_names():
-        p = Path(name_or_path)
-        try:
-            ok = p.is_file()
-        except OSError as e:
-            raise SpecError(f"{_clip(name_or_path)}: cannot read ({e.strerror})") from None
-        if not ok:
-            raise SpecError(f"{_clip(name_or_path)}: no such spec file")
-        return p
+    :func:`loopsim.tomlfile.is_path`: a separator, or a name ending in .toml or .py)."""
+    if tomlfile.is_path(name_or_path, (".toml", ".py")) and name_or_path not in bundled_names():
+        return tomlfile.existing_file(name_or_path, SpecError, "spec file")
     q = _bundled_dir() / f"{name_or_path}.toml"
     try:
         if name_or_path and q.is_file():
@@ -72,8 +56,7 @@ def locate(name_or_path: str) -> Path:
                     f"(a path contains / or ends in .toml) (bundled: {', '.join(bundled_names())})")
 
 
-def _clip(text: str, n: int = 80) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+_clip = tomlfile.clip
 
 
 # ---------------------------------------------------------------------------------------------

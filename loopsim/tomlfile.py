@@ -8,6 +8,7 @@ parts). Here each becomes one :class:`~loopsim.errors.LoopsimError` line naming 
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -16,6 +17,30 @@ from .limits import MAX_FILE_BYTES, MAX_KEY_PARTS
 
 #: a bare or quoted key part followed by a dot, MAX_KEY_PARTS times in a row
 _LONG_KEY = re.compile(r"(?:(?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*')[ \t]*\.[ \t]*){%d}" % MAX_KEY_PARTS)
+
+
+def is_path(ref: str, suffixes: tuple[str, ...] = (".toml",)) -> bool:
+    """Whether a command-line reference names a file (it has a path separator or ends in one of
+    ``suffixes``) rather than a bundled name. The rule is textual, so a file or folder named
+    ``matmul`` in the working directory never hides the bundled ``matmul``."""
+    return any(c in ref for c in {os.sep, os.altsep or os.sep, "/"}) or ref.endswith(suffixes)
+
+
+def existing_file(ref: str, error: type[Exception], what: str) -> Path:
+    """``Path(ref)`` if it is a file; otherwise ``error('REF: no such WHAT')`` (or cannot read)."""
+    p = Path(ref)
+    try:
+        ok = p.is_file()
+    except OSError as e:  # a name too long, a loop of links
+        raise error(f"{clip(ref)}: cannot read ({e.strerror})") from None
+    if not ok:
+        raise error(f"{clip(ref)}: no such {what}")
+    return p
+
+
+def clip(text: str, n: int = 80) -> str:
+    """``text`` shortened to ``n`` characters for an error message."""
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def read_text(path: Path | str, shown: str, error: type[Exception], what: str = "file") -> str:
