@@ -82,7 +82,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             lg = r.logical.find()
             used.setdefault(id(lg), (lg, []))[1].append(r)
     tensors: dict[str, ir.Tensor] = {}
-    for lg, rs in used.values():
+    order = {id(lg): i for i, lg in enumerate(rec.logicals)}  # arguments first, as declared
+    for lg, rs in sorted(used.values(), key=lambda u: order.get(id(u[0]), len(order))):
         if lg.kind == "const":
             raise TraceError(f"{_where(rec, lg.line)}: a constant tile is used as a tensor")
         if lg.kind == "hbm":

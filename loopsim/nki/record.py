@@ -55,7 +55,6 @@ class Logical:
         self.running = False
         self.stat = False
         self.materialised = False
-        self.folded: Logical | None = None  # an epilogue of this accumulator (no op of its own)
         self.pa_strong: int | None = None
         self.pa_weak: int | None = None
 
@@ -260,8 +259,9 @@ class Tile:
         return self.buf.rec.elementwise("negative", [self])
 
     def _data(self, *_):
-        raise TraceError(f"data-dependent control flow: the values of tile {self.buf.name} decide "
-                         "a Python branch or number; loopsim traces shapes, never tensor values")
+        raise TraceError("data-dependent control flow: an if/while/int/float/bool here needs the "
+                         f"values of a {list(self.shape)} tile; loopsim traces shapes, never tensor "
+                         "values")
 
     __bool__ = __int__ = __float__ = __index__ = __iter__ = __len__ = _data
 
@@ -453,9 +453,6 @@ class Recorder:
             dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
         dst.buf.binding = Binding(ref.logical, tuple(dims))
         return absorbed
-
-    def bind_fresh(self, dst: Tile, ref: TileRef, axis_of: list) -> None:
-        self.bind(dst, ref, axis_of)
 
     def check_scope(self, ref: TileRef, what: str) -> None:
         out = ref.vars() - self.in_scope()
@@ -731,7 +728,6 @@ class Recorder:
         accs = {id(s.logical.find()) for s in lg.sources if s.logical.find().kind == "acc"}
         if into_store and len(lg.sources) == 1 and accs and set(lg.data_ops) <= ARITH:
             acc = lg.sources[0].logical.find()
-            lg.folded = acc
             lg.parent = acc
             return TileRef(acc, ref.starts, ref.sizes)
         if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1:
