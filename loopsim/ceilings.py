@@ -449,8 +449,8 @@ def format_lines(c: Ceilings, indent: str = "  ") -> list[str]:
         lines.append(f"{indent}time per matmul instruction {_t(c.instruction_s)} (mean of "
                      f"{c.instructions:,})")
     if c.cores > 1:
-        lines.append(f"{indent}LNC: loop {c.split} split across {c.cores} physical cores; loads it "
-                     "does not index are made by each core")
+        lines.append(f"{indent}LNC: loop {c.split} split across {c.cores} physical cores (SPMD): each core "
+                     "loads its slice of the split dimension and all of every tensor without it")
     lines.append(f"{indent}PSUM: {c.psum.verdict()}")
     if c.psum.engine and c.psum.evacuated_elements:
         lines.append(f"{indent}PSUM evacuation: {c.psum.evacuated_elements:,} elements on "

@@ -201,6 +201,9 @@ class Loop:
     body: tuple["Node", ...]
     line: int = 0
     split: int = 1  # physical cores this loop's iterations are divided among (LNC), 1 = not split
+    # the loop over physical cores of an LNC split (loopsim.lnc.cores_nest): every iteration runs,
+    # so a core whose slice is empty still makes the statements that do not index its slice
+    spmd: bool = False
 
     def __post_init__(self) -> None:
         where = f"nest line {self.line}" if self.line else f"loop {self.var}"

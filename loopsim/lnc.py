@@ -4,12 +4,18 @@ With LNC=2 (``kernel[2]`` in NKI) the same program runs on each physical core; e
 share of the split loop's iterations (a contiguous block of ceil(trips / cores) of them, the last
 core taking the ragged rest) and runs everything else in full. So a load that the split loop does
 not index is made by every core and crosses HBM once per core (curriculum Day 6: "Anything loaded
-unconditionally is loaded on both cores, so it crosses HBM twice").
+unconditionally is loaded on both cores, so it crosses HBM twice"), while a load of a tensor
+indexed by the split dimension loads the core's slice.
+
+SPMD: the split loop's index names a dimension (by the shape's name: ``x`` [B, D] indexed ``x[b, d]``
+makes B the split dimension); each core owns its slice of that dimension, in every tensor that has
+it, wherever the access sits. A whole-tensor load ``load x[:, :]`` outside the token loop loads the
+core's slice of x only; a tensor without the dimension (the weights) is loaded whole by every core.
 
 The split is modelled as a pure transform (:func:`cores_nest`): the whole nest is wrapped in an
 outermost loop over cores, and the split loop ``for v in E by s`` becomes ``for v in S by s`` inside
 it with every index ``v`` rewritten ``c + v`` (S = the share, the core loop steps by S), keeping the
-identity ``v_original = c + v``. Every core has its own SBUF, so ``lru``/``opt`` replay each core's
+identity ``v_original = c + v``; a ``:`` over the split dimension becomes ``c`` (a tile of S). Every core has its own SBUF, so ``lru``/``opt`` replay each core's
 slice of the trace with a fresh SBUF of the per-core capacity; ``as-written`` needs no cache.
 
 Scope rule (:func:`check_scope`): the number of physical cores a kernel runs on must equal the
@@ -112,6 +118,43 @@ def _subst_stmt(stmt, var: str, terms: tuple[str, ...]):
     return dataclasses.replace(stmt, **changes) if changes else stmt
 
 
+def split_dimensions(kernel: Kernel, loop: Loop) -> frozenset[tuple[str, int]]:
+    """(tensor, axis) of every dimension the cores slice: those the split loop's variable indexes,
+    and every dimension of another tensor with the same shape name (the same dimension)."""
+    tm = kernel.tensor_map
+    hit = {(a.tensor, axis) for stmt, _ in kernel.statements() for a, _ in stmt.accesses()
+           for axis, ix in enumerate(a.index) if loop.var in ix}
+    names = {tm[t].shape_names[ax] for t, ax in hit if tm[t].shape_names}
+    same = {(t.name, ax) for t in kernel.tensors if t.shape_names
+            for ax, name in enumerate(t.shape_names) if name in names}
+    return frozenset(hit | same)
+
+
+def _slice_stmt(stmt, kernel: Kernel, dims, cvar: str, loop: Loop):
+    """Make every access over a split dimension that the split loop does not index touch the
+    core's slice: ``:`` becomes ``c``. An index by another loop over that dimension is refused
+    (its loop would have to shrink to the core's share)."""
+    changes = {}
+    for f in dataclasses.fields(stmt):
+        acc = getattr(stmt, f.name)
+        if not isinstance(acc, Access) or not any((acc.tensor, ax) in dims for ax in range(len(acc.index))):
+            continue
+        idx = list(acc.index)
+        for ax, ix in enumerate(idx):
+            if (acc.tensor, ax) not in dims or cvar in ix:
+                continue
+            if ix:
+                name = kernel.tensor_map[acc.tensor].dim_label(ax)
+                raise SpecError(
+                    f"{kernel.source or kernel.name}: {stmt.where()}: '{stmt}' indexes {acc.tensor}'s "
+                    f"dimension {name}, which loop {loop.var} splits across cores, with "
+                    f"{' + '.join(ix)}; each core holds only its slice of {name}: index it with "
+                    f"{loop.var} (inside that loop) or ':' (the core's whole slice)")
+            idx[ax] = (cvar,)
+        changes[f.name] = dataclasses.replace(acc, index=tuple(idx))
+    return dataclasses.replace(stmt, **changes) if changes else stmt
+
+
 def share(loop: Loop) -> tuple[int, int]:
     """(trips per core, elements per core) of a split loop: contiguous blocks, last core ragged."""
     trips = -(-loop.trips // loop.split)
@@ -133,6 +176,7 @@ def cores_nest(kernel: Kernel, first_cores: int | None = None) -> Kernel:
     trips, s = share(loop)
     cvar = _fresh(kernel, loop.var)
     terms = (cvar, loop.var) if trips > 1 else (cvar,)
+    dims = split_dimensions(kernel, loop)
 
     def rebuild(body: tuple[Node, ...]) -> tuple[Node, ...]:
         out = []
@@ -141,12 +185,12 @@ def cores_nest(kernel: Kernel, first_cores: int | None = None) -> Kernel:
                 ext = s if n is loop else n.extent
                 n = dataclasses.replace(n, body=rebuild(n.body), extent=ext, split=1)
             else:
-                n = _subst_stmt(n, loop.var, terms)
+                n = _slice_stmt(_subst_stmt(n, loop.var, terms), kernel, dims, cvar, loop)
             out.append(n)
         return tuple(out)
 
     n_cores = loop.split if first_cores is None else first_cores
-    core = Loop(cvar, n_cores * s, s, rebuild(kernel.body), loop.line)
+    core = Loop(cvar, n_cores * s, s, rebuild(kernel.body), loop.line, spmd=True)
     return dataclasses.replace(kernel, body=(core,))
 
 

@@ -146,7 +146,8 @@ def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
     mi does not run there either). The rule comes from the first access in the loop's body that
     indexes its variable: ``terms`` are that index's variables bound at the loop (the loop's and
     its enclosing loops'), ``extent`` the size of that dimension. Loops whose variable no access
-    in their body uses are absent.
+    in their body uses are absent, and so is the loop over the cores of an LNC split
+    (``spmd``): each core runs the whole program, its accesses clipped to its slice one by one.
     """
     out: dict[int, tuple[tuple[str, ...], int]] = {}
     tm = kernel.tensor_map
@@ -155,7 +156,7 @@ def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
         for node in body:
             if isinstance(node, Loop):
                 here = bound + (node.var,)
-                for stmt, _ in walk(node.body):
+                for stmt, _ in (() if node.spmd else walk(node.body)):
                     if isinstance(stmt, Loop):
                         continue
                     hit = next(((acc, axis) for acc, _ in stmt.accesses()

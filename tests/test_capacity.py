@@ -57,14 +57,15 @@ def test_program_specs_are_refused_by_name(capsys):
 
 
 def test_split_nest_counts_each_core_with_its_own_sbuf(split_projection):
-    # projection with [lnc] split = "b" (B = 256, D = F = 1024, bf16) on trn2-lnc2: both cores load
-    # all of x and W (the loads sit outside the b loop) and each writes half of y, so no capacity
-    # brings Q below 2*(|x| + |W|) + |y|; one core running everything would reach x + W + y.
+    # projection with [lnc] split = "b" (B = 256, D = F = 1024, bf16) on trn2-lnc2, SPMD: each core
+    # loads its half of x, all of W (no B dimension: the load sits outside the b loop) and writes
+    # its half of y, so no capacity brings Q below |x| + 2|W| + |y|; one core running everything
+    # would reach x + W + y.
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
     k = spec.load_kernel(split_projection, {"B": 256, "D": 1024, "F": 1024})
     cv = capacity.curve(k, hardware.load("trn2-lnc2"), samples=4)
     assert cv.compulsory_Q == x + w + y
     for pol in ("lru", "opt"):
         rows = [r for r in cv.rows if r.policy == pol]
-        assert min(r.Q for r in rows) == rows[-1].Q == 2 * (x + w) + y
+        assert min(r.Q for r in rows) == rows[-1].Q == x + 2 * w + y
         assert cv.reaches_compulsory(pol) is None

@@ -183,8 +183,9 @@ def test_combined_matches_brute_force(M, N, K, TM, TK, TN, cores):
 
 def test_day6_lnc2_weights_count_twice():
     # projection, B = 256, D = F = 1024 bf16, token loop b split across the two cores of trn2-lnc2.
-    # The nest loads x[:, :] once and each W panel once outside the b loop, so both cores make
-    # both: Q = 2 (|x| + |W|) + |y| = 2 * (256*1024*2 + 1024*1024*2) + 256*1024*2 bytes
+    # The nest loads x[:, :] once and each W panel once outside the b loop. SPMD: x has the split
+    # dimension B, so each core loads its half; W has no B, so both cores load all of it:
+    # Q = |x| + 2 |W| + |y| = 256*1024*2 + 2 * 1024*1024*2 + 256*1024*2 bytes
     sets = {"B": 256, "D": 1024, "F": 1024}
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
     one = analyze(spec.load_kernel("projection", sets), TRN2)
@@ -194,8 +195,8 @@ def test_day6_lnc2_weights_count_twice():
     for policy in ("as-written", "lru"):
         two = analyze(k2, LNC2, policy=policy)
         t = two.counts.tensor_map
-        assert (t["x"].read_bytes, t["W"].read_bytes, t["y"].write_bytes) == (2 * x, 2 * w, y)
-        assert two.counts.hbm_bytes == 2 * (x + w) + y
+        assert (t["x"].read_bytes, t["W"].read_bytes, t["y"].write_bytes) == (x, 2 * w, y)
+        assert two.counts.hbm_bytes == x + 2 * w + y
         assert two.counts.flops == one.counts.flops
     assert two.entitlement.P == 2 * TRN2.P("bf16") and two.entitlement.BW == 2 * TRN2.bw
 

@@ -190,21 +190,23 @@ def test_program_specs_are_refused(capsys):
 
 
 def test_split_nest_reports_the_split_kernels_simulated_q(split_projection):
-    # projection with [lnc] split = "b" on trn2-lnc2 (B = 256, D = F = 1024, bf16): x[:, :] and
-    # each W panel are loaded outside the b loop, so each of the 2 cores loads all of x and W and
-    # writes its half of y: Q = 2*(|x| + |W|) + |y| = 2*(524,288 + 2,097,152) + 524,288 bytes,
-    # as written and under LRU alike (each core starts from an empty SBUF). One core alone would
-    # move 3,145,728. The closed forms are not claimed; the simulated values must be the split's.
+    # projection with [lnc] split = "b" on trn2-lnc2 (B = 256, D = F = 1024, bf16), SPMD: each core
+    # loads its half of x (x[:, :] outside the b loop loads the core's slice of B) and all of W (no
+    # B dimension: loaded by both), and writes its half of y: Q = |x| + 2|W| + |y| = 524,288 +
+    # 2*2,097,152 + 524,288 bytes, as written and under LRU alike (each core starts from an empty
+    # SBUF). One core alone would move 3,145,728. The closed forms are not claimed; the simulated
+    # values must be the split's.
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
+    q = x + 2 * w + y
     d = derive(split_projection, {"B": 256, "D": 1024, "F": 1024}, hardware.load("trn2-lnc2"))
     assert not d.as_written.claimed and "split across cores" in d.as_written.reason
-    assert sum(r + w_ for r, w_ in d.simulated_as_written.values()) == 2 * (x + w) + y
-    assert d.regimes.simulated_Q == 2 * (x + w) + y
+    assert sum(r + w_ for r, w_ in d.simulated_as_written.values()) == q
+    assert d.regimes.simulated_Q == q
     assert d.as_dict()["as_written"]["agrees"] is False
     from loopsim.commands.formula import format_text
 
     text = format_text(d, hardware.load("trn2-lnc2"))
-    assert f"simulated Q = {2 * (x + w) + y:,} bytes (DIFFERS)" in text
+    assert f"simulated Q = {q:,} bytes (DIFFERS)" in text
     # the bound is the compulsory x + W + y; Q / bound from the simulated Q, not the unclaimed form
-    ratio = (2 * (x + w) + y) / (x + w + y)
+    ratio = q / (x + w + y)
     assert f"as written Q / bound = {ratio:.3g}; LRU Q / bound = {ratio:.3g}" in text
