@@ -195,6 +195,20 @@ def _executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, 
     return ext, np.broadcast_to(exists, shape), weight, core, shape
 
 
+def _row_blocks(shape: tuple[int, ...], arrays, cells: int = 1 << 20):
+    """Blocks of rows (first axis) of ``shape`` of about ``cells`` cells each, with each array
+    (broadcastable to ``shape``, or None) cut to the block: sums taken block by block need memory
+    for one block, not for every instruction of a large kernel."""
+    if not shape:
+        yield shape, arrays
+        return
+    rows = max(1, cells // max(1, math.prod(shape[1:])))
+    for lo in range(0, shape[0], rows):
+        hi = min(lo + rows, shape[0])
+        yield (hi - lo,) + shape[1:], tuple(
+            None if a is None else (a[lo:hi] if a.ndim and a.shape[0] > 1 else a) for a in arrays)
+
+
 # ---------------------------------------------------------------------------------------------
 # Tensor Engine
 
@@ -211,22 +225,22 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
         r = matmul_roles(stmt, kernel)
         ext, exists, weight, core, shape = _executions(
             stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
-        k = np.broadcast_to(ext[id(stmt.stationary)][r.k_stationary], shape)
-        m = np.broadcast_to(ext[id(stmt.stationary)][r.m_stationary], shape)
-        n = np.broadcast_to(ext[id(stmt.moving)][r.n_moving], shape)
-        k, m, n = (np.where(exists, x, 0) for x in (k, m, n))
-        cyc = np.where(exists, np.maximum(n, n_min), 0)
-        s_kmn += weight * int((k * m * n).sum(dtype=np.int64))
-        s_mn += weight * int((m * n).sum(dtype=np.int64))
-        s_n += weight * int(n.sum(dtype=np.int64))
-        s_c += weight * int(cyc.sum(dtype=np.int64))
-        count += weight * int(exists.sum())
-        if core is None:  # outside the split loop: every core issues it
-            core_c += weight * float(cyc.sum())
-        else:
-            cb = np.broadcast_to(core, shape)
-            core_c += weight * np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
-                                           minlength=cores)[:cores]
+        kmn = (ext[id(stmt.stationary)][r.k_stationary], ext[id(stmt.stationary)][r.m_stationary],
+               ext[id(stmt.moving)][r.n_moving])
+        for sub, (k, m, n, ex, cb) in _row_blocks(shape, kmn + (exists, core)):
+            k, m, n = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n))
+            cyc = np.where(ex, np.maximum(n, n_min), 0)
+            s_kmn += weight * int((k * m * n).sum(dtype=np.int64))
+            s_mn += weight * int((m * n).sum(dtype=np.int64))
+            s_n += weight * int(n.sum(dtype=np.int64))
+            s_c += weight * int(cyc.sum(dtype=np.int64))
+            count += weight * int(np.broadcast_to(ex, sub).sum())
+            if cb is None:  # outside the split loop: every core issues it
+                core_c += weight * float(cyc.sum())
+            else:
+                cb = np.broadcast_to(cb, sub)
+                core_c += weight * np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
+                                               minlength=cores)[:cores]
     return s_kmn, s_mn, s_n, s_c, count, core_c
 
 

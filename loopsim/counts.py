@@ -174,20 +174,33 @@ def working_set(kernel: Kernel, partitions: int | None) -> int:
     return need
 
 
+#: traces up to this many request slots are built whole (then replayed or counted); longer ones
+#: are generated and replayed in chunks (:mod:`loopsim.sim.stream`), in bounded memory
+STREAM_ABOVE = 1 << 24
+
+
 def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
-          partitions: int | None = None, trace=None) -> Counts:
+          partitions: int | None = None, trace=None, chunk: int | None = None) -> Counts:
     """Replay the kernel and count its HBM traffic.
 
     ``capacity``: SBUF budget in cost units (bytes per partition when ``partitions`` is set, bytes
-    otherwise). ``trace``: a prebuilt :class:`loopsim.trace.Trace` (else built here).
+    otherwise). ``trace``: a prebuilt :class:`loopsim.trace.Trace` (else built here). ``chunk``:
+    generate and replay the trace ``chunk`` requests at a time (default: whole when it has at
+    most :data:`STREAM_ABOVE` request slots, else in chunks); the counts are the same either way.
     """
     from . import trace as trace_mod
 
     if policy not in POLICIES:
         raise SpecError(f"policy={policy!r} is not known; known: {', '.join(POLICIES)}")
     unit = "bytes per partition" if partitions else "bytes"
-    tr = trace if trace is not None else trace_mod.build(kernel)
-    cost = tr.object_cost(partitions)
+    tr = trace
+    nest = None
+    if tr is None:
+        nest = trace_mod.compile_nest(kernel)
+        if chunk is None and nest.slots <= STREAM_ABOVE:
+            tr = trace_mod.build(kernel, nest)
+    src = tr if tr is not None else nest
+    cost = src.object_cost(partitions)
     need = max(working_set(kernel, partitions), int(cost.max()))
     if capacity < need:
         raise CapacityError(
@@ -195,30 +208,41 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
             f"{kernel.name}: needs {need:,} {unit}" +
             (f" ({need * partitions:,} bytes over {partitions} partitions)" if partitions else ""))
     w_shapes = shape_flops(kernel)
-    if tr.flops != w_shapes:
-        raise SpecError(
-            f"{kernel.source or kernel.name}: the nest's matmul instructions do {tr.flops:,} FLOPs "
-            f"but the shapes imply 2*M*N*K = {w_shapes:,}: the loops must cover every (m, n, k) "
-            "exactly once")
-    n_obj = tr.obj_bytes.size
-    if policy == "as-written":
-        reads = np.bincount(tr.obj[(tr.kind == LOAD) | (tr.kind == ACC)], minlength=n_obj)
-        writes = np.bincount(tr.obj[tr.kind == STORE], minlength=n_obj)
-        peak = live_peak(kernel, partitions)
-    else:
-        from .sim import replay
+    if tr is not None:
+        _check_flops(kernel, tr.flops, w_shapes)
+        flops, instructions = tr.flops, tr.instructions
+        n_obj = tr.obj_bytes.size
+        if policy == "as-written":
+            reads = np.bincount(tr.obj[(tr.kind == LOAD) | (tr.kind == ACC)], minlength=n_obj)
+            writes = np.bincount(tr.obj[tr.kind == STORE], minlength=n_obj)
+            peak = live_peak(kernel, partitions)
+        else:
+            from .sim import replay
 
-        write = tr.write
-        rep = replay(tr.obj, write, cost, capacity, policy, size=tr.obj_bytes,
-                     dead=tr.dead)  # on-chip intermediates freed after last use
-        reads = np.bincount(tr.obj[rep.miss & ~write], minlength=n_obj)
-        writes = rep.writebacks
-        peak = rep.peak_cost
-    rb = tr.bytes_per_tensor(reads)
-    wb = tr.bytes_per_tensor(writes)
+            rep = replay(tr.obj, tr.write, cost, capacity, policy, size=tr.obj_bytes,
+                         dead=tr.dead)  # on-chip intermediates freed after last use
+            reads, writes, peak = rep.fetches, rep.writebacks, rep.peak_cost
+    else:
+        from .sim.stream import stream
+
+        s = stream(nest, policy, cost, capacity, chunk)
+        _check_flops(kernel, s.flops, w_shapes)
+        flops, instructions = s.flops, s.instructions
+        reads, writes = s.reads, s.writes
+        peak = live_peak(kernel, partitions) if s.peak_cost is None else s.peak_cost
+    rb = src.bytes_per_tensor(reads)
+    wb = src.bytes_per_tensor(writes)
     tensors = tuple(TensorCounts(t.name, t.bytes, rb[t.name], wb[t.name], t.output)
                     for t in kernel.tensors)
     res = Residency(peak, capacity, need, partitions,
                     "live buffers as written" if policy == "as-written" else "simulated occupancy")
-    return Counts(kernel.name, policy, tr.flops, tr.instructions, tensors,
+    return Counts(kernel.name, policy, flops, instructions, tensors,
                   kernel.compulsory_bytes, res)
+
+
+def _check_flops(kernel: Kernel, flops: int, w_shapes: int) -> None:
+    if flops != w_shapes:
+        raise SpecError(
+            f"{kernel.source or kernel.name}: the nest's matmul instructions do {flops:,} FLOPs "
+            f"but the shapes imply 2*M*N*K = {w_shapes:,}: the loops must cover every (m, n, k) "
+            "exactly once")

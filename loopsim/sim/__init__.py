@@ -35,7 +35,7 @@ import numpy as np
 
 from loopsim.errors import InputError, InternalError
 
-__all__ = ["POLICIES", "Replay", "replay", "next_use"]
+__all__ = ["POLICIES", "Replay", "State", "replay", "next_use"]
 
 POLICIES = ("lru", "opt")
 
@@ -48,8 +48,9 @@ class Replay:
 
     Attributes
     ----------
-    miss : numpy.ndarray of bool, shape (n,)
+    miss : numpy.ndarray of bool, shape (n,), or None
         Request i found its object not resident (a write miss fetches nothing, but is a miss).
+        None from a replay fed in chunks (:class:`State`), which keeps no per-request array.
     writebacks : numpy.ndarray of int64, shape (n_objects,)
         Write-backs of each object to HBM: dirty evictions, the final flush of dirty residents,
         and writes to objects too large to ever be admitted.
@@ -67,6 +68,8 @@ class Replay:
         The policy replayed, one of :data:`POLICIES`.
     capacity : int
         The capacity replayed, in capacity units.
+    fetches : numpy.ndarray of int64, shape (n_objects,)
+        Read misses of each object (fetches from HBM), counted by the replay itself.
     """
 
     miss: np.ndarray
@@ -79,6 +82,7 @@ class Replay:
     writeback_bytes: int
     policy: str
     capacity: int
+    fetches: np.ndarray | None = None
 
 
 def _fail(msg: str) -> None:
@@ -95,6 +99,8 @@ def _int_array(name: str, a, where: str = "replay") -> np.ndarray:
         _fail(f"{where}: {name} must be 1-D, got shape={a.shape}")
     if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
         _fail(f"{where}: {name} max={int(a.max())} does not fit in int64")
+    if name == "obj" and a.dtype == np.int32:  # dense ids as traces make them: no copy
+        return np.ascontiguousarray(a)
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
@@ -207,44 +213,99 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
         if obj[hi] >= n_objects:
             _fail(f"replay: obj[{hi}]={int(obj[hi])} must be in [0, {n_objects}) (len(cost)={n_objects})")
 
-    from loopsim.sim import _kernels  # numba loads here, on first use
-
+    obj = dense_ids(obj, n_objects)
+    st = State(policy, cost, capacity, n if policy == "opt" else 0)
     miss = np.empty(n, np.bool_)
-    writebacks = np.zeros(n_objects, np.int64)
-    miss_count = np.zeros(n_objects, np.int64)
-    fetch_count = np.zeros(n_objects, np.int64)
-    cap = np.int64(capacity)
-    try:
-        peak = _run_kernel(_kernels, policy, obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
-    except RuntimeError as e:  # the kernels' own consistency guards
-        raise InternalError(f"replay: {e}") from None
-    return Replay(
-        miss=miss,
-        writebacks=writebacks,
-        peak_cost=int(peak),
-        requests=n,
-        misses=int(miss_count.sum()),
-        miss_bytes=_weighted_total(miss_count, size),
-        fetch_bytes=_weighted_total(fetch_count, size),
-        writeback_bytes=_weighted_total(writebacks, size),
-        policy=policy,
-        capacity=capacity,
-    )
+    nu = None
+    if policy == "opt":
+        nu = np.empty(n, np.int64)
+        st.next_uses(obj, 0, np.full(n_objects, n, np.int64), nu)
+    st.feed(obj, write, dead, miss, nu)
+    return st.result(size, miss)
 
 
-def _run_kernel(_kernels, policy, obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count):
-    n, n_objects = obj.shape[0], cost.shape[0]
-    if policy == "lru":
-        peak = _kernels.lru_kernel(obj, write, cost, cap, dead, miss, writebacks, miss_count, fetch_count)
-    else:
-        # OPT packs (next use, id) into one int64: next use <= n must fit above the id bits
-        shift = max(n_objects - 1, 1).bit_length()
-        if (n << shift) | ((1 << shift) - 1) > _INT64_MAX:
-            _fail(f"replay: policy='opt' with n={n} requests and {n_objects} objects is too large "
-                  f"(needs n * 2**{shift} < 2**63)")
-        nu = _kernels.next_use_kernel(obj, n_objects)
-        peak = _kernels.opt_kernel(obj, write, cost, cap, dead, nu, shift, miss, writebacks, miss_count, fetch_count)
-    return peak
+def dense_ids(obj: np.ndarray, n_objects: int) -> np.ndarray:
+    """The kernels' id type: int32 whenever every id fits (one compiled signature, half the
+    bytes to stream), int64 past 2**31 objects."""
+    if n_objects <= 2**31 and obj.dtype != np.int32:
+        return obj.astype(np.int32)
+    return np.ascontiguousarray(obj)
+
+
+class State:
+    """The cache of one replay, fed its requests chunk by chunk (the same result as one call on
+    the concatenated requests). Per object: resident, dirty, the policy's links or next uses, and
+    the counts so far; the totals come from :meth:`result` after the last chunk.
+
+    ``n_total``: for ``opt``, the number of requests in the whole trace (next-use times run up to
+    it, "never again" is ``n_total``); ignored for ``lru``.
+    """
+
+    def __init__(self, policy: str, cost: np.ndarray, capacity: int, n_total: int = 0):
+        from loopsim.sim import _kernels  # numba loads here, on first use
+
+        self._k = _kernels
+        self.policy = policy
+        self.cost = cost
+        self.capacity = capacity
+        n_objects = cost.shape[0]
+        self.requests = 0
+        self.writebacks = np.zeros(n_objects, np.int64)
+        self.miss_count = np.zeros(n_objects, np.int64)
+        self.fetch_count = np.zeros(n_objects, np.int64)
+        self.resident = np.zeros(n_objects, np.bool_)
+        self.dirty = np.zeros(n_objects, np.bool_)
+        self.st = np.zeros(4, np.int64)
+        if policy == "lru":
+            self.prv = np.full(n_objects, -1, np.int64)
+            self.nxt = np.full(n_objects, -1, np.int64)
+            self.st[:2] = -1
+        else:
+            # OPT packs (next use, id) into one int64: next use <= n_total must fit above the id bits
+            self.shift = max(n_objects - 1, 1).bit_length()
+            if (n_total << self.shift) | ((1 << self.shift) - 1) > _INT64_MAX:
+                _fail(f"replay: policy='opt' with n={n_total} requests and {n_objects} objects is "
+                      f"too large (needs n * 2**{self.shift} < 2**63)")
+            self.cur = np.full(n_objects, -1, np.int64)
+            self.heap = np.empty(min(n_total + 1, 2 * n_objects + 128), np.int64)
+
+    def next_uses(self, obj: np.ndarray, base: int, last: np.ndarray, out: np.ndarray) -> None:
+        """Next-use times of requests ``base ...`` into ``out`` (see ``_kernels.next_use_kernel``)."""
+        self._k.next_use_kernel(obj, base, last, out)
+
+    def feed(self, obj, write, dead, miss, nu=None) -> None:
+        """Replay the next chunk: dense ids ``obj`` (int32, or int64 past 2**31 objects), bool
+        ``write``/``dead`` of the same length; fills ``miss``; ``nu``: next uses (opt only)."""
+        k = self._k
+        cap = np.int64(self.capacity)
+        try:
+            if self.policy == "lru":
+                k.lru_kernel(obj, write, self.cost, cap, dead, miss, self.writebacks, self.miss_count,
+                             self.fetch_count, self.prv, self.nxt, self.resident, self.dirty, self.st)
+            else:
+                k.opt_kernel(obj, write, self.cost, cap, dead, nu, self.shift, miss, self.writebacks,
+                             self.miss_count, self.fetch_count, self.cur, self.resident, self.dirty,
+                             self.heap, self.st)
+        except RuntimeError as e:  # the kernels' own consistency guards
+            raise InternalError(f"replay: {e}") from None
+        self.requests += obj.shape[0]
+
+    def result(self, size: np.ndarray, miss: np.ndarray | None = None) -> "Replay":
+        """Flush dirty residents and total up (call once, after the last chunk)."""
+        self._k.flush(self.resident, self.dirty, self.writebacks)
+        return Replay(
+            miss=miss,
+            writebacks=self.writebacks,
+            peak_cost=int(self.st[3]),
+            requests=self.requests,
+            misses=int(self.miss_count.sum()),
+            miss_bytes=_weighted_total(self.miss_count, size),
+            fetch_bytes=_weighted_total(self.fetch_count, size),
+            writeback_bytes=_weighted_total(self.writebacks, size),
+            policy=self.policy,
+            capacity=self.capacity,
+            fetches=self.fetch_count,
+        )
 
 
 def next_use(obj) -> np.ndarray:
@@ -277,4 +338,6 @@ def next_use(obj) -> np.ndarray:
         n_objects = int(obj.max()) + 1
     from loopsim.sim import _kernels
 
-    return _kernels.next_use_kernel(obj, n_objects)
+    out = np.empty(n, np.int64)
+    _kernels.next_use_kernel(dense_ids(obj, n_objects), 0, np.full(n_objects, n, np.int64), out)
+    return out

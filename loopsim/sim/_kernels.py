@@ -30,20 +30,20 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(**_JIT)
-def next_use_kernel(obj, n_objects):
-    """Index of the next request of the same object, or n if none: one reverse pass."""
-    n = obj.shape[0]
-    out = np.empty(n, np.int64)
-    last = np.full(n_objects, n, np.int64)
-    for i in range(n - 1, -1, -1):
+def next_use_kernel(obj, base, last, out):
+    """``out[i]``: the time of the next request of the same object (request ``base + i``'s
+    successor), from one reverse pass. ``last`` (int64[n_objects]) holds, per object, the time
+    of its first request after this chunk (the total request count if none); it is left holding
+    the first request at or after ``base``."""
+    for i in range(obj.shape[0] - 1, -1, -1):
         o = obj[i]
         out[i] = last[o]
-        last[o] = i
-    return out
+        last[o] = base + i
 
 
 @njit(**_JIT)
-def _flush(resident, dirty, writebacks):
+def flush(resident, dirty, writebacks):
+    """The final write-back of every dirty resident."""
     for o in range(resident.shape[0]):
         if resident[o] and dirty[o]:
             writebacks[o] += 1
@@ -68,25 +68,22 @@ def _lru_unlink(o, prv, nxt, head, tail):
 
 
 @njit(**_JIT)
-def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, fetch_count):
-    """LRU replay; returns the peak occupancy.
+def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, fetch_count,
+               prv, nxt, resident, dirty, st):
+    """LRU replay of one chunk of requests, resuming from and leaving its state in the arrays.
 
-    Fills ``miss`` (bool[n]) and, per object (int64[n_objects], zeroed by the caller),
-    ``writebacks``, ``miss_count`` (misses) and ``fetch_count`` (read misses). Residents form a doubly linked list over dense ids (``prv``/``nxt``; -1 ends it), most
-    recently used at ``head``, eviction from ``tail``: O(1) per request. ``dead`` (bool[n]):
+    Fills ``miss`` (bool[n]) and adds, per object (int64[n_objects]), ``writebacks``,
+    ``miss_count`` (misses) and ``fetch_count`` (read misses). Residents form a doubly linked
+    list over dense ids (``prv``/``nxt``; -1 ends it), most recently used at the head, eviction
+    from the tail: O(1) per request. ``st`` = (head, tail, occupancy, peak). ``dead`` (bool[n]):
     after request i its object is freed without a write-back (an on-chip intermediate after its
-    last use).
+    last use). The caller flushes dirty residents (:func:`flush`) after the last chunk.
     """
     n = obj.shape[0]
-    n_objects = cost.shape[0]
-    prv = np.full(n_objects, -1, np.int64)
-    nxt = np.full(n_objects, -1, np.int64)
-    resident = np.zeros(n_objects, np.bool_)
-    dirty = np.zeros(n_objects, np.bool_)
-    head = -1
-    tail = -1
-    occ = 0
-    peak = 0
+    head = st[0]
+    tail = st[1]
+    occ = st[2]
+    peak = st[3]
     for i in range(n):
         o = obj[i]
         w = write[i]
@@ -156,8 +153,10 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
             resident[o] = False
             dirty[o] = False
             occ -= c
-    _flush(resident, dirty, writebacks)
-    return peak
+    st[0] = head
+    st[1] = tail
+    st[2] = occ
+    st[3] = peak
 
 
 # OPT's heap holds one int64 per entry, (next use << shift) | (mask - object), so that a larger
@@ -229,8 +228,12 @@ def _heap_compact(h, size, resident, cur, shift):
 
 
 @njit(**_JIT)
-def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, miss_count, fetch_count):
-    """Belady farthest-next-use replay; ``nu`` is :func:`next_use_kernel` of ``obj``. Returns peak.
+def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, miss_count, fetch_count,
+               cur, resident, dirty, h, st):
+    """Belady farthest-next-use replay of one chunk; ``nu`` holds each request's next-use time
+    (:func:`next_use_kernel`). State in the arrays: ``cur``, ``resident``, ``dirty`` per object,
+    the heap ``h`` (room for 2 * n_objects + 128 keys) and ``st`` = (heap size, residents,
+    occupancy, peak). Outputs as :func:`lru_kernel`.
 
     ``shift`` is the bit length of ``n_objects`` (see the key packing above). Max-heap of keys
     with lazy deletion: every access pushes a fresh key and records the object's next use in
@@ -241,19 +244,14 @@ def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, mi
     left alone the heap would grow to n entries and every operation would wander through cold
     memory. So when it holds more than twice the residents (plus slack) it is rebuilt from its
     live entries, O(size) amortised over the pushes that grew it; the heap stays within a few
-    times the resident count, in cache.
+    times the resident count, in cache (and within the room the caller gives it).
     """
     n = obj.shape[0]
-    n_objects = cost.shape[0]
     mask = (1 << shift) - 1
-    cur = np.full(n_objects, -1, np.int64)
-    resident = np.zeros(n_objects, np.bool_)
-    dirty = np.zeros(n_objects, np.bool_)
-    h = np.empty(n + 1, np.int64)
-    size = 0
-    n_resident = 0
-    occ = 0
-    peak = 0
+    size = st[0]
+    n_resident = st[1]
+    occ = st[2]
+    peak = st[3]
     for i in range(n):
         if size > 2 * n_resident + 64:
             size = _heap_compact(h, size, resident, cur, shift)
@@ -307,5 +305,7 @@ def opt_kernel(obj, write, cost, capacity, dead, nu, shift, miss, writebacks, mi
         dirty[o] = w
         cur[o] = nu[i]
         size = _heap_push(h, size, (nu[i] << shift) | (mask - o))
-    _flush(resident, dirty, writebacks)
-    return peak
+    st[0] = size
+    st[1] = n_resident
+    st[2] = occ
+    st[3] = peak
