@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     except LoopsimError as e:
         print(f"loopsim: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":

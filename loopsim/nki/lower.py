@@ -14,6 +14,7 @@ from __future__ import annotations
 from .. import ir
 from ..ops import KINDS, OpStatement
 from .errors import TraceError
+from .symbolic import LoopVar, Sym
 from .record import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, Recorder, StoreEv, TileRef
 
 
@@ -64,6 +65,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
                 yield n
 
     events = list(walk(rec.root))
+    whole = _whole_dims(events)
     step: dict = {}
     for ev in events:
         for r in refs(ev):
@@ -171,7 +173,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     body, lifted = build(rec.root, 0)
     body = [s for s, _ in lifted] + body
-    for g in reversed(rec.grid):
+    for g in reversed(rec.grid + whole):
         st = step.get(g, 1)
         body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
     if not body:
@@ -188,6 +190,30 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     if not made & read:
         return kernel
     return _program(rec, kernel, params)
+
+
+def _whole_dims(events) -> list:
+    """A matmul whose output spans a whole dimension (``res[m, :] += a @ b``) gets a loop of one
+    trip over that dimension (``for res_n in N by N``), so that the IR can tell M from N by index."""
+    made: dict = {}
+
+    def spanning(ref: TileRef, d: int, v) -> TileRef:
+        starts = tuple(Sym({v: ref.sizes[d]}, 0) if i == d else x for i, x in enumerate(ref.starts))
+        return TileRef(ref.logical, starts, ref.sizes)
+
+    for ev in events:
+        if not isinstance(ev, MatmulEv):
+            continue
+        for d, operand in enumerate(("stationary", "moving")):
+            s, n = ev.out.starts[d], ev.out.sizes[d]
+            op, f = getattr(ev, operand), ev.free_dims[d]
+            if s.terms or s.const or op.starts[f].terms or op.starts[f].const:
+                continue
+            lg = ev.out.logical.find()
+            v = made.setdefault((id(lg), d, n), LoopVar(f"{lg.name}_{'mn'[d]}", 1, "whole", ev.line))
+            ev.out = spanning(ev.out, d, v)
+            setattr(ev, operand, spanning(op, f, v))
+    return list(made.values())
 
 
 def _emitted(ev: OpEv) -> bool:

@@ -298,6 +298,7 @@ class MatmulEv:
     stationary: TileRef
     moving: TileRef
     line: int
+    free_dims: tuple[int, int] = (1, 1)  # the stationary's M and the moving's N dimension
 
 
 @dataclass
@@ -583,7 +584,7 @@ class Recorder:
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
-        ev = MatmulEv(out, sref, mref, line)
+        ev = MatmulEv(out, sref, mref, line, (md, nd))
         self.body.append(ev)
         return ev
 
