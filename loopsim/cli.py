@@ -13,7 +13,7 @@ import sys
 from .errors import LoopsimError
 
 #: command modules, in the order ``loopsim --help`` lists them
-COMMANDS = ("list", "entitle", "crossover", "hardware", "replay", "compare", "plot", "capacity", "ceilings", "graph", "formula", "check")
+COMMANDS = ("list", "entitle", "crossover", "hardware", "replay", "compare", "plot", "capacity", "ceilings", "graph", "formula", "check", "calibrate")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,149 @@
+"""loopsim calibrate: roofs fitted to measured times under T = max(W/P, Q/BW), against closed
+forms (synthetic times made from a known sheet's model), and the calibrated sheet it writes."""
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from loopsim import calibrate, hardware
+from loopsim.cli import main
+
+BW_KNOWN = 250_000_000_000      # the "known sheet": 250 GB/s, 60 TFLOP/s bf16
+P_KNOWN = 60_000_000_000_000
+#: (spec, set, W, Q) counted by hand: copy moves R*C*2 bytes in and out; matmul as the tutorial's
+#: tiles (A reloaded N/TN times, B M/TM times, C written once); projection: x once, W once, y once
+KERNELS = [
+    ("copy", {}, 0, 2 * 4096 * 4096 * 2),
+    ("copy", {"R": 8192}, 0, 2 * 8192 * 4096 * 2),
+    ("matmul", {}, 2 * 1024**3, 2 * (1024 * 1024 * 2 + 1024 * 1024 * 8 + 1024 * 1024)),
+    ("projection", {}, 2 * 2048 * 4096 * 4096, 2 * (2048 * 4096 + 4096 * 4096 + 2048 * 4096)),
+    ("mlp_fused", {}, None, None),
+]
+
+
+def _known_time(W, Q):
+    return max(W / P_KNOWN, Q / BW_KNOWN)
+
+
+def _write(tmp_path, entries, name="m.json"):
+    f = tmp_path / name
+    f.write_text(json.dumps(entries))
+    return str(f)
+
+
+def _measurements(hw):
+    out = []
+    for spec, sets, W, Q in KERNELS:
+        m = calibrate.measurement_of({"spec": spec, "set": sets, "time_s": 1.0}, hw, spec)
+        if W is not None:
+            assert (m.W, m.Q) == (W, Q)  # the counts the times are made from, checked by hand
+        out.append({"spec": spec, "set": sets, "time_s": _known_time(m.W, m.Q)})
+    return out
+
+
+def test_synthetic_times_recover_the_known_roofs_exactly(tmp_path, capsys):
+    hw = hardware.load("trn2-core")
+    f = _write(tmp_path, _measurements(hw))
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["bw"] == BW_KNOWN and d["flops"]["bf16"]["value"] == P_KNOWN
+    assert d["flops"]["bf16"]["fitted"] and not d["flops"]["fp8"]["fitted"]
+    # projection and mlp_fused are compute-bound under the known roofs (I = 1024, 1365 > 240)
+    bound = [m["bound"] for m in d["measurements"]]
+    assert bound == ["memory", "memory", "memory", "compute", "compute"]
+    for m in d["measurements"]:
+        assert m["ratio"] == pytest.approx(1, rel=1e-12)
+        assert m["loo_error"] == pytest.approx(0, abs=1e-12)
+    cal = hardware.load(str(out)).with_roofs("measured")
+    assert (cal.bw, cal.P("bf16")) == (BW_KNOWN, P_KNOWN)
+
+
+def test_least_squares_and_leave_one_out_by_hand(tmp_path):
+    # three memory-bound copies with noisy times: BW = sum(x^2) / sum(x), x = Q / t; leaving one
+    # out refits on the other two
+    hw = hardware.load("trn2-core")
+    Q = [67108864, 134217728, 67108864]
+    t = [230e-6, 450e-6, 240e-6]
+    ms = [calibrate.Measurement(f"k{i}", 0, q, "bf16", s) for i, (q, s) in enumerate(zip(Q, t))]
+    fit = calibrate.fit(ms, hw)
+    x = [Fraction(q) / Fraction(s) for q, s in zip(Q, t)]
+    assert fit.bw == round(sum(v * v for v in x) / sum(x))
+    for i, r in enumerate(fit.rows):
+        rest = [v for j, v in enumerate(x) if j != i]
+        bw_i = round(sum(v * v for v in rest) / sum(rest))
+        assert r.loo_predicted_s == pytest.approx(Q[i] / bw_i, rel=1e-15)
+        assert r.ratio == pytest.approx((Q[i] / fit.bw) / t[i], rel=1e-15)
+    assert fit.loo_max == max(abs(r.loo_error) for r in fit.rows)
+
+
+def test_one_measurement_predicts_its_family(tmp_path, capsys):
+    # one measured matmul (M = N = K = 1024) at 3.2x its spec-roof time; the calibrated sheet
+    # predicts the larger members of the family, all memory-bound, at the same 3.2x
+    hw = hardware.load("trn2-core")
+    Q1 = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m").Q
+    t1 = 3.2 * Q1 / hw.bw
+    f = _write(tmp_path, [{"spec": "matmul", "time_s": t1}])
+    out = tmp_path / "one.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "one measurement" in text and "1.0000" in text
+    cal = hardware.load(str(out)).with_roofs("measured")
+    assert cal.bw == round(Fraction(Q1) / Fraction(t1))  # BW = Q / t
+    rows = []
+    for M in (1024, 2048, 4096):
+        assert main(["entitle", "matmul", "--set", f"M={M}", "-H", str(out), "--json"]) == 0
+        spec_T = json.loads(capsys.readouterr().out)["T_best"]
+        assert main(["entitle", "matmul", "--set", f"M={M}", "-H", str(out), "--roofs", "measured",
+                     "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        rows.append((M, spec_T, d["T_best"]))
+        assert d["bound"] == "memory" and d["T_best"] == pytest.approx(d["Q"] / cal.bw)
+        assert d["T_best"] / spec_T == pytest.approx(hw.bw / cal.bw) == pytest.approx(3.2)
+    assert rows[0][2] == pytest.approx(t1)  # the measured kernel itself comes back
+
+
+def test_the_sheet_inherits_the_base_and_recalibrates(tmp_path, capsys):
+    f = _write(tmp_path, [{"spec": "copy", "time_s": 300e-6, "label": "day4 copy"}])
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["calibrate", f, "-H", "trn1-core", "-o", str(a)]) == 0
+    assert main(["calibrate", f, "-H", str(a), "-o", str(b), "--name", "again"]) == 0
+    capsys.readouterr()
+    base, ca, cb = hardware.load("trn1-core"), hardware.load(str(a)), hardware.load(str(b))
+    assert (ca.name, cb.name) == ("a", "again")
+    for hw in (ca, cb):
+        assert [(v.key, v.value) for v in hw.values if not v.key.startswith("measured.")] == \
+            [(v.key, v.value) for v in base.values]
+        assert hw.with_roofs("measured").bw == round(Fraction(2 * 4096 * 4096 * 2) / Fraction(300e-6))
+        assert "day4 copy" in hw.measured.bw_where and "predicted/measured 1.0000" in hw.measured.bw_where
+    text = b.read_text()
+    assert text.count("\n[measured]\n") == 1 and text.count("written by loopsim calibrate") == 1
+
+
+def test_profile_entries(tmp_path, capsys):
+    prof = {"summary": [{"total_time": 2e-3, "hardware_flops": 10**9, "transpose_flops": 0,
+                         "hbm_read_bytes": 4 * 10**8, "hbm_write_bytes": 10**8}]}
+    f = _write(tmp_path, [prof])
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "p.toml"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["bw"] == 5 * 10**8 // 2 * 1000  # 5e8 bytes / 2 ms = 250 GB/s
+
+
+@pytest.mark.parametrize("entries,match", [
+    ([], "the list of measurements is empty"),
+    ([{"spec": "copy"}], "time_s=None must be a positive number"),
+    ([{"spec": "copy", "time_s": -1}], "time_s=-1 must be a positive number"),
+    ([{"spec": "copy", "time_s": 1, "sets": {}}], "[0].sets={} is not a known key"),
+    ([{"spec": "copy", "time_s": 1, "set": {"R": "big"}}], "set={'R': 'big'} must be an object"),
+    ([{"spec": "nope", "time_s": 1}], "nope"),
+    ([{"total_time": 1e-3}], "no FLOP count"),
+    ([3], "expected an object with spec and time_s"),
+])
+def test_bad_measurement_files(tmp_path, capsys, entries, match):
+    f = _write(tmp_path, entries)
+    out = tmp_path / "x.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
