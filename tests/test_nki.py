@@ -126,7 +126,7 @@ def test_parse_arg(text, want):
     assert parse_arg(text) == want
 
 
-@pytest.mark.parametrize("bad,match", [("x=0x4", "must be > 0"), ("x=4xy", "NAME=D0xD1"),
+@pytest.mark.parametrize("bad,match", [("x=0x4", "must be > 0"), ("x=4x", "NAME=D0xD1"), ("x=4x-2", "NAME=D0xD1"),
                                        ("x=4:float64", "not known")])
 def test_parse_arg_errors(bad, match):
     with pytest.raises(SpecError, match=match):
@@ -216,3 +216,17 @@ def test_old_api_matmul_with_gelu_epilogue_is_a_two_op_program():
 def test_ragged_last_tile_is_clipped_at_the_edge():
     k = traced("old_api.py", "ragged_exp", {"x": ((300, 512), "bf16")})
     assert facts(k)["Q"] == 2 * 300 * 512 * 2
+
+
+def test_named_dimensions_bound_by_sets_and_sets_override_kwargs():
+    """--arg lhsT=KxM with --set K=... --set M=...; --set TILES_M=4 overrides the kernel's
+    keyword: the panel of lhsT is read once and rhs once per 512-row M-block."""
+    named = {"lhsT": (("K", "M"), "bf16"), "rhs": (("K", "N"), "bf16")}
+    k = load_kernel(str(KERNELS / "matmul_isa.py"), "blocked", args=named,
+                    sets={"K": 1024, "M": 4096, "N": 2048, "TILES_M": 4})
+    f = facts(k)
+    assert f["r"]["lhsT"] == 1 and f["r"]["rhs"] == 4096 / (4 * 128)
+    assert dict(k.params) == {"K": 1024, "M": 4096, "N": 2048, "TILES_M": 4}
+    assert parse_arg("lhsT=KxM:fp32") == ("lhsT", (("K", "M"), "fp32"))
+    with pytest.raises(SpecError, match="dimension M of an --arg has no value; give --set M=INT"):
+        load_kernel(str(KERNELS / "matmul_isa.py"), "blocked", args=named, sets={"K": 8, "N": 8})

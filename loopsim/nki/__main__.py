@@ -40,12 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE",
                    help="another argument, a Python literal (never executed); repeatable")
     p.add_argument("--grid", default=None, metavar="G0[xG1...]", help="SPMD launch grid")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
+                   help="bind a dimension name of an --arg, or override a keyword argument")
     a = p.parse_args(argv)
     try:
-        from .. import hardware, program, report
+        from .. import hardware, program, report, spec
         from .load import load_reference, parse_options
 
-        k = load_reference(a.kernel, **parse_options(a.arg, a.kwarg, a.grid))
+        k = load_reference(a.kernel, **parse_options(a.arg, a.kwarg, a.grid),
+                           sets=spec.parse_sets(a.sets))
         kern = k.stages[0].kernel if isinstance(k, program.Program) else k
         print(f"{a.kernel}: " + ", ".join(f"{t.name}{list(t.shape)} {t.dtype}" +
                                           (" (output)" if t.output else "") for t in kern.tensors))

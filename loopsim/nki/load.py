@@ -38,13 +38,19 @@ def split_reference(ref: str) -> tuple[str, str]:
     return path, func
 
 
-def parse_arg(text: str) -> tuple[str, tuple[tuple[int, ...], str]]:
-    """``NAME=D0xD1[xD2...][:dtype]`` -> (name, (shape, dtype)); dtype defaults to bf16."""
-    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=\s*(\d+(?:\s*x\s*\d+)*)\s*(?::\s*(\w+))?\s*", text or "")
+_DIM = r"(?:\d+|[A-Za-wyzA-Z_][A-Za-wyzA-Z_0-9]*)"
+
+
+def parse_arg(text: str) -> tuple[str, tuple[tuple[int | str, ...], str]]:
+    """``NAME=D0xD1[xD2...][:dtype]`` -> (name, (shape, dtype)); dtype defaults to bf16. A
+    dimension is an integer or a name (without the letter x) bound by ``--set NAME=INT``."""
+    m = re.fullmatch(rf"\s*([A-Za-z_]\w*)\s*=\s*({_DIM}(?:\s*x\s*{_DIM})*)\s*(?::\s*(\w+))?\s*",
+                     text or "")
     if not m:
-        raise SpecError(f"--arg {text!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16")
-    shape = tuple(int(d) for d in m.group(2).split("x"))
-    if any(d <= 0 for d in shape):
+        raise SpecError(f"--arg {text!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
+                        "or lhsT=KxM with --set K=1024 --set M=4096")
+    shape = tuple(int(d) if d.strip().isdigit() else d.strip() for d in m.group(2).split("x"))
+    if any(isinstance(d, int) and d <= 0 for d in shape):
         raise SpecError(f"--arg {text!r}: every dimension must be > 0")
     dt = m.group(3) or "bf16"
     dt = DTYPE_OF.get(dt, dt)
@@ -97,15 +103,18 @@ def load_reference(ref: str, **options):
 
 
 def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None,
-                kwargs: Mapping[str, object] | None = None, grid: tuple[int, ...] = ()):
+                kwargs: Mapping[str, object] | None = None, grid: tuple[int, ...] = (),
+                sets: Mapping[str, int] | None = None):
     """Trace ``func`` of the Python file ``path`` and return its IR (ir.Kernel or Program).
 
-    ``args``: HBM tensor arguments, name -> (shape, dtype); ``kwargs``: other arguments (Python
-    values); ``grid``: the SPMD launch grid (``kernel[grid]``). EXECUTES the file.
+    ``args``: HBM tensor arguments, name -> (shape, dtype), a dimension an int or a name;
+    ``kwargs``: other arguments (Python values); ``grid``: the SPMD launch grid
+    (``kernel[grid]``); ``sets``: integers overriding a keyword argument of the kernel or binding
+    a dimension name of ``args`` (``--set``). EXECUTES the file.
     """
     from .lower import lower
 
-    args, kwargs = dict(args or {}), dict(kwargs or {})
+    args, kwargs, dims = _bind_sets(path, func, dict(args or {}), dict(kwargs or {}), dict(sets or {}))
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{path}: no such kernel file")
@@ -126,7 +135,8 @@ def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None
             if rec.stack:
                 raise TraceError(f"loop {rec.stack[-1].var.name} was never closed (break or return "
                                  "inside a loop): not modelled")
-        params = tuple((k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool))
+        params = tuple(dims.items()) + tuple(
+            (k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool))
         return lower(rec, params)
     except TraceError as e:
         raise SpecError(_locate(e, rec, shown)) from None
@@ -136,6 +146,27 @@ def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None
         raise SpecError(f"{shown}: kernel {func}: recursion too deep while tracing") from None
     except Exception as e:  # the kernel's own code failed under the shim: one line, no traceback
         raise SpecError(_locate(e, rec, shown, f"{type(e).__name__}: {e}")) from None
+
+
+def _bind_sets(path, func, args, kwargs, sets):
+    """Resolve named dimensions of ``args`` and apply ``sets``: a name of a dimension binds it,
+    any other name overrides a keyword argument (checked against the signature later)."""
+    named = {d for shape, _ in args.values() for d in shape if isinstance(d, str)}
+    dims = {n: v for n, v in sets.items() if n in named}
+    for n in named:
+        if n not in dims and isinstance(kwargs.get(n), int):
+            dims[n] = kwargs[n]
+    missing = sorted(named - set(dims))
+    if missing:
+        raise SpecError(f"{path}::{func}: dimension {missing[0]} of an --arg has no value; give "
+                        f"--set {missing[0]}=INT")
+    for n, v in dims.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise SpecError(f"--set {n}={v!r}: a dimension must be a positive integer")
+    kwargs.update({n: v for n, v in sets.items() if n not in named})
+    args = {n: (tuple(dims[d] if isinstance(d, str) else d for d in shape), dt)
+            for n, (shape, dt) in args.items()}
+    return args, kwargs, dims
 
 
 def _locate(e: BaseException, rec: Recorder, shown: str, msg: str | None = None) -> str:
