@@ -132,6 +132,8 @@ def matmul_shape(kernel: Kernel):
     if len(names) != 3 or {t.name for t in kernel.tensors} != names:
         return None
     r = matmul_roles(mm, kernel)
+    if r.batch:  # a batched matmul is not one C = A·B
+        return None
     tm = kernel.tensor_map
     a, b = tm[mm.stationary.tensor], tm[mm.moving.tensor]
     return mm, a.shape[r.m_stationary], b.shape[r.n_moving], a.shape[r.k_stationary]

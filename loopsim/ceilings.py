@@ -227,14 +227,17 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
             stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
         kmn = (ext[id(stmt.stationary)][r.k_stationary], ext[id(stmt.stationary)][r.m_stationary],
                ext[id(stmt.moving)][r.n_moving])
-        for sub, (k, m, n, ex, cb) in _row_blocks(shape, kmn + (exists, core)):
-            k, m, n = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n))
-            cyc = np.where(ex, np.maximum(n, n_min), 0)
-            s_kmn += weight * int((k * m * n).sum(dtype=np.int64))
-            s_mn += weight * int((m * n).sum(dtype=np.int64))
-            s_n += weight * int(n.sum(dtype=np.int64))
+        bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
+        for bs, _, _ in r.batch:
+            bt = bt * ext[id(stmt.stationary)][bs]
+        for sub, (k, m, n, b, ex, cb) in _row_blocks(shape, kmn + (bt, exists, core)):
+            k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b))
+            cyc = np.where(ex, np.maximum(n, n_min), 0) * b
+            s_kmn += weight * int((k * m * n * b).sum(dtype=np.int64))
+            s_mn += weight * int((m * n * b).sum(dtype=np.int64))
+            s_n += weight * int((n * b).sum(dtype=np.int64))
             s_c += weight * int(cyc.sum(dtype=np.int64))
-            count += weight * int(np.broadcast_to(ex, sub).sum())
+            count += weight * int(b.sum())
             if cb is None:  # outside the split loop: every core issues it
                 core_c += weight * float(cyc.sum())
             else:
@@ -319,6 +322,8 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         t = kernel.tensor_map[stmt.out.tensor]
         nt = full_extent(stmt.out, r.n_out, loops, t)
         banks = -(-nt * ACC_BYTES // bank)
+        # a tile over several batch values holds one accumulator per value
+        batch_tiles = math.prod(full_extent(stmt.out, o, loops, t) for _, _, o in r.batch)
         if banks > hw.psum_banks:
             raise CapacityError(
                 f"{kernel.source or kernel.name}: {stmt.where()}: the accumulator tile of '{stmt}' "
@@ -339,6 +344,7 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         # from its second iteration on, every statement of its body runs beside the accumulator
         start = i if common == len(loops) else \
             next(p for p, (_, ls) in enumerate(stmts) if any(l is loops[common] for l in ls))
+        live *= batch_tiles
         spans.append((start, j if j is not None else len(stmts), live, live * banks))
     # peak over program positions of the accumulators open at once (spans: matmul .. its drain)
     need, live_at_peak = max(((sum(b for s, e, _, b in spans if s <= p <= e),

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import CapacityError, SpecError
 from .ir import ACC, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store
-from .tiles import accumulator_holds, full_tile, matmul_roles, matmul_tile, partition_cost
+from .tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile, partition_cost
 
 POLICIES = ("as-written", "lru", "opt")
 
@@ -102,7 +102,8 @@ def shape_flops(kernel: Kernel) -> int:
         if isinstance(stmt, Matmul):
             r = matmul_roles(stmt, kernel)
             a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
-            w += 2 * a.shape[r.k_stationary] * a.shape[r.m_stationary] * b.shape[r.n_moving]
+            w += 2 * a.shape[r.k_stationary] * a.shape[r.m_stationary] * b.shape[r.n_moving] * \
+                batch_size(stmt, kernel)
     return w
 
 

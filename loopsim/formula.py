@@ -44,7 +44,7 @@ import numpy as np
 
 from . import expr
 from .errors import InputError, InternalError
-from .ir import ACC, LOAD, STORE, USE, Access, Accumulate, Kernel, Load, Loop, Matmul, Statement, Store, walk
+from .ir import ACC, LOAD, STORE, USE, Access, Kernel, Load, Loop, Matmul, Statement, Store, walk
 from .spec import _FOR, SpecFile, bind_params, kernel_from, read
 
 REGIMES = ("as-written", "working", "all")
@@ -272,9 +272,8 @@ class _Analysis:
         re-accumulated after every store but the last, R - 1 read-backs.
         """
         stores = [(s, ls) for s, ls in self.stmts if isinstance(s, Store) and s.tile.tensor == acc.tensor]
-        if not stores and any(isinstance(s, Accumulate) and s.src.tensor == acc.tensor
-                              for s, _ in self.stmts):
-            return None, ""  # drained from PSUM by an acc into SBUF: it never leaves the chip
+        if not stores and not self.tm[acc.tensor].output:
+            return None, ""  # read out of PSUM on chip (an acc or an op), never stored: no traffic
         if len(stores) != 1:
             return None, f"{acc.tensor} is accumulated and stored by {len(stores)} store statements"
         st, st_loops = stores[0]

@@ -78,7 +78,8 @@ def grids(kernel: Kernel) -> dict[str, Grid]:
 
 @dataclass(frozen=True, slots=True)
 class MatmulRoles:
-    """Which operand axis is K, M and N. Axes index the tensors' shapes."""
+    """Which operand axis is K, M and N, and the batch axes. Axes index the tensors' shapes;
+    ``batch`` holds (stationary axis, moving axis, output axis) per batch dimension."""
 
     k_stationary: int
     m_stationary: int
@@ -86,45 +87,79 @@ class MatmulRoles:
     n_moving: int
     m_out: int
     n_out: int
+    batch: tuple[tuple[int, int, int], ...] = ()
+
+
+def _axis_names(acc: Access, t: Tensor) -> list[tuple]:
+    """The name of each axis of an access: its index variables, or for ':' the shape's name of
+    the dimension it spans (a tensor built without names: a name no other axis shares)."""
+    return [("var", frozenset(ix)) if ix else
+            ("dim", t.shape_names[a]) if t.shape_names else ("anon", t.name, a)
+            for a, ix in enumerate(acc.index)]
+
+
+def _shown(name: tuple) -> str:
+    return " + ".join(sorted(name[1])) if name[0] == "var" else f"':' over {name[1]}" \
+        if name[0] == "dim" else f"':' over dimension {name[2]} of {name[1]}"
 
 
 def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
-    """Resolve K, M, N of a matmul from its index expressions; raise SpecError if inconsistent."""
+    """Resolve K, M, N (and batch axes) of a matmul by the einsum rule on axis names.
+
+    An axis's name is its index (``k`` in ``A[k, m]``; ``kb + kt`` for a blocked index) or, for
+    ``:``, the shape's name of the dimension it spans. A name in both inputs and the output is a
+    batch index (one instruction per value), in both inputs only is K, in the stationary input and
+    the output is M, in the moving input and the output is N. Raise SpecError if the names do not
+    give exactly one K, one M and one N.
+    """
     tm = kernel.tensor_map
     where = f"{kernel.source or kernel.name}: {mm.where()}"
     a, b, c = mm.stationary, mm.moving, mm.out
-    for acc in (a, b, c):
-        if len(acc.index) != 2:
-            raise SpecError(f"{where}: matmul operand {acc} must be 2-D")
-    def match(op: Access, out_axis: int) -> int:
-        hits = [i for i in range(2) if op.index[i] == c.index[out_axis] and op.index[i]]
-        return hits[0] if len(hits) == 1 else -1
-    m_out = n_out = -1
-    for oa in range(2):
-        if match(a, oa) >= 0 and match(b, 1 - oa) >= 0:
-            m_out, n_out = oa, 1 - oa
-            break
-    if m_out < 0:
-        raise SpecError(f"{where}: cannot tell M and N apart in '{mm}': one index of the output "
-                        "must match the stationary operand's free index and the other the moving one's")
-    m_s, n_m = match(a, m_out), match(b, n_out)
-    k_s, k_m = 1 - m_s, 1 - n_m
-    if a.index[k_s] != b.index[k_m]:
-        raise SpecError(f"{where}: the contraction indices differ: {a} has {a.index[k_s] or ':'} "
-                        f"but {b} has {b.index[k_m] or ':'}")
     ta, tb, tc = tm[a.tensor], tm[b.tensor], tm[c.tensor]
-    for x, xa, y, ya, what in ((ta, k_s, tb, k_m, "K"), (ta, m_s, tc, m_out, "M"),
-                               (tb, n_m, tc, n_out, "N")):
+    names = [_axis_names(x, t) for x, t in ((a, ta), (b, tb), (c, tc))]
+    hint = ("index each dimension with the loop variable that walks it, or give the tensors' "
+            "shapes distinct names (shape = [\"K\", \"M\"]) so that ':' names the dimension it spans")
+    for x, ns in zip((a, b, c), names):
+        dup = {n for n in ns if ns.count(n) > 1}
+        if dup:
+            raise SpecError(f"{where}: cannot tell the dimensions of {x} apart in '{mm}': "
+                            f"{_shown(sorted(dup, key=str)[0])} names two of them; {hint}")
+    sa, sb, sc = (set(ns) for ns in names)
+    roles = {"K": (sa & sb) - sc, "M": (sa & sc) - sb, "N": (sb & sc) - sa}
+    stray = (sa | sb | sc) - (sa & sb) - (sa & sc) - (sb & sc)
+    if stray or any(len(v) != 1 for v in roles.values()):
+        found = "; ".join(f"{r} = {', '.join(_shown(n) for n in sorted(v, key=str)) or 'none'}"
+                          for r, v in roles.items())
+        extra = f"; {', '.join(_shown(n) for n in sorted(stray, key=str))} appear(s) in one tensor only" \
+            if stray else ""
+        raise SpecError(f"{where}: cannot tell M and N apart in '{mm}' (einsum rule: K in both "
+                        f"inputs only, M in the stationary input and the output, N in the moving "
+                        f"input and the output, batch in all three): {found}{extra}; {hint}")
+    (k,), (m,), (n,) = roles.values()
+    ax = lambda i, name: names[i].index(name)  # noqa: E731
+    k_s, m_s, k_m, n_m, m_out, n_out = ax(0, k), ax(0, m), ax(1, k), ax(1, n), ax(2, m), ax(2, n)
+    batch = tuple((ax(0, x), ax(1, x), ax(2, x)) for x in names[2] if x in sa & sb & sc)
+    for x, xa, y, ya, what in [(ta, k_s, tb, k_m, "K"), (ta, m_s, tc, m_out, "M"),
+                               (tb, n_m, tc, n_out, "N")] + \
+            [(t1, p1, t2, p2, f"batch dimension {tc.dim_label(o)}") for bs, bm, o in batch
+             for t1, p1, t2, p2 in ((ta, bs, tc, o), (tb, bm, tc, o))]:
         if x.shape[xa] != y.shape[ya]:
             raise SpecError(f"{where}: {what} differs: {x.name} has {x.shape[xa]} "
                             f"but {y.name} has {y.shape[ya]}")
-    for t, ax, role in ((ta, k_s, "stationary"), (tb, k_m, "moving")):
-        if t.partition_axis != ax:
+    for t, axis, role in ((ta, k_s, "stationary"), (tb, k_m, "moving")):
+        if t.partition_axis != axis:
             raise SpecError(
                 f"{where}: the {role} operand {t.name} must hold the contraction dimension "
-                f"(axis {ax}) on SBUF's partitions, but its partition_axis is {t.partition_axis}; "
-                f"set tensors.{t.name}.partition_axis = {ax} (a transposing load costs no extra HBM bytes)")
-    return MatmulRoles(k_s, m_s, k_m, n_m, m_out, n_out)
+                f"(axis {axis}) on SBUF's partitions, but its partition_axis is {t.partition_axis}; "
+                f"set tensors.{t.name}.partition_axis = {axis} (a transposing load costs no extra HBM bytes)")
+    return MatmulRoles(k_s, m_s, k_m, n_m, m_out, n_out, batch)
+
+
+def batch_size(mm: Matmul, kernel: Kernel) -> int:
+    """Values of the batch indices of a matmul (1 without batch axes): instructions per (m, n, k)."""
+    r = matmul_roles(mm, kernel)
+    t = kernel.tensor_map[mm.out.tensor]
+    return math.prod(t.shape[o] for _, _, o in r.batch)
 
 
 def matmul_tile(mm: Matmul, loops: tuple[Loop, ...], kernel: Kernel) -> tuple[int, int, int]:

@@ -242,7 +242,7 @@ def compile_nest(kernel: Kernel) -> Nest:
                 skip = int(kind == USE and acc.tensor in psum)
                 accs.append([g.offset, kind, skip, x0, len(axes), simple, l0, len(lin),
                              int(acc.tensor in zeroed)])
-            mm = [0] * 8
+            mm = [0] * 9
             if isinstance(node, Matmul):
                 r = matmul_roles(node, kernel)
                 a, b = tmap[node.stationary.tensor], tmap[node.moving.tensor]
@@ -252,8 +252,16 @@ def compile_nest(kernel: Kernel) -> Nest:
                 # every instruction's tile is whole when no tile can start past shape - extent
                 ragged = any(_max_start(acc.index[axis], loop_of) + f > t.shape[axis]
                              for (acc, axis, t), f in zip(ops, full))
-                mm = [1 + int(ragged)] + [rows[(id(acc), axis)] for acc, axis, _ in ops] + full + [0]
-                mm[7] = 2 * math.prod(full)
+                # batch axes (tiles.matmul_roles): one instruction per value the tile spans
+                batch = [(node.stationary, bs, a) for bs, _, _ in r.batch]
+                bt = math.prod(full_extent(acc, axis, loops, t) for acc, axis, t in batch)
+                if any(_max_start(acc.index[axis], loop_of) + full_extent(acc, axis, loops, t) >
+                       t.shape[axis] for acc, axis, t in batch):
+                    raise SpecError(f"{kernel.source or kernel.name}: {node.where()}: the batch tile of "
+                                    f"'{node}' is ragged at the edge of {a.name}; step its batch loop "
+                                    "by a divisor of the batch dimension")
+                mm = [1 + int(ragged)] + [rows[(id(acc), axis)] for acc, axis, _ in ops] + full + [0, bt]
+                mm[7] = 2 * math.prod(full) * bt
                 if mm[7] >= 2**62:  # the walker sums these in int64, checking each addition
                     raise SpecError(f"{kernel.source or kernel.name}: {node.where()}: FLOP count "
                                     "overflows int64")
@@ -271,7 +279,7 @@ def compile_nest(kernel: Kernel) -> Nest:
     temp = None
     if temp_names:
         temp = np.isin(obj_tensor, [names.index(t) for t in temp_names])
-    st = table(stmts, 12)
+    st = table(stmts, 13)
     return Nest(kernel, table(code, 3), table(loops_t, 5), np.array(edge_terms, np.int64), st,
                 table(accs, 9), table(axes, 7), np.array(terms, np.int64), table(lin, 2), slots,
                 int(st[:, 2].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)

@@ -15,11 +15,12 @@ Tables (all int64, built by ``trace.compile_nest``):
     an iteration whose ``sum(ival[edge_terms[edge_t0:edge_t1]]) >= edge_extent`` does not run
     (the loop has run past a tensor's edge; ``edge_t0 == edge_t1``: no such rule). Iterations
     past the edge are all at the end, so the loop stops at the first one.
-``stmts[s] = (acc0, acc1, max_events, check, matmul, k_ax, m_ax, n_ax, kt0, mt0, nt0, flops)``
+``stmts[s] = (acc0, acc1, max_events, check, matmul, k_ax, m_ax, n_ax, kt0, mt0, nt0, flops, batch)``
     the statement's accesses ``accs[acc0:acc1]``, how many requests it may emit at most, whether
     a tile of it can start past its tensor's edge (then it is checked each time), and for a
     matmul (1: tiles always whole, ``flops`` each; 2: ragged) the axis rows (into ``axes``) of its
-    K, M and N extents and its full tile extents.
+    K, M and N extents and its full tile extents; ``batch``: instructions per execution (the
+    batch values its tile spans, never ragged; 1 for a plain matmul), ``flops`` includes them.
 ``accs[a] = (first_id, kind, skip, ax0, ax1, simple, l0, l1, zeroed)``
     ``skip``: a read of a PSUM tile, no SBUF request (dropped). ``simple``: the tile is one block,
     whose id is ``first_id + sum(cnt[lin[l0:l1, 0]] * lin[l0:l1, 1])``. ``zeroed``: the tensor is
@@ -121,7 +122,8 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, cnt, ival, last
                     for t in range(axes[x, 0], axes[x, 1]):
                         v += ival[terms[t]]
                     e *= min(stmts[s, 8 + j], axes[x, 2] - v)
-            instr += 1
+                e *= stmts[s, 12]
+            instr += stmts[s, 12]
             if flops > _FLOP_LIMIT - e:
                 st[3] = 1
             else:
