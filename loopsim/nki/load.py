@@ -20,7 +20,8 @@ from typing import Mapping
 from ..errors import SpecError
 from ..ir import DTYPES
 from .errors import TraceError
-from .record import DTYPE_OF, Recorder
+from .record import Recorder
+from .views import DTYPE_OF
 from .shim import Jit, installed, py_range
 
 _counter = itertools.count()

@@ -15,7 +15,8 @@ from .. import ir
 from ..ops import KINDS, OpStatement
 from .errors import TraceError
 from .symbolic import LoopVar, Sym
-from .record import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, Recorder, StoreEv, TileRef
+from .events import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef
+from .record import Recorder
 
 
 def _where(rec: Recorder, line: int) -> str:

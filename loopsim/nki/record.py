@@ -13,314 +13,14 @@ Numbers are elements (sizes, offsets) and never tensor values: the record tracks
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
 
 from .errors import TraceError
+from .events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
+                     StoreEv, TileRef, fmt_tile, same_tile)
 from .symbolic import Cond, IndexTile, LoopVar, Sym
-
-#: NKI dtype names -> loopsim dtypes
-DTYPE_OF = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "tfloat32": "fp32",
-            "float8_e4m3": "fp8", "float8_e5m2": "fp8", "int8": "int8", "uint8": "int8",
-            "int32": "fp32", "uint32": "fp32", "int16": "fp16", "uint16": "fp16", "bool_": "int8"}
-
-
-def dtype_name(dt, default: str = "bf16") -> str:
-    if dt is None:
-        return default
-    if isinstance(dt, str):
-        return DTYPE_OF.get(dt, dt)
-    name = getattr(dt, "__name__", None) or getattr(dt, "name", None) or str(dt)
-    return DTYPE_OF.get(name, DTYPE_OF.get(str(name).split(".")[-1], default))
-
-
-# ---------------------------------------------------------------------------------------------
-# Logical tensors and tiles
-
-
-class Logical:
-    """A logical tensor: an HBM tensor, a matmul accumulator, an op result or a constant.
-    Union-find (``parent``): an accumulator stored to HBM becomes that HBM tensor."""
-
-    def __init__(self, kind: str, name: str, dtype: str, shape: tuple[int, ...] | None = None,
-                 line: int = 0):
-        self.kind, self.name, self.dtype, self.shape, self.line = kind, name, dtype, shape, line
-        self.parent: Logical | None = None
-        self.output = False
-        self.loaded = False
-        # derived values (kind "op")
-        self.sources: tuple[TileRef, ...] = ()
-        self.data_ops: tuple[str, ...] = ()
-        self.stat_ops: tuple[str, ...] = ()
-        self.running = False
-        self.stat = False
-        self.materialised = False
-        self.pa_strong: int | None = None
-        self.pa_weak: int | None = None
-
-    def find(self) -> "Logical":
-        x = self
-        while x.parent is not None:
-            x = x.parent
-        return x
-
-    def __repr__(self) -> str:
-        return f"{self.kind}:{self.name}"
-
-
-@dataclass
-class TileRef:
-    """A tile of a logical tensor: per logical dimension its start and size (elements)."""
-
-    logical: Logical
-    starts: tuple[Sym, ...]
-    sizes: tuple[int, ...]
-
-    def vars(self) -> set:
-        return {v for s in self.starts for v in s.terms}
-
-
-@dataclass
-class DimMap:
-    start: Sym
-    size: int
-    axes: tuple[tuple[int, int], ...]  # (buffer axis, elements per buffer coordinate)
-
-
-@dataclass
-class Binding:
-    logical: Logical
-    dims: tuple[DimMap, ...]
-
-
-# ---------------------------------------------------------------------------------------------
-# HBM tensors and on-chip buffers
-
-
-class ParDim(int):
-    """``nl.par_dim(n)``: marks the partition axis of an on-chip buffer's shape."""
-
-
-class HbmTensor:
-    """An HBM tensor argument (or one the kernel allocates in HBM for its result)."""
-
-    def __init__(self, rec: "Recorder", logical: Logical):
-        self._rec, self.logical = rec, logical
-
-    @property
-    def shape(self):
-        return self.logical.shape
-
-    @property
-    def dtype(self):
-        return self.logical.dtype
-
-    def __getitem__(self, key):
-        return HbmView(self, _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                         [True] * len(self.shape), key))
-
-    def full(self) -> "HbmView":
-        return HbmView(self, [(Sym({}, 0), d, True) for d in self.shape])
-
-    def __repr__(self):
-        return f"HBM {self.logical.name}{list(self.shape)}"
-
-
-class HbmView:
-    """A slice of an HBM tensor: per dimension (start, size, kept)."""
-
-    def __init__(self, t: HbmTensor, dims):
-        self.tensor, self.dims = t, dims
-
-    @property
-    def shape(self):
-        return tuple(s for _, s, k in self.dims if k)
-
-    @property
-    def dtype(self):
-        return self.tensor.dtype
-
-    def __getitem__(self, key):
-        starts = [a for a, _, _ in self.dims]
-        kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key))
-
-
-def _slice_dims(sizes, starts, kept, key):
-    """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim."""
-    key = key if isinstance(key, tuple) else (key,)
-    if any(k is Ellipsis for k in key):
-        i = next(i for i, k in enumerate(key) if k is Ellipsis)
-        n_kept = sum(kept)
-        key = key[:i] + (slice(None),) * (n_kept - len(key) + 1) + key[i + 1:]
-    out = [(a, s, k) for a, s, k in zip(starts, sizes, kept)]
-    positions = [i for i, k in enumerate(kept) if k]
-    if len(key) > len(positions):
-        raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
-                         "dimensions")
-    for pos, k in zip(positions, key):
-        base, size, _ = out[pos]
-        if isinstance(k, slice):
-            if k.step not in (None, 1):
-                raise TraceError(f"a strided slice (step {k.step}) is not modelled")
-            lo = Sym.of(0 if k.start is None else k.start)
-            hi = Sym.of(size if k.stop is None else k.stop)
-            n = hi - lo
-            if not n.is_const() or n.const <= 0:
-                raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
-            out[pos] = (base + lo, n.const, True)
-        elif isinstance(k, DS):
-            out[pos] = (base + k.start, k.size, True)
-        elif isinstance(k, IndexTile):
-            out[pos] = (base + k.offset, k.size, True)
-        elif isinstance(k, (int, Sym)) and not isinstance(k, bool):
-            out[pos] = (base + Sym.of(k), 1, False)
-        else:
-            raise TraceError(f"index {k!r} is not modelled (slices, nl.ds, nl.arange, ints and "
-                             "loop indices are)")
-    return out
-
-
-class DS:
-    """``nl.ds(start, size)``."""
-
-    def __init__(self, start, size):
-        self.start = Sym.of(start)
-        if isinstance(size, Sym) or not isinstance(size, int) or size <= 0:
-            raise TraceError(f"nl.ds size {size!r} must be a positive integer")
-        self.size = size
-
-
-class Buffer:
-    """An SBUF or PSUM allocation, at the loop depth where it was made."""
-
-    def __init__(self, rec, name, shape, dtype, space, depth, line):
-        self.rec, self.name, self.dtype, self.space, self.depth, self.line = \
-            rec, name, dtype, space, depth, line
-        self.shape = tuple(int(s) for s in shape)
-        pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
-        self.pax = pars[0] if pars else 0
-        self.binding: Binding | None = None
-        self.fresh_load = None  # (LoadEv, source) of an nl.load result not yet used
-        self.fresh_op = None  # (op name, inputs) of an nl.* elementwise result
-        self.fresh_matmul = None  # the MatmulEv of a return-style nc_matmul/nl.matmul result
-
-
-class Tile:
-    """A view of an on-chip buffer (what kernels hold and index): per buffer axis (offset, size,
-    kept). Operators on tiles are elementwise engine ops; truth values are refused."""
-
-    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None):
-        self.buf = buf
-        n = len(buf.shape)
-        self.offsets = offsets if offsets is not None else [Sym({}, 0)] * n
-        self.sizes = sizes if sizes is not None else list(buf.shape)
-        self.kept = kept if kept is not None else [True] * n
-
-    @property
-    def shape(self):
-        return tuple(s for s, k in zip(self.sizes, self.kept) if k)
-
-    @property
-    def dtype(self):
-        return self.buf.dtype
-
-    @property
-    def buffer(self):
-        return self.buf.space
-
-    def __getitem__(self, key):
-        dims = _slice_dims(self.sizes, self.offsets, self.kept, key)
-        # a slice of a tile is relative to the tile's own start
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims])
-
-    def __setitem__(self, key, value):
-        self.buf.rec.assign(self[key], value)
-
-    def __iadd__(self, other):
-        return self.buf.rec.iadd(self, other)
-
-    def _binop(name, swap=False):
-        def f(self, other):
-            a, b = (other, self) if swap else (self, other)
-            return self.buf.rec.elementwise(name, [a, b])
-        return f
-
-    __add__, __radd__ = _binop("add"), _binop("add", True)
-    __sub__, __rsub__ = _binop("subtract"), _binop("subtract", True)
-    __mul__, __rmul__ = _binop("multiply"), _binop("multiply", True)
-    __truediv__, __rtruediv__ = _binop("divide"), _binop("divide", True)
-    __lt__, __le__ = _binop("less"), _binop("less_equal")
-    __gt__, __ge__ = _binop("greater"), _binop("greater_equal")
-    __eq__, __ne__ = _binop("equal"), _binop("not_equal")
-    __hash__ = object.__hash__
-
-    def __neg__(self):
-        return self.buf.rec.elementwise("negative", [self])
-
-    def _data(self, *_):
-        raise TraceError("data-dependent control flow: an if/while/int/float/bool here needs the "
-                         f"values of a {list(self.shape)} tile; loopsim traces shapes, never tensor "
-                         "values")
-
-    __bool__ = __int__ = __float__ = __index__ = __iter__ = __len__ = _data
-
-    def __repr__(self):
-        return f"tile {self.buf.name}{list(self.shape)}"
-
-
-# ---------------------------------------------------------------------------------------------
-# The record
-
-
-@dataclass
-class LoopRec:
-    var: LoopVar
-    body: list = field(default_factory=list)
-
-
-@dataclass
-class LoadEv:
-    ref: TileRef
-    absorbed: tuple[LoopVar, ...]
-    line: int
-
-
-@dataclass
-class StoreEv:
-    ref: TileRef
-    line: int
-
-
-@dataclass
-class MatmulEv:
-    out: TileRef
-    stationary: TileRef
-    moving: TileRef
-    line: int
-    free_dims: tuple[int, int] = (1, 1)  # the stationary's M and the moving's N dimension
-
-
-@dataclass
-class AccumulateEv:
-    out: TileRef
-    src: TileRef
-    line: int
-
-
-@dataclass
-class OpEv:
-    value: Logical
-    out: TileRef
-    line: int
-
-
-#: engine ops that rescale or combine an accumulator without making a new tensor of their own
-ARITH = {"add", "subtract", "multiply", "divide", "reciprocal", "copy", "negative", "maximum",
-         "minimum"}
-#: reductions: their result is a per-row statistic, not a tile of the data
-REDUCTIONS = {"max", "min", "sum", "mean", "prod"}
-
+from .views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
 class Recorder:
     """State of one trace: the loop stack, the recorded body, tensors and buffers."""
@@ -511,7 +211,7 @@ class Recorder:
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
                     a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
                 if not same:
-                    raise TraceError(f"stores tile {src_lg.name}{_fmt(ref)} at {lg.name}{_fmt(dref)}: "
+                    raise TraceError(f"stores tile {src_lg.name}{fmt_tile(ref)} at {lg.name}{fmt_tile(dref)}: "
                                      "an accumulator must be stored at the index it was computed for")
                 src_lg.parent = lg
                 if src_lg.pa_weak is not None and lg.pa_weak is None:
@@ -630,7 +330,7 @@ class Recorder:
         tiles = [a for a in args if isinstance(a, Tile)]
         if not tiles:
             raise TraceError(f"{name} of no tile")
-        shape = max((t.shape for t in tiles), key=lambda s: _prod(s))
+        shape = max((t.shape for t in tiles), key=math.prod)
         out = self.alloc(shape, dtype or tiles[0].dtype, "sbuf", self.assigned_name(name))
         self.op(name, "vector", out, args)
         out.buf.fresh_op = (name, list(args))
@@ -674,13 +374,13 @@ class Recorder:
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
                 for s in lg.sources:
-                    if not (s.vars() - self.in_scope()) and not any(_same(s, q) for q in sources):
+                    if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
                 continue
             if ref.vars() - self.in_scope():
                 continue  # a tile of a finished loop: a reduction over that loop
-            if not any(_same(ref, q) for q in sources):
+            if not any(same_tile(ref, q) for q in sources):
                 sources.append(TileRef(lg, ref.starts, ref.sizes))
             first = first or (ref, axes)
         if (name == "add" and not reduce and not data_ops and not stat_ops and len(sources) == 1
@@ -740,21 +440,6 @@ class Recorder:
         lg.name = self.unique(lg.name)
         self.logicals.append(lg)
         return TileRef(lg, ref.starts, ref.sizes)
-
-
-def _same(a: TileRef, b: TileRef) -> bool:
-    return a.logical.find() is b.logical.find() and a.sizes == b.sizes and all(x.same(y) for x, y in zip(a.starts, b.starts))
-
-
-def _prod(s) -> int:
-    n = 1
-    for d in s:
-        n *= d
-    return n
-
-
-def _fmt(ref: TileRef) -> str:
-    return "[" + ", ".join(f"{s}:+{n}" for s, n in zip(ref.starts, ref.sizes)) + "]"
 
 
 class _LoopIter:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import inspect
 import sys
 import types
 
 from .errors import TraceError
-from .record import DS, HbmTensor, HbmView, ParDim, Recorder, Tile, dtype_name
+from .record import Recorder
+from .views import DS, HbmTensor, HbmView, ParDim, Tile, dtype_name
 from .symbolic import IndexTile, Sym
 
 _active: list[Recorder] = []
@@ -576,7 +576,3 @@ def installed(rec: Recorder):
                 sys.modules.pop(k, None)
             else:
                 sys.modules[k] = v
-
-
-def signature_of(fn):
-    return inspect.signature(fn)
