@@ -230,3 +230,22 @@ def test_named_dimensions_bound_by_sets_and_sets_override_kwargs():
     assert parse_arg("lhsT=KxM:fp32") == ("lhsT", (("K", "M"), "fp32"))
     with pytest.raises(SpecError, match="dimension M of an --arg has no value; give --set M=INT"):
         load_kernel(str(KERNELS / "matmul_isa.py"), "blocked", args=named, sets={"K": 8, "N": 8})
+
+
+def test_a_module_already_named_nki_is_put_back(monkeypatch):
+    import types
+
+    mine = types.ModuleType("nki")
+    monkeypatch.setitem(sys.modules, "nki", mine)
+    traced("matmul_isa.py", "tiled", MATMUL_ARGS)
+    assert sys.modules["nki"] is mine
+
+
+def test_the_kernels_own_exception_is_one_line_with_its_line(tmp_path):
+    f = tmp_path / "boom.py"
+    f.write_text("import nki.language as nl\n"
+                 "def boom(x, n=0):\n"
+                 "    return x.shape[0] // n\n")
+    with pytest.raises(SpecError) as e:
+        load_kernel(str(f), "boom", args={"x": ((128, 64), "bf16")})
+    assert str(e.value) == f"{f}:3: kernel boom: ZeroDivisionError: integer division or modulo by zero"
