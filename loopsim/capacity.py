@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .counts import Counts, count, working_set
 from .ir import Kernel
-from .report import capacity_units
+from .counts import capacity_units
 from .sim import POLICIES  # the capacity policies: lru, opt
 
 

@@ -43,8 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CapacityError, HardwareError
-from .ir import ACC, Accumulate, Kernel, Loop, Matmul, Statement, Store
+from .errors import HardwareError
+from .executions import executions, tile_elements
+from .ir import ACC, Accumulate, Kernel, Loop, Matmul, Store
 from .tiles import full_extent, matmul_roles
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
@@ -85,15 +86,18 @@ class Psum:
     engine: str | None
     T_evacuate: float | None  # seconds on ``engine``; no HBM bytes
     added_elements: int = 0  # of evacuated_elements, those added into SBUF tiles by ``acc``
+    too_big: tuple[str, ...] = ()  # accumulator tiles larger than all of PSUM, one line each
 
     @property
     def fits(self) -> bool:
-        return self.needed_banks <= self.banks
+        return self.needed_banks <= self.banks and not self.too_big
 
     def verdict(self) -> str:
         if not self.live:
             return f"no matmul accumulators: 0 of {self.banks} PSUM banks"
         what = f"{self.live} live accumulator tile(s) x {self.tile_banks} bank(s)"
+        if self.too_big:
+            return "does not fit: " + "; ".join(self.too_big)
         if self.fits:
             return f"fits: {what} = {self.needed_banks} of {self.banks} PSUM banks"
         return (f"does not fit: {what} = {self.needed_banks} banks but PSUM has {self.banks}; "
@@ -157,59 +161,6 @@ class Ceilings:
 
 
 # ---------------------------------------------------------------------------------------------
-# enumeration of a statement's executions (only the loops its indices use; the rest multiply)
-
-
-def _executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None):
-    """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index): the real
-    extent of every axis of every access in ``accs``, whether the tile exists, the weight (runs of
-    the loops no index uses) and the physical core that runs it (None: every core runs it)."""
-    tmap = kernel.tensor_map
-    used = {v for a in accs for ix in a.index for v in ix}
-    rel = [l for l in loops if l.var in used or l is split]
-    weight = math.prod(l.trips for l in loops if l not in rel)
-    nl = len(rel)
-    ivals = {}
-    for k, l in enumerate(rel):
-        shp = [1] * nl
-        shp[k] = l.trips
-        ivals[l.var] = (np.arange(l.trips, dtype=np.int64) * l.step).reshape(shp)
-    exists = np.ones((1,) * nl, dtype=bool)
-    ext = {}
-    zero = np.zeros((1,) * nl, dtype=np.int64)
-    for a in accs:
-        t = tmap[a.tensor]
-        per_axis = []
-        for axis, terms in enumerate(a.index):
-            start = sum((ivals[v] for v in terms), zero)
-            exists = exists & (start < t.shape[axis])
-            per_axis.append(np.minimum(full_extent(a, axis, loops, t), t.shape[axis] - start))
-        ext[id(a)] = per_axis
-    core = None
-    if split is not None and split in rel:
-        k = rel.index(split)
-        shp = [1] * nl
-        shp[k] = split.trips
-        core = np.arange(split.trips, dtype=np.int64).reshape(shp) // (-(-split.trips // split.split))
-    shape = tuple(l.trips for l in rel)
-    return ext, np.broadcast_to(exists, shape), weight, core, shape
-
-
-def _row_blocks(shape: tuple[int, ...], arrays, cells: int = 1 << 20):
-    """Blocks of rows (first axis) of ``shape`` of about ``cells`` cells each, with each array
-    (broadcastable to ``shape``, or None) cut to the block: sums taken block by block need memory
-    for one block, not for every instruction of a large kernel."""
-    if not shape:
-        yield shape, arrays
-        return
-    rows = max(1, cells // max(1, math.prod(shape[1:])))
-    for lo in range(0, shape[0], rows):
-        hi = min(lo + rows, shape[0])
-        yield (hi - lo,) + shape[1:], tuple(
-            None if a is None else (a[lo:hi] if a.ndim and a.shape[0] > 1 else a) for a in arrays)
-
-
-# ---------------------------------------------------------------------------------------------
 # Tensor Engine
 
 
@@ -223,7 +174,7 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
         if not isinstance(stmt, Matmul):
             continue
         r = matmul_roles(stmt, kernel)
-        ext, exists, weight, core, shape = _executions(
+        ext, exists, weight, core, shape = executions(
             stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
         kmn = (ext[id(stmt.stationary)][r.k_stationary], ext[id(stmt.stationary)][r.m_stationary],
                ext[id(stmt.moving)][r.n_moving])
@@ -260,8 +211,10 @@ def _te_ceilings(kernel, hw, dtype, split, cores):
         return [], p_ref, W, 0, None, ["no matmul instructions: no Tensor Engine ceilings"]
     rows_eff = hw.pe_rows * max(1.0, f)
     slow = max(1.0, f) / f  # cycles per instruction relative to bf16 (4 for fp32, 1 for fp8 double-row)
-    pf = s_kmn / (rows_eff * s_mn)
-    cf = s_mn / (hw.pe_cols * s_n)
+    # a tile over the array's limits cannot run (an infeasible reason elsewhere); its factor is
+    # capped at 1 so no ceiling claims more than the peak
+    pf = min(1.0, s_kmn / (rows_eff * s_mn))
+    cf = min(1.0, s_mn / (hw.pe_cols * s_n))
     ir = s_n / s_c
     busiest = float(core_c.max())
     cb = (s_c / cores) / busiest if busiest else 1.0
@@ -313,6 +266,7 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
     bank = hw.psum_bank_bytes
     spans = []  # (start, end, banks)
     tile_banks = 0
+    too_big: list[str] = []
     mm_out = set()
     for i, (stmt, loops) in enumerate(stmts):
         if not isinstance(stmt, Matmul):
@@ -325,10 +279,9 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         # a tile over several batch values holds one accumulator per value
         batch_tiles = math.prod(full_extent(stmt.out, o, loops, t) for _, _, o in r.batch)
         if banks > hw.psum_banks:
-            raise CapacityError(
-                f"{kernel.source or kernel.name}: {stmt.where()}: the accumulator tile of '{stmt}' "
-                f"has N_t = {nt} fp32 values per partition = {nt * ACC_BYTES:,} bytes, more than all "
-                f"{hw.psum_banks} PSUM banks of {bank:,} bytes on {hw.name}")
+            too_big.append(f"{stmt.where()}: the accumulator tile of '{stmt}' has N_t = {nt} fp32 "
+                           f"values per partition = {nt * ACC_BYTES:,} bytes, more than all "
+                           f"{hw.psum_banks} PSUM banks of {bank:,} bytes")
         tile_banks = max(tile_banks, banks)
         j = _drain(stmts, i, stmt.out.tensor)
         end_loops = stmts[j][1] if j is not None else ()
@@ -358,11 +311,8 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         tile = stmt.src if is_acc else stmt.tile if isinstance(stmt, Store) else None
         if tile is None or tile.tensor not in mm_out:
             continue
-        ext, exists, weight, core, shape = _executions(stmt, loops, (tile,), kernel, split)
-        size = np.ones(shape, dtype=np.int64)
-        for e in ext[id(tile)]:
-            size = size * e
-        n = int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
+        _, _, _, core, _ = executions(stmt, loops, (tile,), kernel, split)
+        n = tile_elements(stmt, loops, tile, kernel, split)
         n *= cores if (split is not None and core is None) else 1
         elems += n
         added += n if is_acc else 0
@@ -379,7 +329,7 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
         raise HardwareError(f"--hardware {hw.name}: PSUM evacuation needs engines.vector or "
                             f"engines.scalar (clock_hz and width) on the sheet: {err}")
     return Psum(hw.psum_banks, bank, tile_banks, live_at_peak, need, elems, engine,
-                t_evac, added)
+                t_evac, added, tuple(too_big))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,79 +405,3 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
         notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
     return Ceilings(dtype, p_ref, W, count, inst_s, cores,
                     split.var if split else None, tuple(out), ps, link, tuple(notes))
-
-
-def format_lines(c: Ceilings, indent: str = "  ") -> list[str]:
-    """The ceilings as a table, one line of explanation each."""
-    from .report import fmt_time as _t
-    lines = [f"{indent}{'ceiling':<15}{'factor':>8}{'P (FLOP/s)':>14}{'T':>12}  why"]
-    for x in c.ceilings:
-        fac = f"{x.factor:.4g}" if x.factor is not None else "-"
-        t = _t(x.T) if math.isfinite(x.T) else "-"
-        lines.append(f"{indent}{x.name:<15}{fac:>8}{x.P:>14.4g}{t:>12}  {x.explanation}")
-    if c.instruction_s is not None:
-        lines.append(f"{indent}time per matmul instruction {_t(c.instruction_s)} (mean of "
-                     f"{c.instructions:,})")
-    if c.cores > 1:
-        lines.append(f"{indent}LNC: loop {c.split} split across {c.cores} physical cores (SPMD): each core "
-                     "loads its slice of the split dimension and all of every tensor without it")
-    lines.append(f"{indent}PSUM: {c.psum.verdict()}")
-    if c.psum.engine and c.psum.evacuated_elements:
-        lines.append(f"{indent}PSUM evacuation: {c.psum.evacuated_elements:,} elements on "
-                     f"{c.psum.engine}, {_t(c.psum.T_evacuate)}, 0 HBM bytes")
-    for n in c.notes:
-        lines.append(f"{indent}note: {n}")
-    return lines
-
-
-# ---------------------------------------------------------------------------------------------
-# the report's view: roofs over all links, JSON keys and text lines
-
-
-def roof_times(c: Ceilings, e) -> dict[str, float]:
-    """Seconds each roof implies: compute W/P, memory Q/BW and, when split across chips, the link."""
-    t = {"compute": e.t_compute, "memory": e.t_memory}
-    if c.link is not None:
-        t["link"] = c.link.T
-    return t
-
-
-def binding_roof(c: Ceilings, e) -> str:
-    """The roof that sets T_best (ties go to compute, as Entitlement.bound does)."""
-    t = roof_times(c, e)
-    return e.bound if c.link is None or t["link"] <= max(e.t_compute, e.t_memory) else "link"
-
-
-def report_fields(c: Ceilings, e, hw) -> dict:
-    """Keys the ceilings add to ``loopsim entitle --json``. With a link roof, T_best, T_worst,
-    rate and bound are over all three roofs (entitlement is the minimum over all of them)."""
-    d = {"ceilings": [x.as_dict() for x in c.ceilings], "instruction_s": c.instruction_s,
-         "roofs": hw.roofs, "lnc": {"cores": c.cores, "split": c.split,
-                                    "sheet_physical_cores": hw.physical_cores},
-         "psum": c.psum.as_dict(), "link": c.link.as_dict() if c.link else None,
-         "binding_roof": binding_roof(c, e),
-         "lowest_ceiling": c.lowest.name if c.lowest else None}
-    if c.notes:
-        d["ceiling_notes"] = list(c.notes)
-    if c.link is not None:
-        t = roof_times(c, e)
-        best = max(t.values())
-        d.update({"T_link": c.link.T, "T_best": best, "T_worst": sum(t.values()),
-                  "rate": e.W / best if best else math.inf, "bound": d["binding_roof"]})
-    return d
-
-
-def format_report_lines(c: Ceilings, e, hw) -> list[str]:
-    """Lines ``loopsim entitle`` prints after the roofs."""
-    from .report import fmt_time
-
-    lines = [f"  roofs: {hw.roofs}" + (" (measured: from the sheet's [measured] section)"
-                                       if hw.roofs == "measured" else " (from the documentation)")]
-    if c.link is not None:
-        t = roof_times(c, e)
-        lines.append(f"  link roof: {c.link.bytes:,} bytes / {c.link.bw:.4g} B/s = {fmt_time(c.link.T)}"
-                     f"; over all roofs T_best = {fmt_time(max(t.values()))}, "
-                     f"T_worst = {fmt_time(sum(t.values()))}")
-    lines.append(f"  binding roof: {binding_roof(c, e)}")
-    lines.append("  lower ceilings (Tensor Engine, other engines, links):")
-    return lines + format_lines(c, "    ")

@@ -255,7 +255,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         raise InputError("loopsim check needs hypothesis (a dependency of loopsim): pip install hypothesis") from None
     from . import hardware as hw_mod
     from .counts import check_tiles
-    from .report import analyze
+    from .pipeline import analyze_kernel as analyze
 
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
         raise InputError(f"--examples={examples!r} must be a positive integer")

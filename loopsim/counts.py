@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import CapacityError, SpecError
-from .ir import ACC, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store
+from .ir import ACC, DTYPES, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store, walk
 from .tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile, partition_cost
 
 POLICIES = ("as-written", "lru", "opt")
@@ -107,58 +107,123 @@ def shape_flops(kernel: Kernel) -> int:
     return w
 
 
-def check_tiles(kernel: Kernel, partitions: int | None, pe_cols: int | None, moving_max: int | None,
-                sheet: str) -> None:
-    """Matmul tiles within the machine's limits (K_t <= partitions, M_t <= columns, N_t <= moving)."""
+def tile_reasons(kernel: Kernel, partitions: int | None, pe_cols: int | None,
+                 moving_max: int | None, sheet: str) -> list[str]:
+    """Why matmul tiles exceed the machine's limits (K_t <= partitions, M_t <= columns,
+    N_t <= moving free size), one line per tile and limit; empty when all are within them."""
+    out = []
     for stmt, loops in kernel.statements():
         if not isinstance(stmt, Matmul):
             continue
         kt, mt, nt = matmul_tile(stmt, loops, kernel)
-        where = f"{kernel.source or kernel.name}: {stmt.where()}"
         for val, lim, what in ((kt, partitions, "stationary/moving partition size K_t"),
                                (mt, pe_cols, "stationary free size M_t"),
                                (nt, moving_max, "moving free size N_t")):
             if lim and val > lim:
-                raise SpecError(f"{where}: {what}={val} exceeds {sheet}'s limit of {lim} "
-                                f"in '{stmt}'")
+                out.append(f"{stmt.where()}: {what}={val} exceeds {sheet}'s limit of {lim} "
+                           f"in '{stmt}'")
+    return out
+
+
+def check_tiles(kernel: Kernel, partitions: int | None, pe_cols: int | None, moving_max: int | None,
+                sheet: str) -> None:
+    """Raise for the first matmul tile beyond the machine's limits (see :func:`tile_reasons`)."""
+    bad = tile_reasons(kernel, partitions, pe_cols, moving_max, sheet)
+    if bad:
+        raise SpecError(f"{kernel.source or kernel.name}: {bad[0]}")
+
+
+def capacity_units(hw, sbuf_bytes: int | None) -> int:
+    """The SBUF budget in the simulator's units: bytes per partition, or bytes on flat sheets."""
+    total = hw.sbuf_bytes if sbuf_bytes is None else sbuf_bytes
+    if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
+        raise CapacityError(f"--sbuf-bytes={total!r} must be a positive integer")
+    return total // hw.partitions if hw.partitions else total
+
+
+def kernel_dtype(kernel: Kernel) -> str:
+    """The dtype whose Tensor Engine roof applies: the widest matmul operand dtype (bf16 if none)."""
+    tm = kernel.tensor_map
+    dts = {tm[a.tensor].dtype for s, _ in kernel.statements() if isinstance(s, Matmul)
+           for a in (s.stationary, s.moving)}
+    if not dts:
+        return "bf16"
+    if "fp32" in dts:
+        return "fp32"
+    return max(dts, key=lambda d: (DTYPES[d], d == "bf16"))
+
+
+def buffers_of(kernel: Kernel, tensor: str) -> int:
+    """How many buffers a load of ``tensor`` inside a loop rotates through (1: one slot, the
+    conventional tiled loop; 2: double buffering): the kernel's per-tensor count, else its ``*``
+    default, else 1."""
+    b = dict(kernel.buffers)
+    return b.get(tensor, b.get("*", 1))
 
 
 def live_peak(kernel: Kernel, partitions: int | None, op_outputs: bool = True) -> int:
-    """Peak SBUF cost of the buffers the nest holds as written: a loaded (or staged) tile lives
-    until the end of the body of the loop at whose level its statement sits. A store stages its
-    tile (PSUM -> SBUF) unless an op already made that tensor in SBUF, where the DMA reads it.
-    ``op_outputs=False`` leaves out the tiles ops make on chip (counted by their live ranges
-    elsewhere, :func:`loopsim.program.produced_peak`)."""
+    """Peak SBUF cost of the buffers the nest holds as written (see :func:`live_buffers`)."""
+    return live_buffers(kernel, partitions, op_outputs)[0]
+
+
+def live_buffers(kernel: Kernel, partitions: int | None,
+                 op_outputs: bool = True) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """Peak SBUF cost of the buffers the nest holds as written, and the buffers live at that peak
+    as (tensor, cost) pairs, largest first. A loaded (or staged) tile lives until the end of the
+    body of the loop at whose level its statement sits; a load inside a loop takes as many slots
+    as it rotates through (:func:`buffers_of`). A store stages its tile (PSUM -> SBUF) unless an
+    op already made that tensor in SBUF, where the DMA reads it. ``op_outputs=False`` leaves out
+    the tiles ops make on chip (counted by their live ranges elsewhere,
+    :func:`loopsim.program.produced_peak`). Costs: bytes per partition, or bytes on flat sheets."""
     tm = kernel.tensor_map
     on_chip = {a.tensor for s, _ in kernel.statements()
                for a in getattr(s, "sbuf_outputs", lambda: ())()}
     on_chip |= {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Accumulate)}
 
-    def cost(stmt, loops) -> int:
+    def cost(stmt, loops) -> list[tuple[str, int]]:
         if isinstance(stmt, Store) and stmt.tile.tensor in on_chip:
-            return 0
+            return []
         if isinstance(stmt, (Load, Store)):
             t = tm[stmt.tile.tensor]
-            return partition_cost(full_tile(stmt.tile, loops, t), t, partitions)
+            c = partition_cost(full_tile(stmt.tile, loops, t), t, partitions)
+            if isinstance(stmt, Load) and loops:
+                c *= buffers_of(kernel, t.name)
+            return [(t.name, c)]
         if not op_outputs:
-            return 0
-        return sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
-                   for a in getattr(stmt, "sbuf_outputs", lambda: ())())
+            return []
+        return [(a.tensor, partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions))
+                for a in getattr(stmt, "sbuf_outputs", lambda: ())()]
 
     held = accumulator_holds(kernel, partitions) if op_outputs else {}  # SBUF sums of ``acc``
 
-    def peak(body: tuple[Node, ...], loops, base: int) -> int:
-        cur = best = base
-        for node in body:
-            cur += held.get(id(node), 0)
-            if isinstance(node, Loop):
-                best = max(best, peak(node.body, loops + (node,), cur))
-            else:
-                cur += cost(node, loops)
-                best = max(best, cur)
-        return best
+    def acc_tensor(node) -> str:
+        """The SBUF accumulator a held node stands for (the first ``acc`` in it)."""
+        if isinstance(node, Accumulate):
+            return node.out.tensor
+        return next(n.out.tensor for n, _ in walk(node.body) if isinstance(n, Accumulate))
 
-    return peak(kernel.body, (), 0)
+    best: list = [0, ()]
+
+    def peak(body: tuple[Node, ...], loops, live: list[tuple[str, int]], cur: int) -> None:
+        live = list(live)
+        for node in body:
+            if id(node) in held:
+                live.append((acc_tensor(node), held[id(node)]))
+                cur += held[id(node)]
+            if isinstance(node, Loop):
+                peak(node.body, loops + (node,), live, cur)
+            else:
+                for item in cost(node, loops):
+                    live.append(item)
+                    cur += item[1]
+                if cur > best[0]:
+                    best[0], best[1] = cur, tuple(live)
+
+    peak(kernel.body, (), [], 0)
+    merged: dict[str, int] = {}
+    for name, c in best[1]:
+        merged[name] = merged.get(name, 0) + c
+    return best[0], tuple(sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def working_set(kernel: Kernel, partitions: int | None) -> int:
@@ -203,7 +268,7 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
     src = tr if tr is not None else nest
     cost = src.object_cost(partitions)
     need = max(working_set(kernel, partitions), int(cost.max()))
-    if capacity < need:
+    if capacity < need and policy != "as-written":  # as written: a verdict (cannot run), not an error
         raise CapacityError(
             f"SBUF capacity {capacity:,} {unit} cannot hold one instruction's working tiles of "
             f"{kernel.name}: needs {need:,} {unit}" +

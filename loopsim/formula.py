@@ -411,7 +411,7 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
     """The two closed-form LRU regimes and the one ``hw``'s SBUF (or ``sbuf_bytes``) falls in."""
     from . import trace as trace_mod
     from .counts import working_set
-    from .report import capacity_units
+    from .counts import capacity_units
     from .sim.stack import lru_curve, stack_distances
 
     kernel = kernel or kernel_from(spec, params)

@@ -240,9 +240,16 @@ class Kernel:
     params: tuple[tuple[str, int], ...] = ()
     about: str = ""
     source: str = ""  # file the kernel came from, for error messages
+    # buffers a load inside a loop rotates through, per tensor ("*": every tensor); default 1
+    buffers: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         where = self.source or f"kernel {self.name}"
+        for tname, n in self.buffers:
+            if tname != "*" and tname not in {t.name for t in self.tensors}:
+                raise SpecError(f"{where}: buffers.{tname}: no tensor {tname}; tensors: "
+                                f"{', '.join(t.name for t in self.tensors)}")
+            _positive_int(n, f"{where}: buffers.{tname}")
         names = [t.name for t in self.tensors]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -276,9 +283,11 @@ class Kernel:
                         raise SpecError(f"{where}: {node.where()}: index {v} in {acc} is not a "
                                         "loop variable of an enclosing loop")
                 for axis, terms in enumerate(acc.index):
+                    # blocked index outer + inner: each step divides the next larger one; a block
+                    # equal to its tile (equal steps, one tile per block) is legal
                     steps = [bound[v].step for v in terms]
                     for outer, inner in zip(sorted(steps, reverse=True), sorted(steps, reverse=True)[1:]):
-                        if outer == inner or outer % inner:
+                        if outer % inner:
                             raise SpecError(
                                 f"{where}: {node.where()}: {acc} dimension {axis}: steps "
                                 f"{', '.join(map(str, steps))} must each divide the next larger one "

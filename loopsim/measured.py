@@ -390,7 +390,7 @@ class Comparison:
 
     def lines(self) -> list[str]:
         """Readable lines: the gap, the bound-specific figure of merit, the disagreements."""
-        from .report import fmt_time
+        from .fmt import fmt_time
 
         e = self.entitlement
         out = [f"measured ({self.profile.source})",

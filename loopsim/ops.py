@@ -146,10 +146,8 @@ class OpStatement(Statement):
 _TILE = re.compile(r"[A-Za-z_]\w*\s*\[[^\]]*\]")
 
 
-def _parser(name: str) -> Callable[[str, int, str], Statement]:
+def _parser(name: str, parse_access) -> Callable[[str, int, str], Statement]:
     def parse(rest: str, line: int, where: str) -> Statement:
-        from .spec import parse_access  # spec registers these parsers; import it lazily
-
         out, eq, rhs = rest.partition("=")
         tiles = _TILE.findall(rhs)
         leftover = _TILE.sub("", rhs).replace(",", "").strip()
@@ -162,9 +160,10 @@ def _parser(name: str) -> Callable[[str, int, str], Statement]:
     return parse
 
 
-def statement_parsers() -> dict[str, Callable[[str, int, str], Statement]]:
-    """Nest statement parsers for every op kind except matmul (which the core parser owns)."""
-    return {name: _parser(name) for name in KINDS if name != "matmul"}
+def statement_parsers(parse_access) -> dict[str, Callable[[str, int, str], Statement]]:
+    """Nest statement parsers for every op kind except matmul (which the core parser owns);
+    ``parse_access(text, where) -> Access`` is the spec's tile parser (spec registers these)."""
+    return {name: _parser(name, parse_access) for name in KINDS if name != "matmul"}
 
 
 def elements(shape: tuple[int, ...]) -> int:

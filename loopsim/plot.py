@@ -34,7 +34,7 @@ class Point:
 
     @classmethod
     def from_report(cls, rep, comparison=None, label: str | None = None) -> "Point":
-        """From a :class:`loopsim.report.Report` and optionally a :class:`loopsim.measured.Comparison`."""
+        """From a :class:`loopsim.pipeline.Analysis` and optionally a :class:`loopsim.measured.Comparison`."""
         e = rep.entitlement
         m = comparison
         return cls(label or rep.counts.kernel, e.I, e.rate,
@@ -82,7 +82,7 @@ def _renderer(fig):
 
 
 def _si(x: float, unit: str) -> str:
-    from .report import _si as si
+    from .fmt import si
 
     return si(x, unit)
 

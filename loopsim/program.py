@@ -31,11 +31,9 @@ import numpy as np
 from . import graph as graph_mod
 from . import ops as ops_mod
 from . import spec as spec_mod
-from .counts import Counts, Residency, TensorCounts, check_tiles, count, live_peak
-from .entitle import Entitlement, Overlap
+from .counts import Counts, count, live_peak
 from .errors import HardwareError, SpecError
 from .ir import ACC, LOAD, PRODUCE, Kernel, Matmul, Tensor
-from .report import Report, capacity_units, fmt_time, format_text, kernel_dtype
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +60,20 @@ class Program:
     ops: tuple[graph_mod.OpNode, ...]
     inputs: tuple[str, ...]
     stages: tuple[Stage, ...]
-    graph: object
+    graph: object  # None for a single nest
+    parallel: object = None  # loopsim.ceilings.Parallel of a single nest's [parallel], else None
+
+    @classmethod
+    def single(cls, kernel: Kernel, parallel=None) -> "Program":
+        """A plain ``[nest]`` kernel as a program of one stage (no ops, no schedule)."""
+        return cls(kernel.name, kernel.source, kernel.params, kernel.tensors, (),
+                   tuple(t.name for t in kernel.inputs), (Stage(kernel.name, (), kernel),), None,
+                   parallel)
+
+    @property
+    def is_single(self) -> bool:
+        """A single nest (one stage, no ops): what the spec states is one kernel."""
+        return not self.ops
 
     @property
     def op_map(self) -> dict[str, graph_mod.OpNode]:
@@ -214,12 +225,6 @@ def _check_nest(path: str, kname: str, kernel: Kernel, ops: list[graph_mod.OpNod
 # Counting
 
 
-@dataclass(frozen=True, slots=True)
-class StageCounts:
-    stage: Stage
-    counts: Counts
-
-
 def produced_peak(trace, partitions: int | None) -> int:
     """Peak SBUF cost of blocks an op produced, each live from its first event to its last
     (cost units as in :func:`loopsim.counts.count`)."""
@@ -253,15 +258,12 @@ def check_scope(hw, *, allow: bool = False) -> None:
             "1-core sheet, or pass --allow-scope-mismatch")
 
 
-def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
-                allow_scope_mismatch: bool = False) -> Counts:
-    """One kernel, on its own, from an empty SBUF. As written, the residency adds the produced
-    intermediates' live ranges to the nest's buffers (an upper bound)."""
+def count_stage(stage: Stage, hw, *, policy: str, capacity: int) -> Counts:
+    """One kernel of a schedule, on its own, from an empty SBUF. As written, the residency adds
+    the produced intermediates' live ranges to the nest's buffers (an upper bound)."""
     from . import trace as trace_mod
 
     k = stage.kernel
-    check_tiles(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
-    check_scope(hw, allow=allow_scope_mismatch)
     tr = trace_mod.build(k)
     c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=tr)
     if policy == "as-written":
@@ -275,88 +277,6 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int,
                                              what="live buffers as written + op outputs from "
                                                   "produce to last use"))
     return c
-
-
-@dataclass(frozen=True, slots=True)
-class Step(Overlap):
-    """One op entitled against its own engine. ``W``: FLOPs (matmul: 2MNK; other ops: nominal);
-    ``elements``: element-operations on its engines; ``roof``: FLOP/s (tensor) or elements/s;
-    ``Q``: the HBM bytes of its kernel attributed to it (reads to the first op of the kernel that
-    reads the tensor, writes to the op that makes it)."""
-
-    op: str
-    kind: str
-    kernel: str
-    engine: str
-    W: int
-    elements: int
-    engine_seconds: tuple[tuple[str, float], ...]
-    Q: int
-    BW: float
-
-    @property
-    def t_compute(self) -> float:
-        return max(s for _, s in self.engine_seconds)
-
-    @property
-    def t_memory(self) -> float:
-        return self.Q / self.BW
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.t_compute >= self.t_memory else "memory"
-
-    @property
-    def binding(self) -> str:
-        """The engine (or ``hbm``) that sets the step's T_best."""
-        return self.engine if self.bound == "compute" else "hbm"
-
-    def as_dict(self) -> dict:
-        return {"op": self.op, "kind": self.kind, "kernel": self.kernel, "engine": self.engine,
-                "W": self.W, "elements": self.elements,
-                "engine_seconds": dict(self.engine_seconds), "Q": self.Q,
-                "T_compute": self.t_compute, "T_memory": self.t_memory, "T_best": self.T_best,
-                "T_worst": self.T_worst, "bound": self.bound, "binding": self.binding}
-
-
-def _steps(prog: Program, per_stage: list[StageCounts], hw, dtype: str) -> list[Step]:
-    tm = prog.tensor_map
-    out = []
-    for sc in per_stage:
-        ops = [prog.op_map[n] for n in sc.stage.ops]
-        reader = {}
-        for o in ops:
-            for t in o.inputs:
-                reader.setdefault(t, o.name)
-        q = {o.name: 0 for o in ops}
-        maker = {o.out: o.name for o in ops}
-        for t in sc.counts.tensors:
-            if t.read_bytes:
-                q[reader.get(t.name, maker.get(t.name, ops[0].name))] += t.read_bytes
-            if t.write_bytes:
-                q[maker.get(t.name, reader.get(t.name, ops[0].name))] += t.write_bytes
-        for o in ops:
-            where = f"{prog.path}: ops.{o.name} ({o.kind})"
-            if o.kind == "matmul":
-                a, b = (tm[t].shape[::-1] if tr else tm[t].shape for t, tr in zip(o.inputs, o.transposed))
-                w = 2 * a[0] * a[1] * b[1]
-                secs = (("tensor", w / hw.P(dtype)),)
-                out.append(Step(o.name, o.kind, sc.stage.name, "tensor", w, 0, secs, q[o.name], hw.bw))
-                continue
-            n = tm[o.inputs[0]].elements
-            secs = []
-            for engine, passes in o.work():
-                try:
-                    roof = hw.engine_roof(engine, tm[o.out].dtype)
-                except HardwareError as e:
-                    raise HardwareError(f"{where} runs on the {engine} engine, which has no roof "
-                                        f"on {hw.name}: {e}") from None
-                secs.append((engine, passes * n / roof))
-            engine = max(secs, key=lambda s: s[1])[0]
-            elems = sum(p for _, p in o.work()) * n
-            out.append(Step(o.name, o.kind, sc.stage.name, engine,
-                            o.op_kind.flops_per_element * n, elems, tuple(secs), q[o.name], hw.bw))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,170 +304,3 @@ class Intermediate:
         return {"bytes": self.bytes, "write_bytes": self.write_bytes, "read_bytes": self.read_bytes,
                 "k": self.k, "producer": self.producer, "consumers": list(self.consumers),
                 "fused": self.fused, "spilled": self.spilled}
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramReport:
-    """The whole program (W, Q, entitlement as one kernel report), its kernels, steps and
-    intermediates. ``base`` is a :class:`loopsim.report.Report` of the summed counts."""
-
-    program: Program
-    base: Report
-    stages: tuple[StageCounts, ...]
-    steps: tuple[Step, ...]
-    intermediates: tuple[Intermediate, ...]
-
-    @property
-    def binding_step(self) -> Step:
-        return max(self.steps, key=lambda s: s.T_best)
-
-    def resource_seconds(self) -> dict[str, float]:
-        """Total busy time per engine and for HBM over the program, seconds."""
-        out: dict[str, float] = {}
-        for s in self.steps:
-            for e, t in s.engine_seconds:
-                out[e] = out.get(e, 0.0) + t
-        out["hbm"] = self.base.entitlement.t_memory
-        return out
-
-    @property
-    def binding_engine(self) -> str:
-        r = self.resource_seconds()
-        return max(r, key=r.get)
-
-    def T_best_engines(self) -> float:
-        """Per kernel the slowest of its engines and HBM (all overlapping), summed over kernels:
-        T_best with every engine's roof, not only the Tensor Engine's (seconds)."""
-        total = 0.0
-        for sc in self.stages:
-            busy: dict[str, float] = {"hbm": sc.counts.hbm_bytes / self.base.hardware.bw}
-            for s in self.steps:
-                if s.kernel == sc.stage.name:
-                    for e, t in s.engine_seconds:
-                        busy[e] = busy.get(e, 0.0) + t
-            total += max(busy.values())
-        return total
-
-    def notes(self) -> list[str]:
-        out = []
-        pol = self.base.counts.policy
-        for im in self.intermediates:
-            if im.spilled:
-                out.append(f"{im.name} SPILLED: fused in kernel {self.program.stage_of(im.producer).name} "
-                           f"but evicted from SBUF before its last use (k = {im.k:.4g})")
-        for sc in self.stages:
-            r = sc.counts.residency
-            if not r.fits:
-                out.append(f"kernel {sc.stage.name}: SBUF {r.verdict()}" + (
-                    "; as written its intermediates never cross HBM, but the nest cannot run in "
-                    "this SBUF: replay with --policy lru or opt to see the spill"
-                    if pol == "as-written" else ""))
-        return out
-
-    def as_dict(self) -> dict:
-        d = self.base.as_dict()
-        for sc in self.stages:
-            if not sc.counts.residency.fits:
-                d["sbuf"]["fits"] = False
-        d["sbuf"]["kernels"] = {sc.stage.name: {"peak_bytes": sc.counts.residency.peak_bytes,
-                                                "fits": sc.counts.residency.fits,
-                                                "what": sc.counts.residency.what}
-                                for sc in self.stages}
-        b = self.binding_step
-        d.update({
-            "schedule": {sc.stage.name: list(sc.stage.ops) for sc in self.stages},
-            "kernels": [{"kernel": sc.stage.name, "ops": list(sc.stage.ops), "W": sc.counts.flops,
-                         "Q": sc.counts.hbm_bytes} for sc in self.stages],
-            "intermediates": {im.name: im.as_dict() for im in self.intermediates},
-            "steps": [s.as_dict() for s in self.steps],
-            "binding": {"engine": self.binding_engine, "step": b.op, "step_binding": b.binding,
-                        "resource_seconds": self.resource_seconds()},
-            "T_best_engines": self.T_best_engines(),
-            "notes": self.notes(),
-        })
-        return d
-
-    def format_text(self) -> str:
-        lines = [format_text(self.base), "",
-                 "  schedule: " + " | ".join(f"{sc.stage.name} [{', '.join(sc.stage.ops)}]"
-                                             for sc in self.stages)]
-        for sc in self.stages:
-            lines.append(f"    kernel {sc.stage.name:<10} Q {sc.counts.hbm_bytes:>16,} bytes   "
-                         f"SBUF {sc.counts.residency.verdict()}")
-        if self.intermediates:
-            lines.append("  intermediates (k = crossings of HBM / size, from the replay):")
-            lines.append(f"    {'name':<10}{'bytes':>16}{'written':>16}{'read':>16}{'k':>8}  where")
-            for im in self.intermediates:
-                where = "fused" if im.fused else "across kernels"
-                lines.append(f"    {im.name:<10}{im.bytes:>16,}{im.write_bytes:>16,}{im.read_bytes:>16,}"
-                             f"{im.k:>8.4g}  {where}{' SPILLED' if im.spilled else ''}")
-        lines.append("  steps (each against its own engine):")
-        lines.append(f"    {'op':<10}{'kind':<15}{'engine':<8}{'W (FLOPs)':>16}{'Q (bytes)':>14}"
-                     f"{'T_compute':>12}{'T_memory':>12}{'T_best':>12}  bound")
-        for s in self.steps:
-            lines.append(f"    {s.op:<10}{s.kind:<15}{s.engine:<8}{s.W:>16,}{s.Q:>14,}"
-                         f"{fmt_time(s.t_compute):>12}{fmt_time(s.t_memory):>12}"
-                         f"{fmt_time(s.T_best):>12}  {s.bound}")
-        b = self.binding_step
-        lines.append(f"  binding: {self.binding_engine} over the program; step {b.op} "
-                     f"({b.binding}, T_best {fmt_time(b.T_best)})")
-        lines.append(f"  T_best with every engine's roof: {fmt_time(self.T_best_engines())}")
-        lines += [f"  note: {n}" for n in self.notes()]
-        return "\n".join(lines)
-
-
-def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None, allow_scope_mismatch: bool = False) -> ProgramReport:
-    """Count every kernel of the schedule (each from an empty SBUF), sum, and entitle. Each
-    kernel runs on one physical core: the sheet's scope must be one core unless
-    ``allow_scope_mismatch``."""
-    cap = capacity_units(hw, sbuf_bytes)
-    per = [StageCounts(s, count_stage(s, hw, policy=policy, capacity=cap,
-                                      allow_scope_mismatch=allow_scope_mismatch))
-           for s in prog.stages]
-    dt = dtype or _program_dtype(prog)
-    tensors = []
-    for t in prog.tensors:
-        rd = sum(sc.counts.tensor_map[t.name].read_bytes for sc in per if t.name in sc.counts.tensor_map)
-        wr = sum(sc.counts.tensor_map[t.name].write_bytes for sc in per if t.name in sc.counts.tensor_map)
-        tensors.append(TensorCounts(t.name, t.bytes, rd, wr, t.output))
-    worst = max((sc.counts.residency for sc in per), key=lambda r: r.peak_cost)
-    compulsory = sum(prog.tensor_map[t].bytes for t in prog.inputs) + \
-        sum(t.bytes for t in prog.tensors if t.output)
-    total = Counts(prog.name, policy, sum(sc.counts.flops for sc in per),
-                   sum(sc.counts.instructions for sc in per), tuple(tensors), compulsory,
-                   replace(worst, needed_cost=max(sc.counts.residency.needed_cost for sc in per)))
-    e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
-    base = Report(total, e, hw, dt, prog.params)
-    steps = _steps(prog, per, hw, dt)
-    tc = total.tensor_map
-    inter = []
-    for name in prog.intermediates:
-        producer = next(o.name for o in prog.ops if o.out == name)
-        consumers = tuple(o.name for o in prog.ops if name in o.inputs)
-        k = prog.stage_of(producer).name
-        inter.append(Intermediate(name, tc[name].bytes, tc[name].write_bytes, tc[name].read_bytes,
-                                  producer, consumers,
-                                  all(prog.stage_of(c).name == k for c in consumers)))
-    return ProgramReport(prog, base, tuple(per), tuple(steps), tuple(inter))
-
-
-def _program_dtype(prog: Program) -> str:
-    dts = [kernel_dtype(s.kernel) for s in prog.stages
-           if any(isinstance(st, Matmul) for st, _ in s.kernel.statements())]
-    return "fp32" if "fp32" in dts else (dts[0] if dts else "bf16")
-
-
-def build(sf: spec_mod.SpecFile, params: Mapping[str, int]) -> Kernel | Program:
-    """The spec bound to ``params``: a single kernel, or a program when it has ``[ops]``."""
-    return program_from(sf, params) if is_program(sf) else spec_mod.kernel_from(sf, params)
-
-
-def report_of(k: Kernel | Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-              dtype: str | None = None) -> Report:
-    """The whole-kernel report of either: a program's totals over its schedule, or one kernel's."""
-    if isinstance(k, Program):
-        return analyze(k, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype).base
-    from .report import analyze as analyze_kernel
-
-    return analyze_kernel(k, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)

@@ -349,7 +349,7 @@ STATEMENTS: dict[str, Callable[[str, int, str], Statement]] = {
     "load": _load, "store": _store, "matmul": _matmul, "acc": _acc,
 }
 from .ops import statement_parsers as _op_statements  # noqa: E402  (ops imports only ir/errors)
-STATEMENTS.update(_op_statements())  # gelu, silu, mul, softmax, layernorm, ... (loopsim/ops.py)
+STATEMENTS.update(_op_statements(parse_access))  # gelu, silu, mul, softmax, ... (loopsim/ops.py)
 
 
 def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int = 1,
@@ -456,12 +456,29 @@ def kernel_from(spec: SpecFile, params: Mapping[str, int], nest_key: str = "nest
         if not any(isinstance(n, Loop) and n.var == var for n, _ in _walk(body)):
             raise SpecError(f"{spec.where('lnc.split')}={var!r} names no loop of the nest")
     _check_matmuls(spec.path, tensors, body)
+    buffers = parse_buffers(nest.get("buffers"), params, spec.where(nest_key + ".buffers"))
     try:
         return Kernel(name or kname, tensors, body, tuple(params.items()),
-                      str(k.get("about", "")), spec.path)
+                      str(k.get("about", "")), spec.path, buffers)
     except SpecError as e:
         msg = str(e)
         raise SpecError(msg if msg.startswith(spec.path) else f"{spec.path}: {msg}") from None
+
+
+def parse_buffers(node: object, params: Mapping[str, int], where: str) -> tuple[tuple[str, int], ...]:
+    """``buffers = 2`` (every load inside a loop) or ``buffers = { A = 2, "*" = 1 }`` (per tensor):
+    how many SBUF slots a load inside a loop rotates through (double buffering = 2)."""
+    if node is None:
+        return ()
+    if not isinstance(node, dict):
+        node = {"*": node}
+    out = []
+    for name, v in node.items():
+        n = _int(v, params, f"{where}.{name}" if name != "*" else where)
+        if n <= 0:
+            raise SpecError(f"{where}={n} must be a positive number of buffers")
+        out.append((name, n))
+    return tuple(out)
 
 
 def _splits(spec: SpecFile, params: Mapping[str, int]) -> dict[str, int]:

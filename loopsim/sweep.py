@@ -1,22 +1,21 @@
 """Tilings side by side: specs x ``--vary`` parameter products -> analysed rows, ranked.
 
 ``--vary TN=128,256,512 --vary TM=64,128`` expands to the product of the listed values, applied
-to every spec that has the parameter. Rows are ranked by T_best, then T_worst; the best row is the
-first one that fits SBUF. A row that does not fit stays in the table, marked; a row that cannot be
-counted at all (its capacity cannot hold one instruction's tiles) stays too, with its error.
+to every spec that has the parameter. Every row goes through :func:`loopsim.pipeline.analyze` and
+rows are ranked by its verdict: feasible first, then the attainable time T, then Q, then SBUF peak
+(:func:`loopsim.pipeline.rank_key`). A point that is not a valid tiling (its spec refuses those
+values) or cannot be counted stays in the table as a row with its reason, below every analysed row.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
-from . import program as program_mod
+from . import pipeline
 from . import spec as spec_mod
-from .errors import CapacityError, InputError, SpecError
-from .ir import Kernel
-from .report import Report
+from .errors import InputError, LoopsimError, SpecError
+from .program import Program
 
 
 def parse_vary(items: list[str] | None) -> dict[str, tuple[int, ...]]:
@@ -45,15 +44,20 @@ def parse_vary(items: list[str] | None) -> dict[str, tuple[int, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One tiling to analyse: ``spec`` as the user named it, the bound kernel, the varied values."""
+    """One tiling to analyse: ``spec`` as the user named it, the bound program (None when the
+    point is not a valid tiling: ``error`` says why), the varied values."""
 
     label: str
     spec: str
-    kernel: Kernel | program_mod.Program  # a single nest, or a schedule of kernels ([ops])
+    program: Program | None
     varied: tuple[tuple[str, int], ...]
+    name: str = ""
+    params: tuple[tuple[str, int], ...] = ()
+    error: str = ""
 
 
-def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ...]]) -> list[Variant]:
+def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ...]], *,
+           lnc_cores: int | None = None, split: str | None = None, buffers=None) -> list[Variant]:
     """Every spec at every combination of the ``vary`` values it has parameters for."""
     for name in vary:
         if name in sets:
@@ -71,90 +75,66 @@ def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ..
     for arg, sf in files:
         names = [n for n in vary if n in sf.params]
         own_sets = {k: v for k, v in sets.items() if k in sf.params}
-        kname = sf.data["kernel"].get("name", sf.path)
+        kname = str(sf.data["kernel"].get("name", sf.path))
         for combo in itertools.product(*(vary[n] for n in names)):
             varied = tuple(zip(names, combo))
-            params = spec_mod.bind_params(sf, {**own_sets, **dict(varied)})
-            kernel = program_mod.build(sf, params)
-            label = " ".join([str(kname)] + [f"{n}={v}" for n, v in varied])
-            out.append(Variant(label, arg, kernel, varied))
+            label = " ".join([kname] + [f"{n}={v}" for n, v in varied])
+            params = ()
+            try:
+                bound = spec_mod.bind_params(sf, {**own_sets, **dict(varied)})
+                params = tuple(bound.items())
+                prog = pipeline.build(sf, bound, lnc_cores=lnc_cores, split=split, buffers=buffers)
+            except LoopsimError as e:
+                if not varied:  # nothing varied: the spec itself is bad input
+                    raise
+                out.append(Variant(label, arg, None, varied, kname, params, str(e)))
+                continue
+            out.append(Variant(label, arg, prog, varied, prog.name, prog.params))
     labels = [v.label for v in out]
     if len(set(labels)) != len(labels):
-        out = [Variant(f"{v.label} ({v.spec})", v.spec, v.kernel, v.varied) for v in out]
+        out = [Variant(f"{v.label} ({v.spec})", v.spec, v.program, v.varied, v.name, v.params,
+                       v.error) for v in out]
     return out
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One analysed tiling; ``report`` is None when it could not be counted (``error`` says why)."""
+    """One tiling; ``analysis`` is None when it could not be analysed (``error`` says why)."""
 
     variant: Variant
-    report: Report | None
+    analysis: pipeline.Analysis | None
     error: str = ""
     best: bool = False
 
     @property
-    def key(self) -> tuple[float, float]:
-        if self.report is None:
-            return (math.inf, math.inf)
-        e = self.report.entitlement
-        return (e.T_best, e.T_worst)
+    def key(self) -> tuple:
+        if self.analysis is None:
+            return (True, float("inf"), 0, 0, 1, self.variant.label)
+        return (*pipeline.rank_key(self.analysis), 0, self.variant.label)
 
     @property
-    def fits(self) -> bool:
-        return self.report is not None and self.report.counts.residency.fits
+    def feasible(self) -> bool:
+        return self.analysis is not None and self.analysis.feasible
 
 
-def analyze_all(variants: list[Variant], hw, *, policy: str = "as-written",
-                sbuf_bytes: int | None = None, dtype: str | None = None) -> list[Row]:
-    """Analyse every variant and rank them (T_best, then T_worst); mark the best fitting row."""
-    rows = []
-    for v in variants:
-        try:
-            rows.append(Row(v, program_mod.report_of(v.kernel, hw, policy=policy,
-                                                     sbuf_bytes=sbuf_bytes, dtype=dtype)))
-        except CapacityError as e:
-            rows.append(Row(v, None, str(e)))
-    rows.sort(key=lambda r: r.key)
-    best = next((r for r in rows if r.fits), None)
-    return [Row(r.variant, r.report, r.error, r is best) for r in rows]
+def analyze_one(v: Variant, hw, **kw) -> Row:
+    """One row: the variant analysed, or the reason it could not be."""
+    if v.program is None:
+        return Row(v, None, v.error)
+    try:
+        return Row(v, pipeline.analyze(v.program, hw, **kw))
+    except LoopsimError as e:
+        return Row(v, None, str(e))
 
 
-def row_dict(row: Row, rank: int) -> dict:
-    """The JSON/CSV row: W, Q, r per input, compulsory Q, I, T_best, T_worst, SBUF peak and fit."""
-    v = row.variant
-    d: dict = {"rank": rank, "label": v.label, "spec": v.spec, "kernel": v.kernel.name,
-               "params": dict(v.kernel.params), "varied": dict(v.varied), "best": row.best}
-    if row.report is None:
-        return {**d, "fits": False, "error": row.error, "T_best": None, "T_worst": None}
-    rep = row.report
-    c, e = rep.counts, rep.entitlement
-    res = c.residency
-    inputs = {t.name for t in rep.counts.tensors if not t.output}
-    return {**d, "W": e.W, "Q": e.Q,
-            "r": {t.name: t.r for t in c.tensors if t.name in inputs},
-            "compulsory_Q": c.compulsory_bytes,
-            "Q_over_compulsory": e.Q / c.compulsory_bytes if c.compulsory_bytes else None,
-            "I": e.I if math.isfinite(e.I) else None, "T_best": e.T_best, "T_worst": e.T_worst,
-            "bound": e.bound, "rate": e.rate, "dtype": rep.dtype,
-            "sbuf_peak_bytes": res.peak_bytes, "sbuf_capacity_bytes": res.capacity_bytes,
-            "fits": res.fits, **_ceiling_fields(rep), **_lower_bound_fields(rep)}
+def rank(rows: list[Row]) -> list[Row]:
+    """Feasible rows first, then by T, Q and SBUF peak, then (every key tied) by label; rows that
+    could not be analysed last. The first feasible row is marked best."""
+    rows = sorted(rows, key=lambda r: r.key)
+    best = next((r for r in rows if r.feasible), None)
+    return [Row(r.variant, r.analysis, r.error, r is best) for r in rows]
 
 
-def _lower_bound_fields(rep: Report) -> dict:
-    """``lower_bound_Q`` (bytes, :mod:`loopsim.bound`) and ``Q_over_bound``; None if not a matmul."""
-    lb = getattr(rep, "lower_bound", None)
-    return {"lower_bound_Q": lb.Q_bytes if lb else None,
-            "Q_over_bound": lb.ratio(rep.entitlement.Q) if lb and lb.Q_bytes else None}
-
-
-def _ceiling_fields(rep: Report) -> dict:
-    """The binding roof and the lowest lower ceiling, where the report has ceilings."""
-    c = getattr(rep, "ceilings", None)
-    if c is None:
-        return {}
-    from .ceilings import binding_roof
-
-    low = c.lowest
-    return {"binding_roof": binding_roof(c, rep.entitlement),
-            "lowest_ceiling": None if low is None else {"name": low.name, "P": low.P, "T": low.T}}
+def analyze_all(variants: list[Variant], hw, **kw) -> list[Row]:
+    """Analyse every variant (``kw`` as :func:`loopsim.pipeline.analyze`) and rank them."""
+    return rank([analyze_one(v, hw, **kw) for v in variants])

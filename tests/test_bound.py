@@ -12,7 +12,8 @@ from loopsim import hardware, spec
 from loopsim.bound import lower_bound, pebble_words
 from loopsim.errors import CapacityError
 from loopsim.ir import Loop, Matmul
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.render.json import analysis_dict
 
 getcontext().prec = 60
 
@@ -41,7 +42,7 @@ def test_trn2_tutorial_matmul_bound_is_compulsory():
     assert lb.psum_bytes == 128 * 8 * 2048
     assert lb.S_words == (28 * 2**20 + 2 * 2**20) // 2
     assert lb.pebble_words < 0 and lb.binding == "compulsory"
-    d = rep.as_dict()
+    d = analysis_dict(rep)
     assert d["lower_bound_Q"] == 3 * 1024 * 1024 * 2
     assert d["Q_over_bound"] == pytest.approx(11 / 3)
 

@@ -11,7 +11,8 @@ from loopsim import ceilings, hardware, lnc, spec
 from loopsim.cli import main
 from loopsim.errors import CapacityError, HardwareError, SpecError
 from loopsim.ir import Matmul
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.render.json import analysis_dict
 
 TRN1 = hardware.load("trn1-core")
 TRN2 = hardware.load("trn2-core")
@@ -332,21 +333,31 @@ def test_psum_one_tile_fills_one_bank_and_evacuation():
     assert (ps.tile_banks, ps.live, ps.needed_banks, ps.banks) == (1, 1, 1, 8)
     assert ps.evacuated_elements == 1024 * 1024 and ps.engine == "vector"
     assert ps.T_evacuate == pytest.approx(1024 * 1024 / (128 * 1.12e9))
-    assert rep.as_dict()["psum"]["evacuation_hbm_bytes"] == 0
+    assert analysis_dict(rep)["psum"]["evacuation_hbm_bytes"] == 0
     # k outermost stores each C tile K/TK times: 8 evacuations of every element
     ko = analyze(spec.load_kernel("matmul_kouter"), TRN1).ceilings.psum
     assert ko.evacuated_elements == 1024 * 1024 * (1024 // 128)
 
 
-def test_tile_larger_than_psum_is_an_error(tmp_path, capsys):
+def _cannot_run(argv, capsys, *needles):
+    """A kernel that cannot run: exit 3, the report printed, the reason in the headline."""
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "CANNOT RUN" in out
+    for n in needles:
+        assert n in out, out
+    return out
+
+
+def test_tile_larger_than_psum_cannot_run(tmp_path, capsys):
     # a sheet whose moving tile may reach 8192 fp32 values (32 KiB) but whose PSUM is 8 x 2 KiB
     toy = (hardware._bundled_dir() / "toy.toml").read_text()
     sheet = tmp_path / "wide.toml"
     sheet.write_text(toy.replace('moving_max = { value = 512', 'moving_max = { value = 8192'))
-    _fails(["ceilings", "matmul", "--hardware", str(sheet), "--set", "TN=8192", "--set", "N=8192"],
-           capsys, "PSUM", "8 PSUM banks")
+    _cannot_run(["ceilings", "matmul", "--hardware", str(sheet), "--set", "TN=8192", "--set", "N=8192"],
+                capsys, "PSUM", "8 PSUM banks")
     # and the ordinary limit: N_t beyond the moving maximum (one PSUM bank on trn2)
-    _fails(["ceilings", "matmul", "--hardware", "trn2-core", "--set", "TN=1024"], capsys, "N_t=1024")
+    _cannot_run(["ceilings", "matmul", "--hardware", "trn2-core", "--set", "TN=1024"], capsys, "N_t=1024")
 
 
 def test_sheet_without_engine_is_an_error_for_ceilings(tmp_path, capsys):

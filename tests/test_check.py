@@ -6,7 +6,7 @@ from loopsim import expr, spec
 from loopsim.checkformula import assert_formula, check_formula, parse_vary
 from loopsim.cli import main
 from loopsim.errors import InputError
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 from loopsim import hardware
 
 RIGHT = "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)"  # curriculum Day 5 for the tutorial loop order

@@ -78,11 +78,9 @@ def test_replay_of_a_captured_trace(tmp_path, capsys):
 BAD = [
     ["entitle", "matmul", "--hardware", "no-such-chip"],
     ["entitle", "no-such-spec", "--hardware", "trn2-core"],
-    ["entitle", "matmul", "--hardware", "trn2-core", "--set", "TK=256"],
     ["entitle", "matmul", "--hardware", "trn2-core", "--set", "M=0"],
     ["entitle", "matmul", "--hardware", "trn2-core", "--set", "M=abc"],
     ["entitle", "matmul", "--hardware", "trn2-core", "--set", "Q=3"],
-    ["entitle", "matmul", "--hardware", "trn2-core", "--sbuf-bytes", "1000"],
     ["entitle", "matmul", "--hardware", "trn2-core", "--policy", "nonsense"],
     ["entitle", "matmul", "--hardware", "trn2-core", "--set", "M=1", "--dtype", "int8"],
     ["entitle", "--flops", "1", "--hardware", "trn2-core"],
@@ -143,3 +141,17 @@ def test_compare_ranks_fused_against_unfused(capsys):
     B, D, F = 2048, 1024, 4096
     assert rows[1]["Q"] - rows[0]["Q"] == 2 * 4 * B * F
     assert rows[0]["T_best"] == pytest.approx(rows[1]["T_best"])
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--set", "TK=256"], "K_t=256 exceeds trn2-core's limit of 128"),
+    (["--sbuf-bytes", "1000"], "SBUF: needs "),
+])
+def test_a_kernel_that_cannot_run_exits_3_with_its_report(argv, why, capsys):
+    assert main(["entitle", "matmul", "--hardware", "trn2-core", *argv]) == 3
+    out = capsys.readouterr().out
+    first = out.splitlines()[2]  # after the title and params lines: the verdict comes first
+    assert first.startswith("  CANNOT RUN as written:") and why in first
+    assert main(["entitle", "matmul", "--hardware", "trn2-core", *argv, "--json"]) == 3
+    d = json.loads(capsys.readouterr().out)
+    assert d["feasible"] is False and any(why in r for r in d["infeasible_reasons"])

@@ -42,24 +42,31 @@ def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     assert sum(r["best"] for r in rows) == 1
 
 
-def test_ties_on_t_best_are_broken_by_t_worst():
-    # two compute-bound rows share T_best = W/P; the one moving fewer bytes has the smaller T_worst
-    variants = sweep.expand(["projection"], {}, {"B": (2048,), "TF": (128, 512)})
-    rows = sweep.analyze_all(variants, TRN2)
-    assert rows[0].report.entitlement.T_best == pytest.approx(rows[1].report.entitlement.T_best)
-    assert rows[0].report.entitlement.T_worst <= rows[1].report.entitlement.T_worst
+def test_ties_on_t_are_broken_by_q_then_sbuf_peak():
+    # two compute-bound rows share T = W/P and Q (everything crosses once); the one holding
+    # less SBUF ranks first, whatever order they were listed in
+    for tf in ((128, 512), (512, 128)):
+        rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2)
+        a, b = rows[0].analysis, rows[1].analysis
+        assert a.limit == b.limit == "compute" and a.T == pytest.approx(b.T) and a.Q == b.Q
+        assert a.sbuf_peak_bytes < b.sbuf_peak_bytes
+        assert dict(a.params)["TF"] == 128
 
 
-def test_a_row_that_does_not_fit_stays_marked_and_is_not_best(capsys):
+def test_a_row_that_does_not_fit_ranks_below_every_row_that_does(capsys):
     # matmul_hoisted holds a K x TM column of A and a K x TN column of B: (8*128 + 8*512)*2 +
     # 512*2 (C) = 11,264 bytes per partition as written; matmul holds 256 + 1024 = 1,280.
-    # With 4 KiB per partition the hoisted kernel (smaller Q, smaller T_best) does not fit.
+    # With 4 KiB per partition the hoisted kernel (smaller Q, smaller T) does not fit: it ranks
+    # last, with the buffers that take the most named.
     rows = _json(capsys, ["compare", "matmul", "matmul_hoisted", "--hardware", "trn2-core",
                           "--sbuf-bytes", str(4096 * 128), "--json"])
-    assert [r["kernel"] for r in rows] == ["matmul_hoisted", "matmul"]
-    assert rows[0]["fits"] is False and rows[0]["best"] is False
-    assert rows[0]["sbuf_peak_bytes"] == 11_264 * 128
-    assert rows[1]["fits"] is True and rows[1]["best"] is True
+    assert [r["kernel"] for r in rows] == ["matmul", "matmul_hoisted"]
+    assert rows[1]["fits"] is False and rows[1]["feasible"] is False and rows[1]["best"] is False
+    assert rows[1]["sbuf_peak_bytes"] == 11_264 * 128
+    assert rows[1]["T"] < rows[0]["T"]  # faster if it could run, ranked below all the same
+    (why,) = rows[1]["infeasible_reasons"]
+    assert "needs 11,264 bytes per partition, has 4,096" in why and "B 8,192" in why
+    assert rows[0]["fits"] is True and rows[0]["best"] is True
 
 
 def test_text_and_csv(capsys):
@@ -85,9 +92,12 @@ def test_nki_tutorial_tells_its_story(capsys):
         ra, rb = hand[r["kernel"]]
         assert r["Q"] == 2 * (ra * K * M + rb * K * N + M * N)
         assert r["W"] == 2 * M * N * K
-    assert [r["kernel"] for r in rows] == ["nki_fully_optimized", "nki_block_free",
-                                           "nki_hoist_load", "nki_tiled"]
-    assert rows[0]["bound"] == "compute" and all(r["bound"] == "memory" for r in rows[1:])
+    # each step of the tutorial is faster than the one before it; rows that can run come first
+    T = {r["kernel"]: r["T"] for r in rows}
+    assert T["nki_fully_optimized"] < T["nki_block_free"] < T["nki_hoist_load"] < T["nki_tiled"]
+    assert [(not r["feasible"], r["T"]) for r in rows] == sorted((not r["feasible"], r["T"]) for r in rows)
+    bound = {r["kernel"]: r["bound"] for r in rows}
+    assert bound.pop("nki_fully_optimized") == "compute" and set(bound.values()) == {"memory"}
 
 
 @pytest.mark.parametrize("vary,match", [

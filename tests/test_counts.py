@@ -9,7 +9,7 @@ from hypothesis import assume, given, strategies as st
 from loopsim import hardware, spec
 from loopsim.counts import count, live_peak, working_set
 from loopsim.errors import CapacityError, SpecError
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 
 from naive_nest import matmul_kernel, matmul_nests
 
@@ -184,9 +184,16 @@ def test_fits_in_total_but_not_per_partition():
 
 
 def test_capacity_too_small_says_how_much_is_needed():
+    # one instruction needs an A tile (256 B/partition) and a B tile (1 KiB/partition): a replay
+    # cannot run in less, and says how much it needs
     with pytest.raises(CapacityError, match=r"needs 1,280 bytes per partition"):
-        # one instruction needs an A tile (256 B/partition) and a B tile (1 KiB/partition)
-        analyze(spec.load_kernel("matmul"), TRN2, sbuf_bytes=1000)
+        analyze(spec.load_kernel("matmul"), TRN2, sbuf_bytes=1000, policy="lru")
+    # as written the nest is still counted; its verdict says it cannot run, naming the buffers
+    # (1000 // 128 = 7 bytes per partition; B's 512-wide bf16 tile takes 1,024 of them)
+    a = analyze(spec.load_kernel("matmul"), TRN2, sbuf_bytes=1000)
+    assert not a.feasible
+    (why,) = a.infeasible_reasons
+    assert why.startswith("SBUF: needs ") and "has 7" in why and "B 1,024" in why
 
 
 def test_loops_that_miss_part_of_the_product_are_refused():

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import hardware, program, spec, trace
+from loopsim import hardware, pipeline, program, spec, trace
+from loopsim.render.json import analysis_dict
 from loopsim.cli import main
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def analyze(name, sets=None, **kw):
-    return program.analyze(program.load(name, sets or {}), TRN2, **kw)
+    return pipeline.analyze(pipeline.load(name, sets or {}), TRN2, **kw)
 
 
 # --- Day 5: the MLP on one physical Trn2 core ----------------------------------------------------
@@ -52,7 +53,7 @@ def test_day5_closed_forms_are_the_curriculums():
 ])
 def test_day5_mlp(name, Q, I, T_worst, k, policy):
     rep = analyze(name, DAY5, policy=policy)
-    e = rep.base.entitlement
+    e = rep.entitlement
     assert (e.W, e.Q) == (W_MLP, Q)
     assert round(e.I) == I
     # the sheet's P is 128*128*2*2.4e9 = 78.64 TFLOPS (the curriculum rounds to 78.6): W/P in
@@ -67,7 +68,7 @@ def test_day5_mlp(name, Q, I, T_worst, k, policy):
         assert im.bytes == p * B * F
         assert im.k == k  # unfused: written once + read once = 2 crossings of B*F*p each
         assert not im.spilled
-    d = rep.as_dict()
+    d = analysis_dict(rep)
     assert d["sbuf"]["fits"] is True
     assert {n: v["k"] for n, v in d["intermediates"].items()} == {"h": k, "g": k}
 
@@ -96,7 +97,7 @@ def test_gelu_alone_is_89_5_us_of_data_movement():
     up = next(s for s in rep.steps if s.op == "up")
     assert (up.engine, up.W) == ("tensor", 2 * B * D * F)
     assert sum(s.Q for s in rep.steps) == Q_UNFUSED
-    assert rep.binding_engine == "tensor"  # 437 us of matmuls against 246 us of HBM
+    assert rep.limit == "compute"  # 437 us of matmuls against 246 us of HBM
     fused = analyze("mlp_fused", DAY5)
     assert next(s for s in fused.steps if s.op == "act").Q == 0
     assert sum(s.Q for s in fused.steps) == Q_FUSED
@@ -109,12 +110,12 @@ def test_attention_unfused_and_fused():
     L, d = 2048, 128
     un = analyze("attention_unfused")
     # q, k, v read and o written (4*L*d) + S and P each written and read (4*L*L)
-    assert un.base.entitlement.Q == p * (4 * L * d + 4 * L * L)
+    assert un.entitlement.Q == p * (4 * L * d + 4 * L * L)
     assert {i.name: i.k for i in un.intermediates} == {"s": 2.0, "p": 2.0}
     fu = analyze("attention_fused")
-    assert fu.base.entitlement.Q == p * 4 * L * d  # K, V hoisted; S, P stay on chip
+    assert fu.entitlement.Q == p * 4 * L * d  # K, V hoisted; S, P stay on chip
     assert {i.name: i.k for i in fu.intermediates} == {"s": 0.0, "p": 0.0}
-    assert fu.base.entitlement.W == un.base.entitlement.W == 2 * (2 * L * L * d)
+    assert fu.entitlement.W == un.entitlement.W == 2 * (2 * L * L * d)
     sm = next(s for s in fu.steps if s.op == "sm")
     # online softmax: 3 Vector passes at 512 bf16 lanes * 0.96 GHz, 1 Scalar pass at 128 * 1.2 GHz
     secs = dict(sm.engine_seconds)
@@ -126,15 +127,15 @@ def test_attention_unfused_and_fused():
 def test_swiglu_and_layernorm():
     Bs, Ds, Fs = 2048, 1024, 2048
     sw = analyze("swiglu_mlp")
-    assert sw.base.entitlement.Q == p * (2 * Bs * Ds + 3 * Ds * Fs)  # x, y; three weights once
-    assert sw.base.entitlement.W == 3 * 2 * Bs * Ds * Fs
+    assert sw.entitlement.Q == p * (2 * Bs * Ds + 3 * Ds * Fs)  # x, y; three weights once
+    assert sw.entitlement.W == 3 * 2 * Bs * Ds * Fs
     assert all(i.k == 0 for i in sw.intermediates) and len(sw.intermediates) == 4
     prod = next(s for s in sw.steps if s.op == "prod")
     assert prod.t_compute == pytest.approx(Bs * Fs / (512 * 0.96e9), rel=1e-12)
     Bl, Dl = 2048, 4096
     ln = analyze("layernorm")
-    assert ln.base.entitlement.Q == p * (2 * Bl * Dl + 2 * Dl)  # x in, y out, gamma and beta once
-    assert ln.base.entitlement.W == 0
+    assert ln.entitlement.Q == p * (2 * Bl * Dl + 2 * Dl)  # x in, y out, gamma and beta once
+    assert ln.entitlement.W == 0
     (step,) = ln.steps
     assert step.T_best == pytest.approx(p * (2 * Bl * Dl + 2 * Dl) / 375e9, rel=1e-12)
 
@@ -150,8 +151,8 @@ small_mlp = st.fixed_dictionaries({
 @settings(max_examples=12, deadline=None)
 @given(small_mlp, st.sampled_from(["as-written", "lru", "opt"]))
 def test_fusing_never_raises_q(dims, policy):
-    un = analyze("mlp_unfused", dims, policy=policy).base.entitlement
-    fu = analyze("mlp_fused", dims, policy=policy).base.entitlement
+    un = analyze("mlp_unfused", dims, policy=policy).entitlement
+    fu = analyze("mlp_fused", dims, policy=policy).entitlement
     b, d, f = dims["B"], dims["D"], dims["F"]
     assert fu.Q <= un.Q
     assert un.Q - fu.Q == p * 4 * b * f  # exactly the round trips of h and g
@@ -210,7 +211,7 @@ def test_shrinking_sbuf_spills_and_says_so(capsys):
     assert g["spilled"] is True and g["k"] == 3.0  # 1 write + D/TE = 2 reads
     assert any("g SPILLED" in n for n in d["notes"])
     assert d["intermediates"]["h"]["k"] == 0.0  # PSUM
-    assert main(args + ["--json"]) == 0  # as written: no crossing, but it does not fit
+    assert main(args + ["--json"]) == 3  # as written: no crossing, but it does not fit: cannot run
     d = json.loads(capsys.readouterr().out)
     assert d["intermediates"]["g"]["k"] == 0.0 and d["sbuf"]["fits"] is False
     assert any("--policy lru" in n for n in d["notes"])
@@ -227,7 +228,7 @@ def test_cli_json_and_single_kernel_specs_unchanged(capsys):
     assert d["Q"] == Q_UNFUSED and d["W"] == W_MLP
     assert [s["op"] for s in d["steps"]] == ["up", "act", "down"]
     assert {"op", "engine", "W", "T_best"} <= set(d["steps"][0])
-    assert d["binding"]["engine"] == "tensor"
+    assert d["limit"] == "compute"
     assert main(["entitle", "matmul", "--hardware", "trn2-core", "--json"]) == 0
     m = json.loads(capsys.readouterr().out)
     assert "intermediates" not in m and m["Q"] == 2 * (2 * 1024 * 1024 + 8 * 1024 * 1024 + 1024 * 1024)
@@ -337,6 +338,6 @@ def test_layernorm_residency_counts_each_buffer_once():
     # rows holds D x 2 = 8192 B; the layernorm output block another 8192 B, which the store DMA
     # reads in place (no staging copy). Peak: 64 + 64 + 8192 + 8192 = 16,512 bytes.
     from loopsim import hardware
-    from loopsim.program import analyze, load
+    from loopsim.pipeline import analyze, load
     rep = analyze(load("layernorm", {"B": 2048, "D": 4096}), hardware.load("trn2-core"))
-    assert rep.base.counts.residency.peak_cost == 64 + 64 + 8192 + 8192
+    assert rep.counts.residency.peak_cost == 64 + 64 + 8192 + 8192

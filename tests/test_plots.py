@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from loopsim import hardware, plot, spec
 from loopsim.errors import InputError
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 # trn2-core by hand: P = 128 x 128 PEs x 2 FLOPs x 2.4 GHz, BW = 3 TB/s shared by 8 cores

@@ -3,7 +3,7 @@
 import pytest
 
 from loopsim import hardware, spec
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 p = 2  # bf16 bytes

@@ -95,7 +95,7 @@ def test_lnc_split_of_a_ragged_loop_loads_no_phantom_tiles():
     # B[k, n] is loaded once per real m tile: r_B = ceil(300/128) = 3, as on one core
     from loopsim import hardware
     from loopsim.lnc import with_split
-    from loopsim.report import analyze
+    from loopsim.pipeline import analyze_kernel as analyze
     k = with_split(spec.load_kernel("matmul", {"M": 300}), 2)
     rep = analyze(k, hardware.load("trn2-lnc2"))
     assert rep.counts.tensor_map["B"].r == 3

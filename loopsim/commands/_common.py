@@ -1,17 +1,18 @@
-"""Options and steps shared by the commands."""
+"""Options and steps shared by the commands: parse the kernel options, load, analyze, print."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import sys
 
 from ..counts import POLICIES
 
+#: exit status of a kernel that cannot run as written (its report is printed all the same)
+INFEASIBLE = 3
 
-def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False) -> None:
-    """SPEC, --hardware, --set, --policy, --sbuf-bytes, --json."""
+
+def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope: bool = True) -> None:
+    """SPEC, --hardware, --set, --policy, --sbuf-bytes, --dtype, --json and (``scope``) the core
+    split, roofs, link and buffer options every analysing command shares."""
     if many:
         p.add_argument("spec", nargs="+", metavar="SPEC", help="bundled spec names or .toml paths")
     else:
@@ -24,19 +25,77 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False) -> Non
                         "the given capacity could reach with this loop order")
     p.add_argument("--sbuf-bytes", type=int, default=None, metavar="N",
                    help="SBUF capacity in bytes (default: the sheet's)")
+    p.add_argument("--dtype", default=None,
+                   help="dtype whose Tensor Engine roof applies (default: the kernel's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    if scope:
+        add_scope_options(p)
+
+
+def add_scope_options(p: argparse.ArgumentParser) -> None:
+    """--lnc, --split, --allow-scope-mismatch, --roofs, --link-bw, --buffers."""
+    from .. import hardware
+
+    p.add_argument("--lnc", type=int, default=None, metavar="N",
+                   help="run the kernel on N physical cores (LNC=2: --lnc 2), splitting the spec's "
+                        "[lnc] split loop, else its token (M / B) loop; --lnc 1 removes a split")
+    p.add_argument("--split", default=None, metavar="VAR", help="the loop to split with --lnc")
+    p.add_argument("--allow-scope-mismatch", action="store_true",
+                   help="entitle against a sheet whose physical cores differ from the kernel's")
+    p.add_argument("--roofs", choices=hardware.ROOFS, default="spec",
+                   help="spec (default): documented P and BW; measured: the sheet's [measured] roofs")
+    p.add_argument("--link-bw", type=int, default=None, metavar="BYTES_PER_S",
+                   help="interconnect bandwidth for a spec with [parallel] (default: the sheet's link.bw)")
+    p.add_argument("--buffers", default=None, metavar="N|TENSOR=N,...",
+                   help="SBUF buffers a load inside a loop rotates through (2: double buffering); "
+                        "replaces the spec's [nest] buffers (default 1)")
+
+
+def parse_buffers(text: str | None):
+    """``--buffers 2`` or ``--buffers A=2,B=3`` -> (("*", 2),) or (("A", 2), ("B", 3))."""
+    if text is None:
+        return None
+    from ..errors import InputError
+
+    out = []
+    for item in text.split(","):
+        name, eq, val = item.rpartition("=")
+        name = name.strip() if eq else "*"
+        try:
+            n = int(val.strip())
+        except ValueError:
+            raise InputError(f"--buffers {text}: '{val.strip()}' is not an integer") from None
+        if n <= 0:
+            raise InputError(f"--buffers {text}: {n} must be > 0")
+        out.append((name, n))
+    return tuple(out)
+
+
+def hardware_of(args):
+    """The sheet with the chosen roofs."""
+    from .. import hardware
+
+    return hardware.load(args.hardware).with_roofs(getattr(args, "roofs", "spec"))
+
+
+def program_of(args, ref: str | None = None):
+    """The program the kernel options name (one SPEC)."""
+    from .. import pipeline, spec
+
+    return pipeline.load(ref or args.spec, spec.parse_sets(args.sets),
+                         lnc_cores=getattr(args, "lnc", None), split=getattr(args, "split", None),
+                         buffers=parse_buffers(getattr(args, "buffers", None)))
+
+
+def analyze_kw(args) -> dict:
+    """Keyword arguments of :func:`loopsim.pipeline.analyze` from the options."""
+    return {"policy": args.policy, "sbuf_bytes": args.sbuf_bytes, "dtype": args.dtype,
+            "allow_scope_mismatch": getattr(args, "allow_scope_mismatch", False),
+            "link_bw": getattr(args, "link_bw", None)}
 
 
 def dump_json(obj) -> None:
     """Print JSON; non-finite floats become null so the output is strict JSON."""
-    print(json.dumps(_clean(obj), indent=2))
+    from ..render.json import dumps
 
-
-def _clean(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
+    print(dumps(obj))

@@ -12,7 +12,7 @@ from ._common import add_kernel_options, dump_json
 def register(sub) -> None:
     p = sub.add_parser("check", help="property-test a Q formula against the simulator",
                        description=__doc__)
-    add_kernel_options(p)
+    add_kernel_options(p, scope=False)
     p.add_argument("--formula", required=True, metavar="EXPR",
                    help='Q in bytes, e.g. "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)": numbers, '
                         "parameter names, + - * / // %% **, parentheses, min, max, ceil, floor")

@@ -3,10 +3,7 @@ using the simulated Q at each candidate (``--compulsory``: the textbook Q instea
 
 from __future__ import annotations
 
-from .. import hardware, program, spec
-from ..entitle import Entitlement, crossover
-from ..errors import InputError, SpecError, TraceTooLarge
-from ._common import add_kernel_options, dump_json
+from ._common import add_kernel_options, analyze_kw, dump_json, hardware_of, parse_buffers
 
 
 def register(sub) -> None:
@@ -16,31 +13,36 @@ def register(sub) -> None:
     p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
     p.add_argument("--compulsory", action="store_true",
                    help="use the compulsory Q (each input read once) instead of the simulated Q")
-    p.add_argument("--dtype", default=None, help="dtype whose roof applies (default: the kernel's)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    hw = hardware.load(args.hardware)
+    from .. import pipeline, spec
+    from ..entitle import Entitlement, crossover
+    from ..errors import InputError, SpecError, TraceTooLarge
+
+    hw = hardware_of(args)
     sf = spec.read(args.spec)
     sets = spec.parse_sets(args.sets)
     if args.dim not in sf.params:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")
-    def kernel_at(v: int):
-        return program.build(sf, spec.bind_params(sf, {**sets, args.dim: v}))
+    kw = analyze_kw(args)
+    buffers = parse_buffers(args.buffers)
 
-    first = program.report_of(kernel_at(1), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes,
-                              dtype=args.dtype)
-    dtype = first.dtype
+    def at(v: int):
+        prog = pipeline.build(sf, spec.bind_params(sf, {**sets, args.dim: v}), lnc_cores=args.lnc,
+                              split=args.split, buffers=buffers)
+        return pipeline.analyze(prog, hw, **kw)
+
+    dtype = at(1).dtype
+    kw["dtype"] = dtype
     P = hw.P(dtype)
-
     tried: list[tuple[int, int, int]] = []
 
     def wq(v: int) -> tuple[int, int]:
-        rep = program.report_of(kernel_at(v), hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes,
-                                dtype=dtype)
-        w, q = rep.counts.flops, (rep.counts.compulsory_bytes if args.compulsory else rep.counts.hbm_bytes)
+        a = at(v)
+        w, q = a.W, (a.counts.compulsory_bytes if args.compulsory else a.Q)
         tried.append((v, w, q))
         return w, q
 

@@ -6,25 +6,25 @@ in, and the I/O lower bound for matmul-shaped kernels."""
 from __future__ import annotations
 
 from .. import hardware, spec
-from ._common import add_kernel_options, dump_json
+from ._common import add_kernel_options, dump_json, program_of
 
 
 def register(sub) -> None:
     p = sub.add_parser("formula", help="closed-form Q of a tiling (symbolic and evaluated)",
                        description=__doc__)
-    add_kernel_options(p)
+    add_kernel_options(p, scope=False)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..formula import derive
+    from ..pipeline import analyze_kernel
 
-    from ..report import analyze
-
+    program_of(args)  # the one loader validates the spec ([parallel], [lnc]) as every command does
     hw = hardware.load(args.hardware)
     d = derive(args.spec, spec.parse_sets(args.sets), hw, sbuf_bytes=args.sbuf_bytes)
     # --policy: also the simulated Q of that policy at this SBUF, beside the closed forms
-    q = analyze(d.kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes).counts.hbm_bytes
+    q = analyze_kernel(d.kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes).counts.hbm_bytes
     if args.json:
         dump_json({"hardware": hw.name, **d.as_dict(), "policy": args.policy, "policy_Q": q})
         return 0

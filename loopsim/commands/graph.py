@@ -4,11 +4,9 @@ whole or not at all (a temporary file, then a rename)."""
 
 from __future__ import annotations
 
-from .. import program
 from ..errors import SpecError
 from ..outfile import figure_format, write_atomic
-from ._common import add_kernel_options
-from ._program import is_program_spec, load
+from ._common import add_kernel_options, analyze_kw, hardware_of, program_of
 
 
 def register(sub) -> None:
@@ -20,9 +18,9 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def edge_labels(rep: program.ProgramReport) -> dict[str, str]:
-    """Tensor name -> "name\\nMB, k=..." for every tensor of the program."""
-    tc = rep.base.counts.tensor_map
+def edge_labels(rep) -> dict[str, str]:
+    """Tensor name -> "name: MB, k=..." for every tensor of the program (an Analysis)."""
+    tc = rep.counts.tensor_map
     out = {}
     for t in rep.program.tensors:
         c = tc[t.name]
@@ -33,13 +31,16 @@ def edge_labels(rep: program.ProgramReport) -> dict[str, str]:
 
 def run(args) -> int:
     figure_format(args.output)
-    if not is_program_spec(args.spec):
+    from .. import pipeline
+
+    prog = program_of(args)
+    if prog.is_single:
         raise SpecError(f"{args.spec}: has no [ops] table, so there is no op graph to draw")
-    prog, hw = load(args)
-    rep = program.analyze(prog, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes)
-    e = rep.base.entitlement
+    hw = hardware_of(args)
+    rep = pipeline.analyze(prog, hw, **analyze_kw(args))
+    e = rep.entitlement
     title = (f"{prog.name} on {hw.name}, {args.policy}: Q = {e.Q:,} bytes, "
-             f"T_best {e.T_best * 1e6:.4g} µs, T_worst {e.T_worst * 1e6:.4g} µs")
+             f"T {rep.T * 1e6:.4g} µs ({rep.limit}), T_best {e.T_best * 1e6:.4g} µs")
     from ..graph import draw
 
     ax = draw(prog.graph, edge_labels(rep), title)

@@ -1,11 +1,11 @@
 """``loopsim plot``: the roofline of a hardware sheet with one labelled point per kernel / tiling at
-(I, entitled rate), measured points directly below their entitlement points with the gap annotated.
-The file's extension picks the format (.png, .svg, .pdf); it is written whole or not at all."""
+(I, attainable rate W/T), tilings that cannot run marked, measured points directly below their
+points with the gap annotated. The file's extension picks the format (.png, .svg, .pdf); it is
+written whole or not at all."""
 
 from __future__ import annotations
 
-from .. import hardware
-from ._common import add_kernel_options, dump_json
+from ._common import add_kernel_options, dump_json, hardware_of
 from ._measured import add_option
 from .compare import add_vary_option, analysed_rows
 
@@ -16,7 +16,6 @@ def register(sub) -> None:
     add_kernel_options(p, many=True)
     add_vary_option(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="output .png, .svg or .pdf")
-    p.add_argument("--dtype", default=None, help="dtype whose roof is drawn (default: the first kernel's)")
     p.add_argument("--title", default=None, help="the figure's title (default: hardware and scope)")
     add_option(p)
     p.set_defaults(func=run)
@@ -27,19 +26,19 @@ def run(args) -> int:
     from ..outfile import figure_format
 
     figure_format(args.output)  # refuse a bad extension before any work
-    hw = hardware.load(args.hardware)
+    hw = hardware_of(args)
     rows, dicts = analysed_rows(args, hw)
     pts = []
     for r, d in zip(rows, dicts):
-        if r.report is None:
+        a = r.analysis
+        if a is None:
             continue
         m = d.get("measured")
-        base = plot.Point.from_report(r.report, label=r.variant.label)
-        if m:
-            base = plot.Point(base.label, base.I, base.rate, m["rate"], m["gap"],
-                              m["fraction_of_entitlement"], base.fits)
-        pts.append(base)
-    dtype = args.dtype or next((r.report.dtype for r in rows if r.report is not None), "bf16")
+        rate = a.W / a.T if a.T else 0.0  # attainable rate: every roof and ceiling
+        pts.append(plot.Point(r.variant.label, a.entitlement.I, rate,
+                              m["rate"] if m else None, m["gap"] if m else None,
+                              m["fraction_of_entitlement"] if m else None, a.feasible))
+    dtype = args.dtype or next((r.analysis.dtype for r in rows if r.analysis is not None), "bf16")
     fig = plot.roofline(pts, hw, dtype=dtype, ceilings=ceilings_for(rows, hw, dtype),
                         title=args.title)
     plot.save(fig, args.output)
@@ -47,11 +46,14 @@ def run(args) -> int:
         dump_json({"output": args.output, "hardware": hw.name, "dtype": dtype, "rows": dicts})
     else:
         drawn = sum(p.drawable for p in pts)
-        failed = [r for r in rows if r.report is None]
+        failed = [r for r in rows if r.analysis is None]
         print(f"wrote {args.output}: {drawn} point(s) on the {hw.name} {dtype} roofline" +
               (f" ({len(pts) - drawn} with W = 0 named, not drawn)" if drawn < len(pts) else ""))
         for r in failed:
             print(f"  not drawn, cannot run: {r.variant.label}: {r.error}")
+        for r in rows:
+            if r.analysis is not None and not r.analysis.feasible:
+                print(f"  marked, cannot run: {r.variant.label}: {r.analysis.infeasible_reasons[0]}")
     return 0
 
 
@@ -62,9 +64,9 @@ def ceilings_for(rows, hw, dtype, limit: int = 6) -> list:
 
     P = hw.P(dtype)
     seen: dict[float, tuple[list[str], list[str]]] = {}  # rate -> (ceiling names, kernels)
-    reps = [r for r in rows if r.report is not None and r.report.ceilings is not None]
+    reps = [r for r in rows if r.analysis is not None and r.analysis.ceilings is not None]
     for r in reps:
-        for c in r.report.ceilings.ceilings:
+        for c in r.analysis.ceilings.ceilings:
             if 0 < c.P < P * 0.999:
                 names, who = seen.setdefault(float(f"{c.P:.4g}"), ([], []))
                 names.append(c.name) if c.name not in names else None

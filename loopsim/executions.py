@@ -1,0 +1,62 @@
+"""Every execution of a statement, as numpy arrays over the loops its accesses index.
+
+A statement at loop level L runs once per iteration of every loop around it. Only the loops its
+indices use change what it touches; the others multiply (``weight``). Iterations of a blocked loop
+that start past a tensor's edge do not run (``exists`` is False there), and a ragged last tile has
+its real, smaller extent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .ir import Kernel, Loop, Statement
+from .tiles import full_extent
+
+
+def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None):
+    """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index): the real
+    extent of every axis of every access in ``accs``, whether the tile exists, the weight (runs of
+    the loops no index uses) and the physical core that runs it (None: every core runs it)."""
+    tmap = kernel.tensor_map
+    used = {v for a in accs for ix in a.index for v in ix}
+    rel = [l for l in loops if l.var in used or l is split]
+    weight = math.prod(l.trips for l in loops if l not in rel)
+    nl = len(rel)
+    ivals = {}
+    for k, l in enumerate(rel):
+        shp = [1] * nl
+        shp[k] = l.trips
+        ivals[l.var] = (np.arange(l.trips, dtype=np.int64) * l.step).reshape(shp)
+    exists = np.ones((1,) * nl, dtype=bool)
+    ext = {}
+    zero = np.zeros((1,) * nl, dtype=np.int64)
+    for a in accs:
+        t = tmap[a.tensor]
+        per_axis = []
+        for axis, terms in enumerate(a.index):
+            start = sum((ivals[v] for v in terms), zero)
+            exists = exists & (start < t.shape[axis])
+            per_axis.append(np.minimum(full_extent(a, axis, loops, t), t.shape[axis] - start))
+        ext[id(a)] = per_axis
+    core = None
+    if split is not None and split in rel:
+        k = rel.index(split)
+        shp = [1] * nl
+        shp[k] = split.trips
+        core = np.arange(split.trips, dtype=np.int64).reshape(shp) // (-(-split.trips // split.split))
+    shape = tuple(l.trips for l in rel)
+    return ext, np.broadcast_to(exists, shape), weight, core, shape
+
+
+def tile_elements(stmt: Statement, loops: tuple[Loop, ...], acc, kernel: Kernel,
+                  split: Loop | None = None) -> int:
+    """Elements of ``acc``'s tile summed over every execution of ``stmt`` (ragged tiles as they
+    are, loops the statement does not index counted as the repeats they are)."""
+    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split)
+    size = np.ones(shape, dtype=np.int64)
+    for e in ext[id(acc)]:
+        size = size * e
+    return int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
