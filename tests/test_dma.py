@@ -2,7 +2,7 @@
 
 import pytest
 
-from loopsim import dma, hardware, report, spec
+from loopsim import dma, hardware, pipeline, spec
 from loopsim.hardware import names
 
 GB = 10**9
@@ -65,7 +65,7 @@ def test_dma_bytes_are_the_as_written_q(name):
     # independent count: the simulator's as-written Q (every executed load/store crosses; the
     # partial sums matmul_kouter reads back included)
     k, hw = spec.load_kernel(name), hardware.load("trn2-core")
-    assert dma.report(k, hw).bytes == report.analyze(k, hw).entitlement.Q
+    assert dma.report(k, hw).bytes == pipeline.analyze_kernel(k, hw).entitlement.Q
 
 
 def test_kouter_reads_partial_sums_back():
@@ -84,7 +84,7 @@ def test_split_kernel_takes_the_busiest_core(split_projection):
     k = spec.load_kernel(split_projection)
     hw = hardware.load("trn2-lnc2")
     r = dma.report(k, hw)
-    q = report.analyze(k, hw).entitlement.Q
+    q = pipeline.analyze_kernel(k, hw).entitlement.Q
     assert r.bytes == q and r.cores == 2
     assert r.busiest_core_bytes == q // 2  # the token split is symmetric (2048 tokens, 16 tiles)
     assert r.T == pytest.approx((q // 2) / (368 * GB))  # one core's DMA engines

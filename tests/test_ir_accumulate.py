@@ -8,7 +8,7 @@ import pytest
 from loopsim import hardware, spec, trace
 from loopsim.errors import SpecError
 from loopsim.ir import PRODUCE, USE
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 FULL = "nki_tutorial/4_fully_optimized"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loopsim import ceilings, hardware, report, spec
+from loopsim import ceilings, hardware, pipeline, spec
 from loopsim.cli import main
 from loopsim.errors import SpecError
 from loopsim.nki.load import load_kernel, parse_arg, parse_grid, parse_kwarg, parse_options
@@ -22,7 +22,7 @@ RESULT = {"result": ((4096, 2048), "bf16")}
 
 def facts(kernel) -> dict:
     """What must agree between a traced kernel and its spec: W, Q, r per tensor, SBUF, PSUM."""
-    rep = report.analyze(kernel, TRN2)
+    rep = pipeline.analyze_kernel(kernel, TRN2)
     c, ps = rep.counts, rep.ceilings.psum
     return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors},
             "written": {t.name: t.write_bytes for t in c.tensors},

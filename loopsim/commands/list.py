@@ -53,7 +53,7 @@ def hardware_entry(name: str) -> dict:
 
 
 def run(args) -> int:
-    from ..report import _si
+    from ..fmt import si as _si
 
     specs = [spec_entry(n) for n in spec.bundled_names()]
     sheets = [hardware_entry(n) for n in hardware.names()]
