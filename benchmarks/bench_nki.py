@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from loopsim import hardware, report
+from loopsim import hardware, pipeline
 from loopsim.nki.load import load_kernel
 
 KERNEL = Path(__file__).resolve().parent.parent / "tests" / "nki_kernels" / "matmul_isa.py"
@@ -33,7 +33,7 @@ def main() -> None:
     print(f"trace (execute the file against the shim, lower to IR): {t_trace * 1e3:.1f} ms")
     hw = hardware.load("trn2-core")
     t0 = time.perf_counter()
-    rep = report.analyze(k, hw)
+    rep = pipeline.analyze_kernel(k, hw)
     t_count = time.perf_counter() - t0
     print(f"count + entitle as written (vectorised trace of the IR): {t_count:.2f} s  "
           f"(W = {rep.counts.flops:,} FLOPs, Q = {rep.counts.hbm_bytes:,} bytes)")

@@ -22,7 +22,7 @@ LAYERS = [
     ["pipeline"],                                                    # the one analysis
     ["sweep", "checkformula", "search.", "parallel"],                # over many analyses
     ["render.", "plot"],                                             # presentation
-    ["commands.", "cli", "__main__"],                                # the command line
+    ["commands.", "cli", "__main__", "nki.__main__"],                # the command line
 ]
 MODEL_TOP = 5  # layers below this index are the model: never import render, plot, commands, cli
 
@@ -37,11 +37,12 @@ def _modules() -> dict[str, Path]:
 
 
 def _layer(mod: str) -> int:
-    for i, group in enumerate(LAYERS):
-        for g in group:
-            if mod == g or (g.endswith(".") and (mod + ".").startswith(g)) or mod == g.rstrip("."):
-                return i
-    raise AssertionError(f"loopsim.{mod} is in no layer of tests/test_layers.py LAYERS: place it")
+    """The layer of the most specific LAYERS entry naming ``mod`` (a module or a package prefix)."""
+    hits = [(len(g), i) for i, group in enumerate(LAYERS) for g in group
+            if mod == g.rstrip(".") or (g.endswith(".") and mod.startswith(g))]
+    if not hits:
+        raise AssertionError(f"loopsim.{mod} is in no layer of tests/test_layers.py LAYERS: place it")
+    return max(hits)[1]
 
 
 def _imports(mod: str, path: Path, known) -> set[str]:

@@ -147,10 +147,8 @@ def test_parse_kwarg_is_a_literal_never_code():
 
 def program_facts(prog) -> dict:
     """W, Q, r per tensor, SBUF and PSUM of a program (each of its kernels' PSUM)."""
-    from loopsim import program
-
-    res = program.analyze(prog, TRN2)
-    c = res.base.counts
+    res = pipeline.analyze(prog, TRN2)
+    c = res.counts
     psum = [ceilings.compute(s.kernel, TRN2, dtype="bf16").psum for s in prog.stages]
     return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors
                                                   if t.name in ("q", "k", "v", "o")},

@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="bind a dimension name of an --arg, or override a keyword argument")
     a = p.parse_args(argv)
     try:
-        from .. import hardware, program, report, spec
+        from .. import hardware, pipeline, program, spec
+        from ..render.text import analysis_text
         from .load import load_reference, parse_options
 
         k = load_reference(a.kernel, **parse_options(a.arg, a.kwarg, a.grid),
@@ -55,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(nest_text(kern.body, 2)))
         if a.hardware:
             hw = hardware.load(a.hardware)
-            rep = program.analyze(k, hw) if isinstance(k, program.Program) else report.analyze(k, hw)
+            prog = k if isinstance(k, program.Program) else program.Program.single(k)
             print()
-            print(rep.format_text() if isinstance(k, program.Program) else report.format_text(rep))
+            print(analysis_text(pipeline.analyze(prog, hw)))
         return 0
     except LoopsimError as e:
         print(f"loopsim: error: {e}", file=sys.stderr)
