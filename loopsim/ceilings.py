@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import HardwareError
-from .executions import executions, tile_elements
+from .executions import executions, row_blocks, tile_elements
 from .ir import ACC, Accumulate, Kernel, Loop, Matmul, Store
 from .tiles import full_extent, matmul_roles
 
@@ -181,7 +181,7 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
         bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
         for bs, _, _ in r.batch:
             bt = bt * ext[id(stmt.stationary)][bs]
-        for sub, (k, m, n, b, ex, cb) in _row_blocks(shape, kmn + (bt, exists, core)):
+        for sub, (k, m, n, b, ex, cb) in row_blocks(shape, kmn + (bt, exists, core)):
             k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b))
             cyc = np.where(ex, np.maximum(n, n_min), 0) * b
             s_kmn += weight * int((k * m * n * b).sum(dtype=np.int64))

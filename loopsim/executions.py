@@ -56,7 +56,24 @@ def tile_elements(stmt: Statement, loops: tuple[Loop, ...], acc, kernel: Kernel,
     """Elements of ``acc``'s tile summed over every execution of ``stmt`` (ragged tiles as they
     are, loops the statement does not index counted as the repeats they are)."""
     ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split)
-    size = np.ones(shape, dtype=np.int64)
-    for e in ext[id(acc)]:
-        size = size * e
-    return int(np.where(exists, size, 0).sum(dtype=np.int64)) * weight
+    total = 0
+    for sub, (ex, *axes) in row_blocks(shape, (exists, *ext[id(acc)])):
+        size = np.ones(sub, dtype=np.int64)
+        for e in axes:
+            size = size * e
+        total += int(np.where(ex, size, 0).sum(dtype=np.int64))
+    return total * weight
+
+
+def row_blocks(shape: tuple[int, ...], arrays, cells: int = 1 << 20):
+    """Blocks of rows (first axis) of ``shape`` of about ``cells`` cells each, with each array
+    (broadcastable to ``shape``, or None) cut to the block: sums taken block by block need memory
+    for one block, not for every instruction of a large kernel."""
+    if not shape:
+        yield shape, arrays
+        return
+    rows = max(1, cells // max(1, math.prod(shape[1:])))
+    for lo in range(0, shape[0], rows):
+        hi = min(lo + rows, shape[0])
+        yield (hi - lo,) + shape[1:], tuple(
+            None if a is None else (a[lo:hi] if a.ndim and a.shape[0] > 1 else a) for a in arrays)

@@ -7,7 +7,7 @@ import pytest
 
 from loopsim import hardware, lnc, spec
 from loopsim.errors import SpecError
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 
 LNC2 = hardware.load("trn2-lnc2")
 
