@@ -190,11 +190,10 @@ def fit(measurements, hw) -> Fit:
 def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
     """(W, Q, dtype, name) of a spec on ``hw`` (as-written policy): the one place that asks the
     model to analyse a kernel, so moving to loopsim.pipeline is a one-line change."""
-    from . import program, spec
+    from . import pipeline
 
-    sf = spec.read(ref)
-    rep = program.report_of(program.build(sf, spec.bind_params(sf, sets)), hw, dtype=dtype)
-    return rep.entitlement.W, rep.entitlement.Q, rep.dtype, rep.counts.kernel
+    a = pipeline.analyze(pipeline.load(ref, sets), hw, dtype=dtype)
+    return a.W, a.Q, a.dtype, a.counts.kernel
 
 
 def measurement_of(entry: object, hw, where: str) -> Measurement:

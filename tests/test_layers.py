@@ -18,9 +18,9 @@ LAYERS = [
     ["expr", "ir", "hardware", "ops"],                               # vocabulary
     ["tiles", "spec", "graph", "executions", "outfile"],             # parse
     ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula",
-     "ceilings", "engines", "measured", "dma", "calibrate", "program", "capacity", "nki."],  # model
+     "ceilings", "engines", "measured", "dma", "program", "capacity", "nki."],  # model
     ["pipeline"],                                                    # the one analysis
-    ["sweep", "checkformula", "search.", "parallel"],                # over many analyses
+    ["sweep", "checkformula", "calibrate", "search.", "parallel"],   # over many analyses
     ["render.", "plot"],                                             # presentation
     ["commands.", "cli", "__main__", "nki.__main__"],                # the command line
 ]

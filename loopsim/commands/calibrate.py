@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import calibrate, hardware
 from ..outfile import write_atomic
-from ..report import fmt_time
+from ..fmt import fmt_time
 from ._common import dump_json
 
 
