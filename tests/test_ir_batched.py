@@ -8,7 +8,7 @@ import pytest
 from loopsim import hardware, spec
 from loopsim.errors import SpecError
 from loopsim.ir import Matmul
-from loopsim.report import analyze
+from loopsim.pipeline import analyze_kernel as analyze
 from loopsim.tiles import matmul_roles
 
 TRN2 = hardware.load("trn2-core")
