@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["Measurement", "Row", "Fit", "fit", "load", "measurement_of", "base_text", "sheet_text"]
+__all__ = ["Measurement", "Row", "Fit", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
 #: keys a measurement entry with a spec may have
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
@@ -157,6 +157,44 @@ def _roofs(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
 
 def _predict(m: Measurement, bw: int, P: dict[str, int]) -> float:
     return max(m.W / P[m.dtype], m.Q / bw)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A kernel under the spec roofs (a bound) and the fitted roofs (a prediction), seconds."""
+
+    label: str
+    W: int
+    Q: int
+    dtype: str
+    bound_s: float
+    predicted_s: float
+    limit: str  # the roof that binds the prediction: "memory" or "compute"
+    limit_fitted: bool  # whether that roof was fitted (else the prediction is the spec bound)
+
+    def as_dict(self) -> dict:
+        return {"label": self.label, "W": self.W, "Q": self.Q, "dtype": self.dtype,
+                "T_spec_bound": self.bound_s, "T_predicted": self.predicted_s,
+                "limit": self.limit, "limit_fitted": self.limit_fitted}
+
+
+def predict(f: Fit, text: str, hw) -> Prediction:
+    """``text`` = "SPEC [NAME=INT ...]" counted on ``hw`` and timed under both sets of roofs."""
+    parts = text.split()
+    if not parts:
+        raise InputError("--predict: give a spec name or path, then NAME=INT overrides")
+    from .spec import parse_sets
+
+    sets = parse_sets(parts[1:])
+    W, Q, dt, name = _analyze(parts[0], sets, hw, None)
+    spec_P = dict(f.spec_flops)
+    if dt not in spec_P:
+        raise InputError(f"--predict {text}: dtype '{dt}' has no roof on {f.hardware}")
+    label = " ".join([name] + parts[1:])
+    compute = W * f.bw > Q * f.P(dt)
+    fitted = dict((d, x) for d, _, x in f.flops)[dt] if compute else f.bw_fitted
+    return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw),
+                      max(W / f.P(dt), Q / f.bw), "compute" if compute else "memory", fitted)
 
 
 def fit(measurements, hw) -> Fit:

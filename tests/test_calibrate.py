@@ -147,3 +147,22 @@ def test_bad_measurement_files(tmp_path, capsys, entries, match):
     err = capsys.readouterr().err
     assert match in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_predict_side_by_side(tmp_path, capsys):
+    # one matmul measured at 3.2x its spec-roof time: its family is predicted at 3.2x the bound
+    # while memory-bound; a compute-bound kernel keeps the (unfitted) spec P and says so
+    hw = hardware.load("trn2-core")
+    Q1 = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m").Q
+    f = _write(tmp_path, [{"spec": "matmul", "time_s": 3.2 * Q1 / hw.bw}])
+    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "s.toml"),
+            "--predict", "matmul M=4096 N=4096", "--predict", "projection"]
+    assert main(argv + ["--json"]) == 0
+    mm, proj = json.loads(capsys.readouterr().out)["predictions"]
+    Q = 2 * (4096 * 1024 * 8 + 1024 * 4096 * 32 + 4096 * 4096)  # A x N/TN, B x M/TM, C once
+    assert mm["Q"] == Q and mm["limit"] == "memory" and mm["limit_fitted"]
+    assert mm["T_predicted"] == pytest.approx(3.2 * Q / hw.bw) == pytest.approx(3.2 * mm["T_spec_bound"])
+    assert proj["limit"] == "compute" and not proj["limit_fitted"]
+    assert proj["T_predicted"] == proj["T_spec_bound"] == proj["W"] / hw.P("bf16")
+    assert main(argv) == 0
+    assert "compute (spec roof: not fitted, still a bound)" in capsys.readouterr().out

@@ -29,6 +29,9 @@ def register(sub) -> None:
                    help="where to write the calibrated sheet")
     p.add_argument("--name", default=None,
                    help="name of the calibrated sheet (default: the output file's stem)")
+    p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
+                   help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
+                        "prediction), side by side (repeatable)")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=run)
 
@@ -49,8 +52,10 @@ def run(args) -> int:
     sheet = calibrate.sheet_text(fit, text, origin, name)
     hardware.loads(sheet, origin=args.output)  # the written sheet loads, or nothing is written
     write_atomic(args.output, lambda tmp: Path(tmp).write_text(sheet, encoding="utf-8"))
+    preds = [calibrate.predict(fit, text, hw) for text in args.predict]
     if args.json:
-        dump_json({**fit.as_dict(), "sheet": args.output, "name": name})
+        dump_json({**fit.as_dict(), "sheet": args.output, "name": name,
+                   "predictions": [x.as_dict() for x in preds]})
         return 0
     print(f"calibrated {hw.name} from {len(ms)} measurement(s); model T = max(W/P, Q/BW), "
           "roofs fitted by least squares in relative time")
@@ -77,6 +82,13 @@ def run(args) -> int:
         print(f"  leave-one-out error: max {fit.loo_max:.2%}, rms {fit.loo_rms:.2%}")
     else:
         print("  one measurement: no leave-one-out error (the fit reproduces it exactly)")
+    if preds:
+        print(f"  {'prediction':<32}{'Q bytes':>14}{'bound (spec)':>14}{'predicted':>12}{'ratio':>8}"
+              "  limit")
+        for x in preds:
+            how = "fitted" if x.limit_fitted else "spec roof: not fitted, still a bound"
+            print(f"  {x.label:<32}{x.Q:>14,}{fmt_time(x.bound_s):>14}{fmt_time(x.predicted_s):>12}"
+                  f"{x.predicted_s / x.bound_s:>8.3f}  {x.limit} ({how})")
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
           f"--hardware {args.output} --roofs measured, T is a prediction, not a bound")
     return 0
