@@ -122,9 +122,21 @@ def _slots(node: Node, nfull: dict, memo: dict) -> int:
         if isinstance(node, Loop):
             n = node.trips * sum(_slots(c, nfull, memo) for c in node.body)
         else:
-            n = sum(math.prod(nfull[id(a)]) for a, _ in node.accesses())
+            n = sum(math.prod(nfull[id(a)]) for a, _ in requests(node))
         memo[key] = n
     return memo[key]
+
+
+def requests(stmt) -> tuple:
+    """(access, kind) pairs one execution of ``stmt`` requests, in order: its accesses, then,
+    when it touches two or more tiles outside PSUM accumulation (a matmul's operands, an op's
+    inputs and output), those again in the same order (a hold). An instruction needs all its
+    tiles resident at once; the hold makes each tile's next use fall inside the execution, so OPT
+    never evicts one of them to admit another (a plain cache may), while under LRU it is all
+    hits that leave the recency order as it was (no change in Q). ACC events are not repeated."""
+    acc = stmt.accesses()
+    hold = tuple((a, k) for a, k in acc if k != ACC)
+    return acc + hold if len(hold) >= 2 else acc
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +227,7 @@ def compile_nest(kernel: Kernel) -> Nest:
             a0 = len(accs)
             rows = {}
             check = 0
-            for acc, kind in node.accesses():
+            for acc, kind in requests(node):
                 g = gs[acc.tensor]
                 x0 = len(axes)
                 stride = 1

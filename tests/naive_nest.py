@@ -14,8 +14,9 @@ from loopsim.ir import ACC, STORE, Access, Kernel, Load, Loop, Matmul, Store, Te
 from loopsim.tiles import grids
 
 
-def interpret(kernel: Kernel):
-    """(events, flops, instructions): events are (obj, kind) in program order."""
+def interpret(kernel: Kernel, held: list | None = None):
+    """(events, flops, instructions): events are (obj, kind) in program order. ``held``, when
+    given, receives one bool per event: whether it is a hold request (a repeat, see below)."""
     gs = grids(kernel)
     tm = kernel.tensor_map
     events = []
@@ -78,9 +79,13 @@ def interpret(kernel: Kernel):
             if any(tile_range(a, ax, env, loops)[0] >= tm[a.tensor].shape[ax]
                    for a, _ in accs for ax in range(len(a.index))):
                 continue
-            for a, kind in accs:
+            # an instruction holds all its tiles at once: when it touches two or more outside
+            # PSUM accumulation, they are requested again, in the same order, after the first pass
+            hold = [(a, kind) for a, kind in accs if kind != ACC]
+            again = hold if len(hold) > 1 else []
+            for i, (a, kind) in enumerate(list(accs) + again):
                 for o in blocks(a, env, loops):
-                    events.append((o, kind))
+                    events.append((o, kind, i >= len(accs)))
             if isinstance(node, Matmul):
                 from loopsim.tiles import matmul_roles
                 r = matmul_roles(node, kernel)
@@ -94,16 +99,18 @@ def interpret(kernel: Kernel):
     # keep an accumulation only where it follows a store of the same tile (a partial sum read back)
     last = {}
     kept = []
-    for o, k in events:
+    for o, k, h in events:
         if k == ACC:
             if last.get(o) == STORE:
-                kept.append((o, k))
+                kept.append((o, k, h))
             last[o] = ACC
             continue
         if k == STORE:
             last[o] = STORE
-        kept.append((o, k))
-    return kept, flops, instructions
+        kept.append((o, k, h))
+    if held is not None:
+        held.extend(h for _, _, h in kept)
+    return [(o, k) for o, k, _ in kept], flops, instructions
 
 
 def matmul_kernel(M, N, K, TM, TN, TK, order="mnk", a_level=3, b_level=3, dtype="bf16"):
