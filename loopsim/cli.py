@@ -36,15 +36,53 @@ def create_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 2 bad input, other codes per command)."""
-    args = create_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except LoopsimError as e:
-        print(f"loopsim: error: {e}", file=sys.stderr)
+    """Run the CLI; returns the exit status (docs/errors.md): 0 ok, 1 a check that failed (a formula
+    that does not match), 2 an error on one line (bad input, or a failure of the environment: out
+    of memory, a full disk), 3 entitle of a kernel that cannot run, 130 interrupted. A reader that
+    stops reading (a broken pipe) ends the run quietly with 0."""
+    import errno
+
+    from .streams import ascii_fallback, silence_stdout
+
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot print µ × ≥ gets us x >=
+        ascii_fallback(stream)
+
+    def fail(msg: str) -> int:
+        print(f"loopsim: error: {msg}", file=sys.stderr)
         return 2
+
+    try:
+        args = create_parser().parse_args(argv)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a full device fails here, not in the interpreter's exit
+        return status
+    except LoopsimError as e:
+        return fail(str(e))
     except BrokenPipeError:
+        silence_stdout()
         return 0
+    except MemoryError as e:  # numpy's _ArrayMemoryError says how much it asked for
+        asked = " ".join(str(e).split()) or "a memory allocation failed"
+        return fail(f"out of memory: {asked}; use larger tiles (fewer tile accesses) or smaller "
+                    "parameters (--set), or run where more memory is free")
+    except KeyboardInterrupt:
+        print("loopsim: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        if e.errno == errno.EPIPE:
+            silence_stdout()
+            return 0
+        if sys.stdout.closed or _is_stdout_error(e):
+            silence_stdout()
+            return fail(f"cannot write the output ({e.strerror or e})")
+        raise
+
+
+def _is_stdout_error(e: OSError) -> bool:
+    """Whether an OSError came from writing to stdout (a full device, an I/O error)."""
+    import errno
+
+    return e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF)
 
 
 if __name__ == "__main__":

@@ -68,12 +68,16 @@ class Entitlement(Overlap):
 
     @property
     def bound(self) -> str:
+        """"compute" or "memory"; "none" when W = Q = 0 (no work: neither roof binds)."""
+        if self.W == 0 and self.Q == 0:
+            return "none"
         return "compute" if self.W * self.BW >= self.Q * self.P else "memory"
 
     @property
     def rate(self) -> float:
-        """Entitled rate W/T_best = min(P, I*BW), FLOP/s."""
-        return min(self.P, self.I * self.BW)
+        """Entitled rate W/T_best = min(P, I*BW), FLOP/s; 0 when W = 0 (no FLOPs, no rate: never
+        P, which I = inf would give when Q = 0 too)."""
+        return min(self.P, self.I * self.BW) if self.W else 0.0
 
     def as_dict(self) -> dict:
         return {"W": self.W, "Q": self.Q, "I": self.I, "P": self.P, "BW": self.BW,

@@ -175,3 +175,24 @@ def test_a_tile_over_a_flat_sheets_limit_cannot_run(capsys, command):
     d = json.loads(capsys.readouterr().out)
     assert any(re.search(r"K_t=512 exceeds toy's limit of 128", r) for r in d["infeasible_reasons"])
     assert all(c["factor"] is None or c["factor"] <= 1 for c in d["ceilings"])
+
+
+def test_no_work_has_no_rate(capsys):
+    # W = Q = 0: neither roof binds and there is no rate (it was "rate = P, compute-bound")
+    assert main(["entitle", "--flops", "0", "--bytes", "0", "-H", "toy", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"rate": 0.0' in out and '"bound": "none"' in out
+    assert main(["entitle", "--flops", "0", "--bytes", "0", "-H", "toy"]) == 0
+    assert "T_best = 0 s (W = Q = 0: no work, no rate)" in capsys.readouterr().out
+
+
+def test_memory_exhaustion_is_one_line_with_the_size(capsys, monkeypatch):
+    from loopsim import trace
+
+    def build(*args, **kwargs):  # what numpy raises when the trace's arrays do not fit
+        raise MemoryError("Unable to allocate 7.28 TiB for an array with shape (1000000000000,) "
+                          "and data type int64")
+
+    monkeypatch.setattr(trace, "build", build)
+    refused(capsys, ["entitle", "matmul", "-H", "trn2-core", "--policy", "lru"],
+            r"out of memory: Unable to allocate 7\.28 TiB for an array .*; use larger tiles")

@@ -94,7 +94,8 @@ def _hand(args, hw, profile=None) -> int:
         print(f"  W from hardware_flops - transpose_flops; Q from {how}")
     print(f"  W = {e.W:,} FLOPs, Q = {e.Q:,} bytes, I = {e.I:.4g} FLOPs/byte, ridge = {e.ridge:.4g}")
     print(f"  W/P = {fmt_time(e.t_compute)}, Q/BW = {fmt_time(e.t_memory)}")
-    print(f"  T_best = {fmt_time(e.T_best)} ({e.bound}-bound), T_worst = {fmt_time(e.T_worst)}")
+    why = "W = Q = 0: no work, no rate" if e.bound == "none" else f"{e.bound}-bound"
+    print(f"  T_best = {fmt_time(e.T_best)} ({why}), T_worst = {fmt_time(e.T_worst)}")
     if m is not None:
         print("\n".join(m.lines()))
     return 0

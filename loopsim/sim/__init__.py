@@ -34,6 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopsim.errors import InputError, InternalError
+from loopsim.numba_env import prepare as _prepare_numba_cache
+
+_prepare_numba_cache()  # a usable numba cache before any kernel module loads (loopsim/numba_env.py)
 
 __all__ = ["POLICIES", "Replay", "State", "replay", "next_use"]
 
