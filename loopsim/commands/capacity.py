@@ -34,12 +34,13 @@ def run(args) -> int:
     if not 2 <= args.samples <= MAX_SAMPLES:
         raise InputError(f"--samples={args.samples} must be between 2 and {MAX_SAMPLES:,} (each "
                          "sample is a full lru and opt replay)")
+    from .. import pipeline
     from ..formula import refuse_program
 
     hw = hardware.load(args.hardware)
-    sf = spec.read(args.spec)
-    refuse_program(sf, "loopsim capacity replays")
-    kernel = spec.kernel_from(sf, spec.bind_params(sf, spec.parse_sets(args.sets)))
+    refuse_program(spec.read(args.spec), "loopsim capacity replays")
+    # the one loader: the same validation and [lnc] split as every other command
+    kernel = pipeline.load(args.spec, spec.parse_sets(args.sets)).stages[0].kernel
     cv = capacity.curve(kernel, hw, samples=args.samples)
     if args.output:
         from .. import plot
