@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent / "loopsim"
 
 #: lowest first; a prefix ending in "." covers a package
 LAYERS = [
-    ["errors", "fmt", "_data", "numba_env", "limits", "tomlfile"],  # leaves
+    ["errors", "fmt", "_data", "numba_env", "limits", "tomlfile", "streams"],  # leaves
     ["expr", "ir", "hardware", "ops"],                               # vocabulary
     ["tiles", "spec", "graph", "executions", "outfile"],             # parse
     ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula",
