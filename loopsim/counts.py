@@ -246,19 +246,37 @@ STREAM_ABOVE = 1 << 24
 
 
 def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
-          partitions: int | None = None, trace=None, chunk: int | None = None) -> Counts:
-    """Replay the kernel and count its HBM traffic.
+          partitions: int | None = None, trace=None, chunk: int | None = None,
+          replay: bool = False) -> Counts:
+    """Count the kernel's HBM traffic: as written from the closed form where it claims the nest,
+    else (or with ``replay=True``, or for ``lru``/``opt``) by replaying its trace.
 
     ``capacity``: SBUF budget in cost units (bytes per partition when ``partitions`` is set, bytes
     otherwise). ``trace``: a prebuilt :class:`loopsim.trace.Trace` (else built here). ``chunk``:
     generate and replay the trace ``chunk`` requests at a time (default: whole when it has at
     most :data:`STREAM_ABOVE` request slots, else in chunks); the counts are the same either way.
+    ``replay``: count as written from the trace even where the closed form claims the nest (the
+    two agree; tests compare them).
     """
     from . import trace as trace_mod
 
     if policy not in POLICIES:
         raise SpecError(f"policy={policy!r} is not known; known: {', '.join(POLICIES)}")
     unit = "bytes per partition" if partitions else "bytes"
+
+    def check_capacity(max_cost: int) -> int:
+        need = max(working_set(kernel, partitions), max_cost)
+        if capacity < need and policy != "as-written":  # as written: a verdict (cannot run), not an error
+            raise CapacityError(
+                f"SBUF capacity {capacity:,} {unit} cannot hold one instruction's working tiles of "
+                f"{kernel.name}: needs {need:,} {unit}" +
+                (f" ({need * partitions:,} bytes over {partitions} partitions)" if partitions else ""))
+        return need
+
+    if policy == "as-written" and trace is None and chunk is None and not replay:
+        fast = _closed_form(kernel, partitions, capacity, check_capacity)
+        if fast is not None:
+            return fast
     tr = trace
     nest = None
     if tr is None:
@@ -267,12 +285,7 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
             tr = trace_mod.build(kernel, nest)
     src = tr if tr is not None else nest
     cost = src.object_cost(partitions)
-    need = max(working_set(kernel, partitions), int(cost.max()))
-    if capacity < need and policy != "as-written":  # as written: a verdict (cannot run), not an error
-        raise CapacityError(
-            f"SBUF capacity {capacity:,} {unit} cannot hold one instruction's working tiles of "
-            f"{kernel.name}: needs {need:,} {unit}" +
-            (f" ({need * partitions:,} bytes over {partitions} partitions)" if partitions else ""))
+    need = check_capacity(int(cost.max()))
     w_shapes = shape_flops(kernel)
     if tr is not None:
         _check_flops(kernel, tr.flops, w_shapes)
@@ -283,9 +296,9 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
             writes = np.bincount(tr.obj[tr.kind == STORE], minlength=n_obj)
             peak = live_peak(kernel, partitions)
         else:
-            from .sim import replay
+            from .sim import replay as replay_trace
 
-            rep = replay(tr.obj, tr.write, cost, capacity, policy, size=tr.obj_bytes,
+            rep = replay_trace(tr.obj, tr.write, cost, capacity, policy, size=tr.obj_bytes,
                          dead=tr.dead)  # on-chip intermediates freed after last use
             reads, writes, peak = rep.fetches, rep.writebacks, rep.peak_cost
     else:
@@ -303,6 +316,22 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
     res = Residency(peak, capacity, need, partitions,
                     "live buffers as written" if policy == "as-written" else "simulated occupancy")
     return Counts(kernel.name, policy, flops, instructions, tensors,
+                  kernel.compulsory_bytes, res)
+
+
+def _closed_form(kernel: Kernel, partitions: int | None, capacity: int, check_capacity) -> Counts | None:
+    """As-written counts from :func:`loopsim.formula.as_written_counts`, or None where it does not
+    claim the nest or its FLOPs differ from the shapes' (the trace then says why)."""
+    from .formula import as_written_counts
+    from .trace import max_object_cost
+
+    f = as_written_counts(kernel)
+    if f is None or f.flops != shape_flops(kernel):
+        return None
+    need = check_capacity(max_object_cost(kernel, partitions))
+    tensors = tuple(TensorCounts(t.name, t.bytes, *f.bytes[t.name], t.output) for t in kernel.tensors)
+    res = Residency(live_peak(kernel, partitions), capacity, need, partitions, "live buffers as written")
+    return Counts(kernel.name, "as-written", f.flops, f.instructions, tensors,
                   kernel.compulsory_bytes, res)
 
 

@@ -196,11 +196,13 @@ class _Part:
 
 
 class _Analysis:
-    def __init__(self, spec: SpecFile, kernel: Kernel):
+    def __init__(self, spec: SpecFile | None, kernel: Kernel):
+        """``spec`` None: loop extents and steps are written as numbers (values only needed)."""
         self.spec = spec
         self.kernel = kernel
         self.tm = kernel.tensor_map
-        self.sym = loop_symbols(spec, kernel)
+        self.sym = loop_symbols(spec, kernel) if spec is not None else {
+            id(n): (str(n.extent), str(n.step)) for n, _ in walk(kernel.body) if isinstance(n, Loop)}
         self.stmts = list(kernel.statements())
         self.order = {id(s): i for i, (s, _) in enumerate(self.stmts)}
 
@@ -354,6 +356,72 @@ def as_written(spec: SpecFile, params: Mapping[str, int], kernel: Kernel | None 
     """Q as the nest states it, as formulas. Exact where ``claimed`` (see the module docstring)."""
     kernel = kernel or kernel_from(spec, params)
     an = _Analysis(spec, kernel)
+    reads, writes, why = _written_parts(an)
+    return Formula("as-written", _tensor_qs(an, reads, writes, params), not why,
+                   "; ".join(why) or "exact for every shape and tile (ragged last tiles included)")
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenCounts:
+    """As-written traffic of a kernel from the closed form alone: per tensor (read, write) bytes,
+    FLOPs and matmul instructions."""
+
+    bytes: dict[str, tuple[int, int]]
+    flops: int
+    instructions: int
+
+
+def as_written_counts(kernel: Kernel) -> WrittenCounts | None:
+    """The as-written counts of ``kernel`` without a trace, or None where the closed form does
+    not claim the nest. FLOPs and instructions are summed per matmul over its tiles (ragged
+    ones clipped) when its K, M and N are indexed by distinct loops; else None too."""
+    if any(isinstance(n, Loop) and n.spmd for n, _ in walk(kernel.body)):
+        return None  # a core loop runs past tensor edges for what it does not index
+    an = _Analysis(None, kernel)
+    reads, writes, why = _written_parts(an)
+    if why:
+        return None
+    flops = instructions = 0
+    for stmt, loops in an.stmts:
+        if not isinstance(stmt, Matmul):
+            continue
+        from .tiles import matmul_roles
+
+        r = matmul_roles(stmt, kernel)
+        axes = ((stmt.stationary, r.k_stationary), (stmt.stationary, r.m_stationary),
+                (stmt.moving, r.n_moving))
+        var_sets = [set(acc.index[axis]) for acc, axis in axes]
+        used = set().union(*var_sets)
+        if sum(map(len, var_sets)) != len(used):
+            return None
+        bound = {l.var: l for l in loops}
+        reps = math.prod(l.trips for l in loops if l.var not in used)
+        f, n = 2 * reps, reps
+        for acc, axis in axes:
+            ls = sorted((bound[v] for v in acc.index[axis]), key=lambda l: -l.step)
+            d = an.tm[acc.tensor].shape[axis]
+            f *= an.dim(acc, axis, loops)[1]
+            n *= _enumerate_starts(ls, d) if ls else 1
+        flops += f
+        instructions += n
+    return WrittenCounts({t.name: (sum(p.value for p in reads.get(t.name, [])),
+                                   sum(p.value for p in writes.get(t.name, [])))
+                          for t in kernel.tensors}, flops, instructions)
+
+
+def _enumerate_starts(ls: list[Loop], d: int) -> int:
+    """Tile starts below ``d`` over the loops summed in an index (tiles that exist)."""
+    starts = np.zeros(1, dtype=np.int64)
+    for l in ls:
+        starts = (starts[:, None] + np.arange(l.trips, dtype=np.int64)[None, :] * l.step).ravel()
+        starts = starts[starts < d]
+    return int(starts.size)
+
+
+def _written_parts(an: _Analysis) -> tuple[dict[str, list[_Part]], dict[str, list[_Part]], list[str]]:
+    """The as-written terms of every tensor (reads, writes) and why the closed form does not
+    claim the nest (empty: it does)."""
+    kernel = an.kernel
     reads: dict[str, list[_Part]] = {}
     writes: dict[str, list[_Part]] = {}
     why = []
@@ -375,8 +443,7 @@ def as_written(spec: SpecFile, params: Mapping[str, int], kernel: Kernel | None 
                    "not match the outer step)")
     if _split(kernel):
         why.append("the nest is split across cores (LNC), which this analysis does not model")
-    return Formula("as-written", _tensor_qs(an, reads, writes, params), not why,
-                   "; ".join(why) or "exact for every shape and tile (ragged last tiles included)")
+    return reads, writes, why
 
 
 def _split(kernel: Kernel) -> bool:

@@ -80,6 +80,19 @@ def bytes_per_tensor(gs: dict, names: tuple[str, ...], obj_bytes: np.ndarray,
     return out
 
 
+def max_object_cost(kernel: Kernel, partitions: int | None) -> int:
+    """The largest SBUF cost of any block of ``kernel`` (a grid's first block is a full one)."""
+    gs = grids(kernel)
+    out = 0
+    for g in gs.values():
+        ext = list(g.block)
+        if partitions:
+            ax = g.tensor.partition_axis
+            ext[ax] = -(-ext[ax] // partitions)
+        out = max(out, math.prod(ext) * g.tensor.elem_bytes)
+    return out
+
+
 def object_cost(gs: dict, names: tuple[str, ...], partitions: int | None) -> np.ndarray:
     """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
     return np.concatenate([_block_cost(gs[n], partitions) for n in names])
@@ -185,7 +198,7 @@ class Nest:
 
 def compile_nest(kernel: Kernel) -> Nest:
     """Flatten the kernel's nest into the walker's tables (pure; no trace is generated)."""
-    from .sim._gen import OP_END, OP_LOOP, OP_STMT
+    from .sim._codes import OP_END, OP_LOOP, OP_STMT
 
     gs = grids(kernel)
     tmap = kernel.tensor_map

@@ -40,7 +40,8 @@ State: ``cnt``/``ival`` (int64[L]) loop counters and variable values; ``last_kin
 import numpy as np
 from numba import njit
 
-OP_LOOP, OP_END, OP_STMT = 0, 1, 2
+from loopsim.sim._codes import OP_END, OP_LOOP, OP_STMT
+
 _USE, _STORE, _PRODUCE, _ACC = 1, 2, 3, 4
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
