@@ -320,9 +320,9 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
 
 
 def _closed_form(kernel: Kernel, partitions: int | None, capacity: int, check_capacity) -> Counts | None:
-    """As-written counts from :func:`loopsim.formula.as_written_counts`, or None where it does not
+    """As-written counts from :func:`loopsim.written.as_written_counts`, or None where it does not
     claim the nest or its FLOPs differ from the shapes' (the trace then says why)."""
-    from .formula import as_written_counts
+    from .written import as_written_counts
     from .trace import max_object_cost
 
     f = as_written_counts(kernel)

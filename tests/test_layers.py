@@ -17,7 +17,7 @@ LAYERS = [
     ["errors", "fmt", "_data", "numba_env", "limits", "tomlfile", "streams"],  # leaves
     ["expr", "ir", "hardware", "ops"],                               # vocabulary
     ["tiles", "spec", "graph", "executions", "outfile"],             # parse
-    ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula",
+    ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula", "written",
      "ceilings", "engines", "measured", "dma", "program", "capacity", "nki."],  # model
     ["pipeline"],                                                    # the one analysis
     ["sweep", "checkformula", "calibrate", "search.", "parallel"],   # over many analyses

@@ -147,7 +147,7 @@ def test_as_written_closed_form_equals_the_trace_count(kernel, partitions):
 
 
 def test_as_written_closed_form_claims_the_tutorial_matmul():
-    from loopsim.formula import as_written_counts
+    from loopsim.written import as_written_counts
 
     k = spec.load_kernel("matmul", {"M": 1000, "N": 700, "K": 900})
     f = as_written_counts(k)
