@@ -146,10 +146,14 @@ def requests(stmt) -> tuple:
     inputs and output), those again in the same order (a hold). An instruction needs all its
     tiles resident at once; the hold makes each tile's next use fall inside the execution, so OPT
     never evicts one of them to admit another (a plain cache may), while under LRU it is all
-    hits that leave the recency order as it was (no change in Q). ACC events are not repeated."""
+    hits that leave the recency order as it was (no change in Q). ACC events are not repeated and
+    come after the hold, as they come last in the statement: a partial sum read back stays the
+    most recent tile, as without the hold."""
     acc = stmt.accesses()
     hold = tuple((a, k) for a, k in acc if k != ACC)
-    return acc + hold if len(hold) >= 2 else acc
+    if len(hold) < 2:
+        return acc
+    return hold + hold + tuple((a, k) for a, k in acc if k == ACC)
 
 
 @dataclass(frozen=True, slots=True)

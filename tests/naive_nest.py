@@ -80,12 +80,16 @@ def interpret(kernel: Kernel, held: list | None = None):
                    for a, _ in accs for ax in range(len(a.index))):
                 continue
             # an instruction holds all its tiles at once: when it touches two or more outside
-            # PSUM accumulation, they are requested again, in the same order, after the first pass
+            # PSUM accumulation, they are requested again, in the same order, right after the
+            # first pass and before any accumulation (which stays the last request)
             hold = [(a, kind) for a, kind in accs if kind != ACC]
-            again = hold if len(hold) > 1 else []
-            for i, (a, kind) in enumerate(list(accs) + again):
+            seq = [(a, kind, False) for a, kind in accs]
+            if len(hold) > 1:
+                seq = [(a, kind, False) for a, kind in hold] + [(a, kind, True) for a, kind in hold] + \
+                    [(a, kind, False) for a, kind in accs if kind == ACC]
+            for a, kind, again in seq:
                 for o in blocks(a, env, loops):
-                    events.append((o, kind, i >= len(accs)))
+                    events.append((o, kind, again))
             if isinstance(node, Matmul):
                 from loopsim.tiles import matmul_roles
                 r = matmul_roles(node, kernel)
