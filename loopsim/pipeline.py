@@ -193,13 +193,14 @@ def program_dtype(prog: Program) -> str:
 
 def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
             dtype: str | None = None, allow_scope_mismatch: bool = False,
-            link_bw: int | None = None, trace=None) -> Analysis:
+            link_bw: int | None = None, trace=None, replay: bool = False) -> Analysis:
     """Count, entitle and judge every kernel of ``prog`` on sheet ``hw``.
 
     ``policy``: as-written, lru or opt; ``sbuf_bytes``: the SBUF capacity in bytes (default the
     sheet's); ``dtype``: the Tensor Engine roof (default the kernel's); ``link_bw``: bytes/s of the
     interconnect for a ``[parallel]`` spec (default the sheet's); ``trace``: a prebuilt trace of a
-    single unsplit nest.
+    single unsplit nest; ``replay``: count as written by replaying the trace even where the
+    closed form claims the nest (the two agree; the replay is the check).
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -207,7 +208,8 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     results = []
     for st in prog.stages:
         results.append(_stage(prog, st, hw, policy=policy, capacity=cap, dtype=dt,
-                              allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where))
+                              allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
+                              replay=replay))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
     e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
     lb = None
@@ -220,7 +222,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 
 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
-           where) -> StageResult:
+           where, replay) -> StageResult:
     k = st.kernel
     reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
     if prog.is_single:
@@ -228,7 +230,8 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         if lnc.split_loop(k) is not None:
             c = lnc.count_split(k, policy=policy, capacity=capacity, partitions=hw.partitions)
         else:
-            c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=trace)
+            c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=trace,
+                      replay=replay)
     else:
         program_check_scope(hw, allow=allow)
         c = count_stage(st, hw, policy=policy, capacity=capacity)

@@ -39,7 +39,8 @@ class Point:
         m = comparison
         return cls(label or rep.counts.kernel, e.I, e.rate,
                    m.rate if m is not None else None, m.gap if m is not None else None,
-                   m.fraction_of_entitlement if m is not None else None, rep.counts.residency.fits)
+                   m.fraction_of_entitlement if m is not None else None,
+                   getattr(rep, "feasible", rep.counts.residency.fits))
 
     @property
     def drawable(self) -> bool:
@@ -384,7 +385,7 @@ def _key_table(fig, side, renderer, drawn, keys, *, top: float, box) -> None:
             extra = f"  meas. {_si(p.measured_rate, 'FLOP/s')}"
             if p.fraction is not None:
                 extra += f" ({p.fraction:.0%})"
-        rows.append((keys[id(p)], p.label + ("" if p.fits else " !SBUF"),
+        rows.append((keys[id(p)], p.label + ("" if p.fits else " !cannot run"),
                      f"{p.I:.4g}  {_si(p.rate, 'FLOP/s')}{extra}"))
     kw = max(len(str(k)) for k, *_ in rows)
     name_len = max(len(n) for _, n, _ in rows)
