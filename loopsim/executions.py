@@ -21,6 +21,8 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     extent of every axis of every access in ``accs``, whether the tile exists, the weight (runs of
     the loops no index uses) and the physical core that runs it (None: every core runs it)."""
     tmap = kernel.tensor_map
+    if split is not None:  # the split loop around this statement (sibling loops may share the split)
+        split = next((l for l in loops if l.split > 1), None)
     used = {v for a in accs for ix in a.index for v in ix}
     rel = [l for l in loops if l.var in used or l is split]
     weight = math.prod(l.trips for l in loops if l not in rel)

@@ -37,11 +37,18 @@ def split_loops(kernel: Kernel) -> list[Loop]:
 
 
 def split_loop(kernel: Kernel) -> Loop | None:
-    """The loop divided among physical cores, or None. More than one is refused."""
+    """The loop divided among physical cores (the first, when sibling loops of the same variable
+    walk the split dimension, e.g. a compute loop and a store loop over M), or None. Loops of
+    different variables, or siblings that would give the cores different slices, are refused."""
     loops = split_loops(kernel)
-    if len(loops) > 1:
-        raise SpecError(f"{kernel.source or kernel.name}: loops {', '.join(l.var for l in loops)} are "
-                        "all split across cores; LNC splits one loop")
+    where = kernel.source or kernel.name
+    if len({l.var for l in loops}) > 1:
+        raise SpecError(f"{where}: loops {', '.join(l.var for l in loops)} are all split across "
+                        "cores; LNC splits one loop")
+    if len({(share(l)[1], l.split) for l in loops}) > 1:
+        raise SpecError(f"{where}: the loops over {loops[0].var} split across cores would give each "
+                        f"core different slices ({', '.join(str(share(l)[1]) for l in loops)} "
+                        "elements); give them steps whose per-core shares agree")
     return loops[0] if loops else None
 
 
@@ -173,24 +180,27 @@ def cores_nest(kernel: Kernel, first_cores: int | None = None) -> Kernel:
     loop = split_loop(kernel)
     if loop is None:
         return kernel
-    trips, s = share(loop)
+    s = share(loop)[1]
     cvar = _fresh(kernel, loop.var)
-    terms = (cvar, loop.var) if trips > 1 else (cvar,)
     dims = split_dimensions(kernel, loop)
 
-    def rebuild(body: tuple[Node, ...]) -> tuple[Node, ...]:
+    def rebuild(body: tuple[Node, ...], terms: tuple[str, ...] | None) -> tuple[Node, ...]:
         out = []
         for n in body:
             if isinstance(n, Loop):
-                ext = s if n is loop else n.extent
-                n = dataclasses.replace(n, body=rebuild(n.body), extent=ext, split=1)
+                ext, inner = n.extent, terms
+                if n.split > 1:  # every sibling loop over the split dimension shrinks to the share
+                    ext, inner = s, (cvar, n.var) if share(n)[0] > 1 else (cvar,)
+                n = dataclasses.replace(n, body=rebuild(n.body, inner), extent=ext, split=1)
             else:
-                n = _slice_stmt(_subst_stmt(n, loop.var, terms), kernel, dims, cvar, loop)
+                if terms is not None:
+                    n = _subst_stmt(n, loop.var, terms)
+                n = _slice_stmt(n, kernel, dims, cvar, loop)
             out.append(n)
         return tuple(out)
 
     n_cores = loop.split if first_cores is None else first_cores
-    core = Loop(cvar, n_cores * s, s, rebuild(kernel.body), loop.line, spmd=True)
+    core = Loop(cvar, n_cores * s, s, rebuild(kernel.body, None), loop.line, spmd=True)
     return dataclasses.replace(kernel, body=(core,))
 
 

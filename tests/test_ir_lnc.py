@@ -61,3 +61,29 @@ def test_another_loop_over_the_split_dimension_is_refused(tmp_path):
     k = lnc.with_split(spec.load_kernel(str(p)), 2)
     with pytest.raises(SpecError, match="which loop b splits across cores, with b2"):
         _analysis(k)
+
+
+def test_sibling_loops_over_the_split_dimension_split_together():
+    # the tutorial's fully optimized kernel walks M twice: the compute loop (by BLOCK_M) and the
+    # store loop (by TILE_M). Split on m, each core takes M/2 = 2048 rows in both: lhsT and result
+    # are sliced (lhsT still read N/BLOCK_N = 2 times), rhs has no M and is loaded by both cores
+    M, N, K, BLOCK_N, BLOCK_K, TIBK = 4096, 2048, 1024, 1024, 1024, 8
+    k = lnc.with_split(spec.load_kernel("nki_tutorial/4_fully_optimized"), 2)
+    rep = _analysis(k)
+    t = rep.counts.tensor_map
+    assert (t["lhsT"].read_bytes, t["rhs"].read_bytes, t["result"].write_bytes) == \
+        (2 * M * K * (N // BLOCK_N), 2 * 2 * K * N, 2 * M * N)
+    # per core, per partition: the rhs block (TIBK x BLOCK_N), the core's lhsT block (TIBK x M/2)
+    # and its result accumulators (M/2/128 tiles x BLOCK_N), bf16
+    assert rep.counts.residency.peak_cost == 2 * (TIBK * BLOCK_N + TIBK * M // 2 + (M // 2 // 128) * BLOCK_N)
+    assert rep.ceilings.psum.live == 1
+
+
+def test_sibling_splits_must_give_the_same_slices(tmp_path):
+    # a second loop over B (1536 of the 2048 tokens) would give each core 768 tokens, not 1024
+    text = spec.locate("projection").read_text().replace(
+        "    store y[b, f]\n", "  for b in 1536 by TB:\n    store y[b, f]\n")
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    with pytest.raises(SpecError, match="different slices"):
+        _analysis(lnc.with_split(spec.load_kernel(str(p)), 2))
