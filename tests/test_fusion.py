@@ -241,8 +241,10 @@ def test_graph_command(tmp_path, capsys):
     assert main(["graph", "mlp_unfused", "--hardware", "trn2-core", "-o", str(tmp_path / "g.svg"),
                  "--json"]) == 0
     edges = json.loads(capsys.readouterr().out[len("wrote ") + len(str(out)) + 1:])["edges"]
-    # h: B*F*2 bytes = 16.78 MB, written by kernel up and read by kernel act: k = 2
-    assert edges["h"] == "h: 16.78 MB, k=2"
+    # h: B*F*2 bytes = 16 MiB, written by kernel up and read by kernel act: k = 2; the input x
+    # is read once (r = 1); the output y written once
+    assert edges["h"] == "h: 16 MiB, k=2"
+    assert edges["x"] == "x: 4 MiB, r=1" and edges["y"] == "y: 4 MiB, written 1x"
     bad = tmp_path / "g.xyz"
     assert main(["graph", "mlp_unfused", "--hardware", "trn2-core", "-o", str(bad)]) == 2
     assert not bad.exists() and not list(tmp_path.glob(".g.xyz*"))

@@ -267,3 +267,12 @@ def test_replay_flag_gives_the_closed_forms_numbers(name, sets, capsys):
     a = _json(capsys, argv)
     b = _json(capsys, argv + ["--replay"])
     assert (a["Q"], a["W"], a["T"], a["tensors"]) == (b["Q"], b["W"], b["T"], b["tensors"])
+
+
+def test_lowest_ceiling_names_the_one_that_binds_or_says_they_tie(capsys):
+    # the tutorial matmul fills the array (K_t = M_t = 128, N_t = 512 >= 64): every factor is 1
+    d = _json(capsys, ["ceilings", "matmul", "--hardware", "trn2-core", "--json"])
+    assert d["lowest_ceiling"] == "tie"
+    # decode: one token fills 1 of 128 PE columns
+    d = _json(capsys, ["ceilings", "projection", "--hardware", "trn2-core", "--set", "B=1", "--json"])
+    assert d["lowest_ceiling"] == "column_fill"

@@ -19,13 +19,21 @@ def register(sub) -> None:
 
 
 def edge_labels(rep) -> dict[str, str]:
-    """Tensor name -> "name: MB, k=..." for every tensor of the program (an Analysis)."""
+    """Tensor name -> its label: size, then what its crossings of HBM are — ``k`` for an
+    intermediate (written + read across HBM, over its size), ``r`` (reads over size) for a program
+    input, ``written Nx`` for a program output."""
     tc = rep.counts.tensor_map
+    inter = set(rep.program.intermediates)
     out = {}
     for t in rep.program.tensors:
         c = tc[t.name]
-        k = (c.read_bytes + c.write_bytes) / c.bytes
-        out[t.name] = f"{t.name}: {t.bytes / 1e6:.4g} MB, k={k:.3g}"
+        if t.name in inter:
+            how = f"k={(c.read_bytes + c.write_bytes) / c.bytes:.3g}"
+        elif t.output:
+            how = f"written {c.write_bytes / c.bytes:.3g}x"
+        else:
+            how = f"r={c.r:.3g}"
+        out[t.name] = f"{t.name}: {t.bytes / 2**20:.4g} MiB, {how}"
     return out
 
 
