@@ -1,0 +1,106 @@
+"""The docs cannot drift: every command block of the documented files is run and its output
+compared with the block's (see tests/docblocks.py); docs/cli.md is the parsers' own help.
+Refresh them all with ``python -m tests.refresh_docs``."""
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from tests import docblocks
+
+ROOT = docblocks.ROOT
+#: the files whose blocks are executed (a docs/ page joins once its blocks pass)
+DOC_FILES = ("README.md", "docs/index.md", "docs/tutorial.md", "docs/spec.md", "docs/hardware.md",
+             "docs/counting.md", "docs/fusion.md", "docs/ceilings.md", "docs/plots.md",
+             "docs/formulas.md", "docs/api.md", "docs/development.md")
+
+BLOCKS = [b for f in DOC_FILES if (ROOT / f).exists()
+          for b in docblocks.parse((ROOT / f).read_text(encoding="utf-8"), f)]
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    return docblocks.sandbox(tmp_path_factory.mktemp("docs"))
+
+
+def _compare(b, cwd):
+    want = docblocks.expected(b)
+    got = docblocks.render(b, docblocks.actual(b, cwd))
+    return list(difflib.unified_diff(want, got, f"{b.name} (as written)", "real output", lineterm=""))
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if not b.skip], ids=lambda b: b.name)
+def test_block_output_is_the_real_output(block, sandbox):
+    diff = _compare(block, sandbox)
+    assert not diff, "\n".join(diff[:60]) + "\nrefresh with: python -m tests.refresh_docs"
+
+
+def test_every_documented_file_exists_and_has_blocks():
+    for f in DOC_FILES:
+        assert (ROOT / f).is_file(), f
+    assert len([b for b in BLOCKS if not b.skip]) >= 20
+    skipped = [b for b in BLOCKS if b.skip]
+    assert all(b.skip.strip() for b in skipped)  # each skip says why
+
+
+def test_cli_reference_is_generated_from_the_parsers():
+    from loopsim.cli import COMMANDS
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert text == docblocks.cli_reference(), "refresh with: python -m tests.refresh_docs"
+    for name in COMMANDS:
+        assert f"## loopsim {name}\n" in text and f"usage: loopsim {name}" in text
+
+
+DOC = '''# t
+
+```console
+$ loopsim list | grep -c trn2
+3
+$ loopsim entitle matmul --hardware nope
+loopsim: error: unknown hardware 'nope'; known: inf2-core, toy, trn1-core, trn2-core, trn2-device, trn2-lnc2, trn3-core
+$ echo $?
+2
+```
+
+```pycon
+>>> from loopsim import hardware
+>>> hw = hardware.load("trn2-core")
+>>> hw.P("bf16") == 128 * 128 * 2 * 2_400_000_000
+True
+>>> for d in ("bf16", "fp32"):
+...     print(d, hw.P(d))
+bf16 78643200000000
+fp32 19660800000000
+```
+'''
+
+
+def test_a_hand_edited_output_fails_and_refresh_restores_it(tmp_path, sandbox):
+    doc = tmp_path / "t.md"
+    doc.write_text(DOC, encoding="utf-8")
+    blocks = docblocks.parse(DOC, str(doc))
+    assert [b.kind for b in blocks] == ["shell", "python"]
+    assert [len(b.steps) for b in blocks] == [3, 4]
+    assert all(not _compare(b, sandbox) for b in blocks)  # as written: the real output
+    # edit one output line of each block by hand, as a drifting doc would
+    for old, new in (("3\n$ loopsim entitle", "4\n$ loopsim entitle"), ("\n2\n```", "\n0\n```"),
+                     ("'nope'; known", "'nope'; known ones"), ("fp32 19660800000000", "fp32 2e13")):
+        bad = DOC.replace(old, new, 1)
+        assert bad != DOC
+        diffs = [_compare(b, sandbox) for b in docblocks.parse(bad, str(doc))]
+        assert any(diffs), old
+        # the refresh writes the real output back
+        doc.write_text(bad, encoding="utf-8")
+        assert docblocks.refresh_file(doc, sandbox) == 1
+        assert doc.read_text(encoding="utf-8") == DOC
+
+
+def test_skip_marker_and_heredoc_are_parsed():
+    text = ("<!-- docs-test: skip takes minutes -->\n```\n$ sleep 600\n```\n\n"
+            "```\n$ python - <<'EOF'\nprint(6 * 7)\nEOF\n42\n```\n")
+    skipped, heredoc = docblocks.parse(text)
+    assert skipped.skip == "takes minutes" and heredoc.skip is None
+    assert heredoc.steps == [("python - <<'EOF'\nprint(6 * 7)\nEOF", ["42"])]
+    assert docblocks.render(heredoc, docblocks.actual(heredoc, Path.cwd())) == heredoc.lines
