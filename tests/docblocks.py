@@ -130,9 +130,6 @@ def _steps(b: Block) -> list[tuple[str, list[str]]]:
 # running
 
 
-_META = set("|;&<>`$(){}*?[]~")
-
-
 def _run_loopsim(argv: list[str]) -> tuple[str, int]:
     from loopsim.cli import main
 
@@ -159,9 +156,26 @@ def _env() -> dict:
 
 
 def _expand(word: str) -> list[str]:
-    if any(c in word for c in "*?[") and not word.startswith("-"):
+    """A path pattern (``tilings/nki_tutorial/*.toml``) as bash expands it; other words as they are."""
+    if "/" in word and any(c in word for c in "*?[") and not word.startswith("-"):
         return sorted(glob.glob(word)) or [word]
     return [word]
+
+
+def _plain(head: str) -> list[str] | None:
+    """The words of ``loopsim ...`` when it is one simple command (no operator, redirection or
+    expansion outside quotes), else None."""
+    if "$" in head or "`" in head or "\n" in head:
+        return None
+    lex = shlex.shlex(head, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        words = list(lex)
+    except ValueError:
+        return None
+    if words[:1] != ["loopsim"] or any(w and set(w) <= set("();<>|&") for w in words):
+        return None
+    return words
 
 
 def run_shell(cmd: str, last_rc: int) -> tuple[str, int]:
@@ -169,12 +183,8 @@ def run_shell(cmd: str, last_rc: int) -> tuple[str, int]:
     if cmd.strip() == "echo $?":
         return f"{last_rc}\n", 0
     head, _, filt = cmd.partition(" | ")
-    try:
-        words = shlex.split(head)
-    except ValueError:
-        words = []
-    plain = words[:1] == ["loopsim"] and not any(c in head for c in ";&<>`$(){}\n")
-    if plain:
+    words = _plain(head)
+    if words:
         argv = [w for word in words[1:] for w in _expand(word)]
         out, rc = _run_loopsim(argv)
         if filt:
@@ -188,7 +198,10 @@ def run_python(src: str, ns: dict) -> str:
     buf = io.StringIO()
     code = compile(src + "\n", "<doc>", "single")
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        exec(code, ns)
+        try:
+            exec(code, ns)
+        except Exception as e:  # shown as the interpreter shows it, first and last line
+            print(f"Traceback (most recent call last):\n  ...\n{type(e).__name__}: {e}")
     return buf.getvalue()
 
 
@@ -239,10 +252,12 @@ def expected(b: Block) -> list[str]:
     return render(b, b.steps)
 
 
-def sandbox(tmp: Path) -> Path:
-    """A working directory for the tests: the repository's data folders linked in, and an empty
-    docs/ so that figures a block writes land in the sandbox, not in the tracked docs/."""
-    for name in ("tilings", "hardware", "benchmarks", "tests", "loopsim", "pyproject.toml"):
+def sandbox(tmp: Path, real_docs: bool = False) -> Path:
+    """A working directory for the blocks: the repository's folders linked in, and docs/ empty
+    (tests: figures a block writes land in the sandbox) or the real one (the refresh: figures
+    are rendered into the tracked docs/). Other files a block writes stay in ``tmp``."""
+    for name in ("tilings", "hardware", "benchmarks", "tests", "loopsim", "pyproject.toml",
+                 "README.md") + (("docs",) if real_docs else ()):
         dst = tmp / name
         if not dst.exists():
             dst.symlink_to(ROOT / name)

@@ -10,6 +10,7 @@ See tests/docblocks.py for the block format and docs/development.md for the work
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,10 +26,12 @@ def main(argv: list[str]) -> int:
         cli.write_text(text, encoding="utf-8")
         print("wrote docs/cli.md")
     files = [Path(a).resolve() for a in argv] or [root / f for f in DOC_FILES]
-    for f in files:
-        t = time.perf_counter()
-        n = docblocks.refresh_file(f, root)
-        print(f"{f.relative_to(root)}: {n} block(s) changed ({time.perf_counter() - t:.1f} s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = docblocks.sandbox(Path(tmp), real_docs=True)
+        for f in files:
+            t = time.perf_counter()
+            n = docblocks.refresh_file(f, cwd)
+            print(f"{f.relative_to(root)}: {n} block(s) changed ({time.perf_counter() - t:.1f} s)")
     return 0
 
 
