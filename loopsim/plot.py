@@ -34,10 +34,13 @@ class Point:
 
     @classmethod
     def from_report(cls, rep, comparison=None, label: str | None = None) -> "Point":
-        """From a :class:`loopsim.pipeline.Analysis` and optionally a :class:`loopsim.measured.Comparison`."""
+        """From a :class:`loopsim.pipeline.Analysis` (at its attainable rate W/T, every roof and
+        ceiling counted) and optionally a :class:`loopsim.measured.Comparison`."""
         e = rep.entitlement
         m = comparison
-        return cls(label or rep.counts.kernel, e.I, e.rate,
+        T = getattr(rep, "T", None)
+        rate = e.W / T if T else e.rate
+        return cls(label or rep.counts.kernel, e.I, rate,
                    m.rate if m is not None else None, m.gap if m is not None else None,
                    m.fraction_of_entitlement if m is not None else None,
                    getattr(rep, "feasible", rep.counts.residency.fits))
@@ -189,13 +192,14 @@ def roofline(points: Sequence, hardware, ax=None, *, dtype: str | None = None,
              ceilings: Sequence[Ceiling] = (), title: str | None = None):
     """Draw the roofline of ``hardware`` for ``dtype`` with one point per kernel; returns the Figure.
 
-    ``points``: :class:`Point` values (or Reports, converted with :meth:`Point.from_report`).
+    ``points``: :class:`Point` values (or Analyses, converted with :meth:`Point.from_report`); a
+    point's rate is the caller's: the attainable W/T (on or below the roofline) or the roofline's.
     Points are numbered 1, 2, ... by intensity I; each mark is labelled with its key, points that
     coincide (or would crowd each other) share one label (``3–5``), and a key table beside the
     axes maps keys to tilings with I and the entitled rate. ``dtype``: whose Tensor Engine roof P
     is drawn (default: the first report's, else bf16). ``ceilings``: lower roofs, drawn faintly
     and only over the intensities of the kernels they bind (``Ceiling.kernels``, all when empty)
-    whose point lies above them; their labels sit inside the axes. With ``ax=None`` the figure is
+    for which they lie below the roofline min(P, I·BW); their labels sit inside the axes. With ``ax=None`` the figure is
     :data:`FIGSIZE` whatever the number of points; with an ``ax``, the key table is drawn in an
     inset to its right.
     """
@@ -239,12 +243,12 @@ def roofline(points: Sequence, hardware, ax=None, *, dtype: str | None = None,
     ax.plot([ridge, x1], [P, P], color="C3", lw=2, gid="compute-roof")
     ax.plot([ridge, ridge], [y0, P], color="0.4", lw=1, ls=":", gid="ridge")
 
-    # ceilings: only where they bind (below a kernel's point), over those kernels' intensities
+    # ceilings: only where they bind (below a kernel's roofline), over those kernels' intensities
     shown_ceilings = []
     for i, c in enumerate(ceilings):
         who = [p for p in drawn if (not c.kernels or p.label in c.kernels)]
-        if c.kind == "compute":
-            who = [p for p in who if p.rate > c.value * (1 + 1e-9)]
+        if c.kind == "compute":  # it binds where it is below the kernel's roofline
+            who = [p for p in who if min(P, p.I * BW) > c.value * (1 + 1e-9)]
             if not who:
                 continue
             lo = max(c.value / BW, min(p.I for p in who) / 1.6)
@@ -349,7 +353,7 @@ def roofline(points: Sequence, hardware, ax=None, *, dtype: str | None = None,
                Line2D([], [], color="C3", lw=2, label=f"compute roof P = {_si(P, 'FLOP/s')} ({dtype})"),
                Line2D([], [], color="0.4", lw=1, ls=":", label=f"ridge I* = P/BW = {ridge:.4g} FLOPs/byte"),
                Line2D([], [], marker="o", ls="none", color="C2", mec="black", mew=0.6,
-                      label="entitled point (I, min(P, I·BW))")]
+                      label="tiling at (I, W/T), T attainable: every roof and ceiling")]
     if shown_ceilings:
         handles.append(Line2D([], [], color="0.4", lw=1, ls="--", alpha=0.6,
                               label="lower ceiling, over the kernels it binds"))

@@ -72,7 +72,7 @@ def test_measured_point_is_directly_below_its_entitlement_point():
 def test_ceiling_lines_are_drawn_dashed_and_labelled_only_where_they_bind():
     half = plot.Ceiling("partition_fill", P_TRN2 / 2)
     only_b = plot.Ceiling("column_fill", P_TRN2 / 4, kernels=("b",))
-    above = plot.Ceiling("issue_rate", P_TRN2 / 3, kernels=("c",))  # c's point is below it
+    above = plot.Ceiling("issue_rate", P_TRN2 / 3, kernels=("c",))  # c's roofline is below it
     pts = [plot.Point("a", 300.0, P_TRN2), plot.Point("b", 2000.0, P_TRN2),
            plot.Point("c", 50.0, 50.0 * BW_TRN2)]
     fig = plot.roofline(pts, TRN2, ceilings=[half, only_b, above])
@@ -80,11 +80,11 @@ def test_ceiling_lines_are_drawn_dashed_and_labelled_only_where_they_bind():
     line = lines["ceiling:partition_fill"]
     assert line.get_linestyle() == "--" and set(line.get_ydata()) == {P_TRN2 / 2}
     # it starts where the memory roof reaches it, I = (P/2) / BW = 104.9 (a's I / 1.6 = 187.5 is
-    # further right: it spans a and b, the kernels whose points lie above it)
+    # further right: it spans a and b, the kernels whose roofline min(P, I*BW) lies above it)
     assert list(line.get_xdata()) == pytest.approx([300.0 / 1.6, 2000.0 * 1.6])
     # column_fill holds for b only: drawn around b's intensity, not across the axes
     assert list(lines["ceiling:column_fill"].get_xdata()) == pytest.approx([2000 / 1.6, 2000 * 1.6])
-    # issue_rate holds for c only, whose point (memory-bound, 18.75 TFLOP/s) is below it: not drawn
+    # issue_rate holds for c only, whose roofline (memory-bound, 18.75 TFLOP/s) is below it: not drawn
     assert "ceiling:issue_rate" not in lines
     labels = {t.get_gid() for t in fig.axes[0].texts}
     assert {"ceiling-label:partition_fill", "ceiling-label:column_fill"} <= labels
