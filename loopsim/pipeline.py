@@ -31,21 +31,46 @@ from .program import check_scope as program_check_scope
 
 
 def load(ref: str, sets: Mapping[str, int] | None = None, *, lnc_cores: int | None = None,
-         split: str | None = None, buffers: tuple[tuple[str, int], ...] | None = None) -> Program:
+         split: str | None = None, buffers: tuple[tuple[str, int], ...] | None = None,
+         kernel_args: Mapping | None = None) -> Program:
     """Read a spec (a bundled name or a path) and bind its parameters: a :class:`Program`.
 
     ``lnc_cores``/``split``: run a single nest on that many physical cores, splitting loop
     ``split`` (default the spec's ``[lnc]`` loop, else the token loop); ``buffers`` replaces the
     nest's load buffer counts (``(("*", 2),)`` double-buffers every load inside a loop).
+    ``ref`` may be a kernel reference ``PATH.py::FUNCTION`` (see :func:`read`; it EXECUTES the
+    file), its inputs in ``kernel_args`` (``args``/``kwargs``/``grid``, :mod:`loopsim.nki.load`).
     """
-    sf = spec_mod.read(ref)
+    sf = read(ref, kernel_args, sets)
     return build(sf, spec_mod.bind_params(sf, sets or {}), lnc_cores=lnc_cores, split=split,
                  buffers=buffers)
+
+
+def read(ref: str, kernel_args: Mapping | None = None, known: Mapping[str, int] | None = None):
+    """A spec as read (:func:`loopsim.spec.read`), or for ``PATH.py::FUNCTION`` a spec file
+    standing for that kernel (:func:`loopsim.nki.ref.spec_file`: parsed, not run; ``known`` gives
+    values to dimension names of its ``--arg`` shapes). :func:`build` traces it, EXECUTING it."""
+    from .nki import ref as nki_ref
+
+    if nki_ref.is_reference(ref):
+        return nki_ref.spec_file(ref, kernel_args, known)
+    return spec_mod.read(ref)
 
 
 def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split: str | None = None,
           buffers: tuple[tuple[str, int], ...] | None = None) -> Program:
     """A read spec bound to ``params`` (see :func:`load`)."""
+    from .nki import ref as nki_ref
+
+    if nki_ref.is_kernel_file(sf):  # PATH.py::FUNCTION: traced, EXECUTING the file
+        traced = nki_ref.trace(sf, params)
+        if isinstance(traced, Program):
+            if lnc_cores is not None or split is not None:
+                raise InputError(f"--lnc/--split: not supported for {sf.path}, whose kernel keeps "
+                                 "tensors on chip between ops (a program)")
+            return traced if buffers is None else replace(traced, stages=tuple(
+                replace(s, kernel=replace(s.kernel, buffers=buffers)) for s in traced.stages))
+        return _single(traced, lnc_cores, split, buffers, None)
     if is_program(sf):
         for flag, v in (("--lnc", lnc_cores), ("--split", split)):
             if v is not None:
@@ -59,14 +84,19 @@ def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split:
             prog = replace(prog, stages=tuple(replace(s, kernel=replace(s.kernel, buffers=buffers))
                                               for s in prog.stages))
         return prog
-    kernel = spec_mod.kernel_from(sf, params)
+    return _single(spec_mod.kernel_from(sf, params), lnc_cores, split, buffers,
+                   ceil_mod.parallel_from(sf))
+
+
+def _single(kernel, lnc_cores, split, buffers, parallel) -> Program:
+    """One nest as a program of one stage, with the buffer counts and core split asked for."""
     if buffers is not None:
         kernel = replace(kernel, buffers=buffers)
     if split is not None and lnc_cores is None:
         kernel = lnc.with_split(kernel, 2, split)
     elif lnc_cores is not None:
         kernel = lnc.with_split(kernel, lnc_cores, split)
-    return Program.single(kernel, ceil_mod.parallel_from(sf))
+    return Program.single(kernel, parallel)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,12 +57,15 @@ class Variant:
 
 
 def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ...]], *,
-           lnc_cores: int | None = None, split: str | None = None, buffers=None) -> list[Variant]:
-    """Every spec at every combination of the ``vary`` values it has parameters for."""
+           lnc_cores: int | None = None, split: str | None = None, buffers=None,
+           kernel_args=None) -> list[Variant]:
+    """Every spec at every combination of the ``vary`` values it has parameters for
+    (``kernel_args``: inputs of kernel references ``PATH.py::FUNCTION``, see pipeline.read)."""
     for name in vary:
         if name in sets:
             raise InputError(f"--vary {name} and --set {name} both given; use one")
-    files = [(s, spec_mod.read(s)) for s in specs]
+    known = {**sets, **{n: v[0] for n, v in vary.items() if v}}
+    files = [(s, pipeline.read(s, kernel_args, known)) for s in specs]
     for name in vary:
         if not any(name in sf.params for _, sf in files):
             has = "; ".join(f"{sf.path} has {', '.join(sf.params) or '(none)'}" for _, sf in files)

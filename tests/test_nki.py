@@ -247,3 +247,50 @@ def test_the_kernels_own_exception_is_one_line_with_its_line(tmp_path):
     with pytest.raises(SpecError) as e:
         load_kernel(str(f), "boom", args={"x": ((128, 64), "bf16")})
     assert str(e.value) == f"{f}:3: kernel boom: ZeroDivisionError: integer division or modulo by zero"
+
+
+# ---------------------------------------------------------------------------------------------
+# the commands accept a kernel reference wherever they accept a spec
+
+TILED = f"{KERNELS / 'matmul_isa.py'}::tiled"
+NAMED = ["--arg", "lhsT=KxM", "--arg", "rhs=KxN", "--set", "K=1024", "--set", "N=2048"]
+
+
+def _json(capsys, argv) -> dict:
+    import json
+
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_entitle_and_ceilings_take_a_kernel_reference(capsys):
+    got = _json(capsys, ["entitle", TILED, "--arg", "lhsT=1024x4096", "--arg", "rhs=1024x2048",
+                         "-H", "trn2-core", "--json"])
+    want = _json(capsys, ["entitle", "tilings/nki_tutorial/1_tiled.toml", "-H", "trn2-core", "--json"])
+    for key in ("W", "Q", "T"):
+        assert got[key] == want[key]
+    assert got["Q"] == (1024 * 4096 * 4 + 1024 * 2048 * 32 + 4096 * 2048) * 2  # r = 4, 32; C once
+    assert main(["ceilings", TILED, "--arg", "lhsT=1024x4096", "--arg", "rhs=1024x2048",
+                 "-H", "trn2-core"]) == 0
+    assert "PSUM" in capsys.readouterr().out
+
+
+def test_compare_varies_a_kernel_keyword_and_a_named_dimension(capsys):
+    blocked = f"{KERNELS / 'matmul_isa.py'}::blocked"
+    out = _json(capsys, ["compare", blocked, *NAMED, "--vary", "TILES_M=1,2,4", "--vary", "M=2048,4096",
+                         "-H", "trn2-core", "--json"])
+    r_rhs = {(r["params"]["TILES_M"], r["params"]["M"]): r["r"]["rhs"] for r in out["rows"]}
+    # rhs is read once per M-block of 128 * TILES_M rows
+    assert r_rhs == {(t, m): m / (128 * t) for t in (1, 2, 4) for m in (2048, 4096)}
+
+
+def test_capacity_and_bad_kernel_reference_through_the_cli(capsys):
+    assert main(["capacity", TILED, "--arg", "lhsT=1024x1024", "--arg", "rhs=1024x1024",
+                 "-H", "trn2-core", "--samples", "2"]) == 0
+    capsys.readouterr()
+    assert main(["entitle", f"{KERNELS / 'bad_unmodelled.py'}::uses_dropout", "--arg", "x=128x512",
+                 "-H", "trn2-core"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad_unmodelled.py:10: kernel uses_dropout:" in err
+    assert main(["entitle", TILED, "--arg", "lhsT=KxM", "-H", "trn2-core"]) == 2
+    assert "dimension K of an --arg has no value; give --set K=INT" in capsys.readouterr().err

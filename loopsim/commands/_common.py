@@ -14,9 +14,11 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
     """SPEC, --hardware, --set, --policy, --sbuf-bytes, --dtype, --json and (``scope``) the core
     split, roofs, link and buffer options every analysing command shares."""
     if many:
-        p.add_argument("spec", nargs="+", metavar="SPEC", help="bundled spec names or .toml paths")
+        p.add_argument("spec", nargs="+", metavar="SPEC", help="bundled spec names, .toml paths or "
+                       "NKI kernel references PATH.py::FUNCTION (a kernel reference EXECUTES that file)")
     else:
-        p.add_argument("spec", metavar="SPEC", help="a bundled spec name (e.g. matmul) or a .toml path")
+        p.add_argument("spec", metavar="SPEC", help="a bundled spec name (e.g. matmul), a .toml path, "
+                       "or an NKI kernel PATH.py::FUNCTION (EXECUTES that file, as python FILE.py would)")
     p.add_argument("--hardware", "-H", required=True, metavar="NAME", help="hardware sheet name or .toml path")
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
                    help="override a spec parameter (repeatable)")
@@ -31,8 +33,30 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
     p.add_argument("--replay", action="store_true",
                    help="as written: replay the trace even where the closed form gives Q (slower; "
                         "the two agree)")
+    add_nki_options(p)
     if scope:
         add_scope_options(p)
+
+
+def add_nki_options(p: argparse.ArgumentParser) -> None:
+    """--arg, --kwarg, --grid: the inputs of a kernel reference PATH.py::FUNCTION."""
+    g = p.add_argument_group("NKI kernel references (PATH.py::FUNCTION; reading one EXECUTES the "
+                             "file, as python FILE.py would: only files you would run)")
+    g.add_argument("--arg", action="append", default=[], metavar="NAME=D0xD1[:dtype]", dest="nki_args",
+                   help="an HBM tensor argument; a dimension may be a name given by --set "
+                        "(dtype default bf16; repeatable)")
+    g.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE", dest="nki_kwargs",
+                   help="another argument: a Python literal, never executed (repeatable)")
+    g.add_argument("--grid", default=None, metavar="G0[xG1...]", dest="nki_grid",
+                   help="the SPMD launch grid (kernel[G0, G1](...))")
+
+
+def kernel_args(args) -> dict:
+    """The --arg/--kwarg/--grid options as :func:`loopsim.pipeline.load`'s ``kernel_args``."""
+    from ..nki.load import parse_options
+
+    return parse_options(getattr(args, "nki_args", None), getattr(args, "nki_kwargs", None),
+                         getattr(args, "nki_grid", None))
 
 
 def add_scope_options(p: argparse.ArgumentParser) -> None:
@@ -87,7 +111,8 @@ def program_of(args, ref: str | None = None):
 
     return pipeline.load(ref or args.spec, spec.parse_sets(args.sets),
                          lnc_cores=getattr(args, "lnc", None), split=getattr(args, "split", None),
-                         buffers=parse_buffers(getattr(args, "buffers", None)))
+                         buffers=parse_buffers(getattr(args, "buffers", None)),
+                         kernel_args=kernel_args(args))
 
 
 def analyze_kw(args) -> dict:

@@ -4,14 +4,15 @@ Q, the sheet's capacity among the samples; a table, ``--json``, and ``-o FILE`` 
 
 from __future__ import annotations
 
-from .. import hardware, spec
-from ._common import dump_json
+from .. import hardware, pipeline, spec
+from ._common import add_nki_options, dump_json, kernel_args
 
 
 def register(sub) -> None:
     p = sub.add_parser("capacity", help="Q against SBUF capacity for lru and opt (table and plot)",
                        description=__doc__)
-    p.add_argument("spec", metavar="SPEC", help="a bundled spec name or a .toml path")
+    p.add_argument("spec", metavar="SPEC", help="a bundled spec name, a .toml path, or an NKI kernel "
+                   "PATH.py::FUNCTION (EXECUTES that file, as python FILE.py would)")
     p.add_argument("--hardware", "-H", required=True, metavar="NAME", help="hardware sheet name or .toml path")
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
                    help="override a spec parameter (repeatable)")
@@ -19,6 +20,7 @@ def register(sub) -> None:
                    help="capacities sampled geometrically (default 16)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="also draw the curve (.png, .svg, .pdf)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_nki_options(p)
     p.set_defaults(func=run)
 
 
@@ -38,9 +40,14 @@ def run(args) -> int:
     from ..formula import refuse_program
 
     hw = hardware.load(args.hardware)
-    refuse_program(spec.read(args.spec), "loopsim capacity replays")
+    sets = spec.parse_sets(args.sets)
+    refuse_program(pipeline.read(args.spec, kernel_args(args), sets), "loopsim capacity replays")
     # the one loader: the same validation and [lnc] split as every other command
-    kernel = pipeline.load(args.spec, spec.parse_sets(args.sets)).stages[0].kernel
+    prog = pipeline.load(args.spec, sets, kernel_args=kernel_args(args))
+    if not prog.is_single:
+        raise InputError(f"{args.spec}: its kernel keeps tensors on chip between ops (a program); "
+                         "loopsim capacity replays a single nest")
+    kernel = prog.stages[0].kernel
     cv = capacity.curve(kernel, hw, samples=args.samples)
     if args.output:
         from .. import plot

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import sys
 
-from ._common import add_kernel_options, analyze_kw, dump_json, hardware_of, parse_buffers
+from ._common import add_kernel_options, analyze_kw, dump_json, hardware_of, kernel_args, parse_buffers
 from ._measured import add_option, assign, comparison
 
 
@@ -35,7 +35,8 @@ def analysed_rows(args, hw) -> tuple[list, list[dict]]:
     from ..render.json import row_dict
 
     variants = sweep.expand(args.spec, spec.parse_sets(args.sets), sweep.parse_vary(args.vary),
-                            lnc_cores=args.lnc, split=args.split, buffers=parse_buffers(args.buffers))
+                            lnc_cores=args.lnc, split=args.split, buffers=parse_buffers(args.buffers),
+                            kernel_args=kernel_args(args))
     rows = sweep.analyze_all(variants, hw, **analyze_kw(args))
     profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows])
     dicts = []

@@ -3,7 +3,7 @@ using the simulated Q at each candidate (``--compulsory``: the textbook Q instea
 
 from __future__ import annotations
 
-from ._common import add_kernel_options, analyze_kw, dump_json, hardware_of, parse_buffers
+from ._common import add_kernel_options, analyze_kw, dump_json, hardware_of, kernel_args, parse_buffers
 
 
 def register(sub) -> None:
@@ -22,8 +22,8 @@ def run(args) -> int:
     from ..errors import InputError, SpecError, TraceTooLarge
 
     hw = hardware_of(args)
-    sf = spec.read(args.spec)
     sets = spec.parse_sets(args.sets)
+    sf = pipeline.read(args.spec, kernel_args(args), sets)
     if args.dim not in sf.params:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")

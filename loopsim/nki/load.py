@@ -121,7 +121,7 @@ def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None
         raise SpecError(f"{path}: no such kernel file")
     src = str(p.resolve())
     rec = Recorder(src, func)
-    shown = path
+    shown = rec.shown = path
     try:
         with installed(rec):
             fn = _import(src, func, shown)

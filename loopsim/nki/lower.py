@@ -20,7 +20,7 @@ from .record import Recorder
 
 
 def _where(rec: Recorder, line: int) -> str:
-    return f"{rec.path}:{line}: kernel {rec.func}" if line else f"{rec.path}: kernel {rec.func}"
+    return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
 
 
 def classify(lg, where: str) -> str:
@@ -180,8 +180,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     if not body:
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
     tlist = tuple(tensors.values())
-    kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.path}::{rec.func}",
-                       rec.path)
+    kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
+                       rec.shown)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -265,6 +265,6 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
     produced = set(made)
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
-    g = graph_mod.build(rec.path, tuple(ops), inputs, tm)
+    g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)
     stage = Stage(rec.func, tuple(o.name for o in ops), kernel)
-    return Program(rec.func, rec.path, tuple(params), kernel.tensors, tuple(ops), inputs, (stage,), g)
+    return Program(rec.func, rec.shown, tuple(params), kernel.tensors, tuple(ops), inputs, (stage,), g)

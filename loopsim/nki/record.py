@@ -27,6 +27,7 @@ class Recorder:
 
     def __init__(self, path: str, func: str):
         self.path, self.func = path, func
+        self.shown = path  # the path as the user gave it, for messages
         self.root: list = []
         self.stack: list[LoopRec] = []
         self.logicals: list[Logical] = []
