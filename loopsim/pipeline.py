@@ -271,6 +271,7 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         if st.ops else ()
     buffers = live_buffers(k, hw.partitions)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
+    _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.partitions else ""
@@ -282,6 +283,28 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
     return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers)
+
+
+def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:
+    """The DMA engines' ceiling (loopsim/dma.py): bytes over the scope's aggregate DMA bandwidth.
+    ``exact``: from the nest's transfers as written (the busiest core of an LNC split); else Q.
+    Not applied with measured roofs (the measured BW already is the memory side as achieved) or
+    on a sheet without a DMA bandwidth."""
+    if not hw.dma_bw or hw.roofs == "measured":
+        return
+    if exact:
+        from . import dma
+
+        d = dma.report(k, hw)
+        times["dma"] = d.T
+        small = f"; {d.small_share:.0%} of them in transfers below {dma.SMALL} B per partition" \
+            if d.small_bytes else ""
+        details["dma"] = (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
+                          f"{hw.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
+                                                         if d.cores > 1 else "") + small)
+    else:
+        times["dma"] = c.hbm_bytes / hw.dma_bw
+        details["dma"] = f"DMA: Q = {c.hbm_bytes:,} bytes at the DMA engines' {hw.dma_bw / 1e9:.4g} GB/s"
 
 
 def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:

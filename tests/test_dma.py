@@ -122,3 +122,33 @@ def test_as_dict_round_numbers():
     d = r.as_dict()
     assert d["T_dma"] == r.T and d["transfers"] == 272 and d["small_share"] == 1.0
     assert sum(b["bytes"] for b in d["bands"]) == d["bytes"]
+
+
+# --- the DMA ceiling in the verdict (loopsim.pipeline) ----------------------------------------
+
+
+def test_verdict_carries_the_dma_ceiling():
+    from loopsim import pipeline
+
+    hw = hardware.load("trn1-core")  # DMA 272 GB/s < HBM share 410 GB/s: the DMA binds
+    a = pipeline.analyze(pipeline.load("copy"), hw)
+    q = 2 * 4096 * 4096 * 2
+    assert a.times["dma"] == pytest.approx(q / (272 * GB)) and a.times["memory"] == pytest.approx(q / hw.bw)
+    assert a.limit == "dma" and a.T == a.times["dma"]
+    assert "128 transfers" in a.verdict.detail
+    # lru counts no transfers as written: the ceiling is Q over the DMA bandwidth
+    lru = pipeline.analyze(pipeline.load("matmul"), hw, policy="lru")
+    assert lru.times["dma"] == pytest.approx(lru.Q / (272 * GB))
+    # measured roofs already are the memory side as achieved: no DMA ceiling on top
+    cal = hardware.loads(_calibrated("trn1-core"), "cal.toml")
+    m = pipeline.analyze(pipeline.load("copy"), cal.with_roofs("measured"))
+    assert "dma" not in m.times and m.limit == "memory"
+
+
+def _calibrated(name: str) -> str:
+    from loopsim import calibrate
+
+    hw = hardware.load(name)
+    fit = calibrate.fit([calibrate.Measurement("copy", 0, 2 * 4096 * 4096 * 2, "bf16", 300e-6)], hw)
+    text, origin = calibrate.base_text(hw)
+    return calibrate.sheet_text(fit, text, origin, "cal")
