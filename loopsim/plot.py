@@ -411,7 +411,7 @@ def _key_table(fig, side, renderer, drawn, keys, *, top: float, box) -> None:
         fmt = lambda k, n, st: f"{k:>{kw}}  {_clip(n, name_w):<{name_w}}  {st}"
     else:
         fmt = lambda k, n, st: f"{k:>{kw}}  {_clip(n, name_w)}"
-    head = fmt("#", "tiling", "I, entitled rate")
+    head = fmt("#", "tiling", "I, rate (FLOP/s)")
     tr = side.transAxes.inverted()
     for col in range(ncols):
         chunk = rows[col * per_col:(col + 1) * per_col]
