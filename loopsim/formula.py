@@ -358,7 +358,8 @@ def refuse_program(spec: SpecFile, what: str) -> None:
     loop nest"), instead of the spec reader's "nest.body: missing"."""
     nest = spec.data.get("nest")
     single = isinstance(nest, dict) and isinstance(nest.get("body"), str)
-    if not single and ("ops" in spec.data or "schedule" in spec.data):
+    kernels = isinstance(nest, dict) and bool(nest) and all(isinstance(v, dict) for v in nest.values())
+    if not single and ("ops" in spec.data or "schedule" in spec.data or kernels):
         raise InputError(f"{spec.path}: a program of ops ([ops]/[schedule]); {what} a single "
                          "loop nest ([nest] body)")
 

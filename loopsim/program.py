@@ -95,8 +95,9 @@ class Program:
 
 
 def is_program(sf: spec_mod.SpecFile) -> bool:
-    """Whether a read spec describes several ops (has an ``[ops]`` table)."""
-    return "ops" in sf.data
+    """Whether a read spec describes several ops: an ``[ops]`` table, or kernels in
+    ``[nest.KERNEL]`` tables whose statements say the ops (:func:`loopsim.graph.derive_ops`)."""
+    return "ops" in sf.data or graph_mod.is_derived(sf.data)
 
 
 def load(name_or_path: str, sets: Mapping[str, int] | None = None) -> Program:
@@ -112,9 +113,13 @@ def program_from(sf: spec_mod.SpecFile, params: Mapping[str, int]) -> Program:
                         "kernels runs on one physical core")
     tensors = spec_mod.parse_tensors(sf, params)
     tmap = {t.name: t for t in tensors}
-    op_nodes, inputs = graph_mod.parse_ops(path, sf.data)
-    g = graph_mod.build(path, op_nodes, inputs, tmap)
-    schedule = _schedule(path, sf.data, op_nodes)
+    if graph_mod.is_derived(sf.data):  # each op said once, by its nest statement
+        op_nodes, inputs, schedule = graph_mod.derive_ops(path, sf.data, params)
+        g = graph_mod.build(path, op_nodes, inputs, tmap)
+    else:
+        op_nodes, inputs = graph_mod.parse_ops(path, sf.data)
+        g = graph_mod.build(path, op_nodes, inputs, tmap)
+        schedule = _schedule(path, sf.data, op_nodes)
     producer = {o.out: o.name for o in op_nodes}
     stage_of = {op: k for k, names in schedule for op in names}
     position = {k: i for i, (k, _) in enumerate(schedule)}

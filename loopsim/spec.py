@@ -134,7 +134,9 @@ def validate(shown: str, data: Mapping) -> None:
             fail(f"tensors.{name}={_short(t)} must be a table like "
                  "{ shape = [\"M\", \"K\"], dtype = \"bf16\" }")
     nest = data.get("nest", {})
-    if "ops" in data:  # a program: one [nest.KERNEL] table per kernel of the schedule
+    if "ops" in data or (nest and isinstance(nest, dict) and "body" not in nest
+                         and all(isinstance(v, dict) for v in nest.values())):
+        # a program: one [nest.KERNEL] table per kernel of the schedule
         for kname, sub in nest.items():
             if not isinstance(sub, dict):
                 fail(f"nest.{kname}={_short(sub)} must be a table: [nest.{kname}] body = \"...\"")
