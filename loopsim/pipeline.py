@@ -297,7 +297,8 @@ def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> N
 
         d = dma.report(k, hw)
         times["dma"] = d.T
-        small = f"; {d.small_share:.0%} of them in transfers below {dma.SMALL} B per partition" \
+        share = "<0.1%" if d.small_share < 0.001 else f"{d.small_share:.1%}"
+        small = f"; {share} of them in transfers below {dma.SMALL} B per partition" \
             if d.small_bytes else ""
         details["dma"] = (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
                           f"{hw.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
