@@ -269,7 +269,10 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
                             link_bw=link_bw)
     steps = tuple(engines.stage_steps(st, prog.op_map, prog.tensor_map, c, hw, dtype, where)) \
         if st.ops else ()
-    buffers = live_buffers(k, hw.partitions)[1] if policy == "as-written" else ()
+    # as written, the buffers live at the peak (one core's program for a split kernel, the
+    # program whose peak the residency reports)
+    per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
+    buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     res = c.residency

@@ -279,3 +279,17 @@ def test_lowest_ceiling_names_the_one_that_binds_or_says_they_tie(capsys):
     # decode: one token fills 1 of 128 PE columns
     d = _json(capsys, ["ceilings", "projection", "--hardware", "trn2-core", "--set", "B=1", "--json"])
     assert d["lowest_ceiling"] == "column_fill"
+
+
+@pytest.mark.parametrize("argv", [
+    ["projection", "--hardware", "trn2-lnc2", "--lnc", "2", "--set", "B=256", "--set", "D=1024",
+     "--set", "F=1024", "--split", "b"],
+    ["nki_tutorial/4_fully_optimized", "--hardware", "trn2-lnc2", "--lnc", "2"],
+    ["matmul_hoisted", "--hardware", "trn2-core"],
+])
+def test_the_largest_buffers_add_up_to_the_peak_they_explain(argv, capsys):
+    # the buffers named beside the SBUF peak are the ones live at that peak: one core's program
+    # for a split kernel, as the peak is
+    d = _json(capsys, ["entitle", *argv, "--json"])
+    bufs = d["sbuf"]["largest_buffers"]
+    assert 0 < len(bufs) < 5 and sum(bufs.values()) == d["sbuf"]["peak"]
