@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -23,21 +25,29 @@ def figure_format(path: str, flag: str = "-o") -> str:
     return ext
 
 
+#: a temporary file of write_atomic: ``.NAME.PID.RANDOM.part`` beside its target
+_PART = re.compile(r"^\..+\.(\d+)\.[^.]+\.part$")
+
+
 def write_atomic(path: str, write: Callable[[str], None], flag: str = "-o") -> None:
     """Call ``write(tmp_path)`` on a temporary file beside ``path`` and rename it to ``path``.
 
     On any failure the temporary file is removed and ``path`` is left as it was; an OS error
     (missing directory, no permission) becomes an :class:`InputError` naming ``flag`` and ``path``.
+    The file keeps the mode of the file it replaces; a new one gets 0666 less the umask. Temporary
+    files that a killed run left in the directory (their process is gone) are removed first.
     """
     target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    remove_leftovers(folder)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent or ".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".part", dir=folder)
     except OSError as e:
         raise InputError(f"{flag} {path}: cannot write ({e.strerror})") from None
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except OSError as e:
         _remove(tmp)
@@ -45,6 +55,47 @@ def write_atomic(path: str, write: Callable[[str], None], flag: str = "-o") -> N
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits the written file gets: the replaced file's, else 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def remove_leftovers(folder: Path) -> list[str]:
+    """Remove the temporary files of runs that were killed mid-write (their process no longer
+    exists) from ``folder``; returns their names. A live writer's file is left alone."""
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = _PART.match(name)
+        if m and not _alive(int(m.group(1))):
+            try:
+                os.unlink(folder / name)
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # another user's process, or a number we cannot check: leave its file
+    return True
 
 
 def _remove(p: str) -> None:

@@ -57,6 +57,79 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
 
+#: the .npz members read, and what each must be
+_MEMBERS = ("obj", "size", "write")
+#: deflate cannot shrink data more than ~1032:1; a member claiming more is damaged or a bomb
+_MAX_RATIO = 1100
+
+
+def _native(a: np.ndarray) -> np.ndarray:
+    """``a`` in the machine's byte order (a big-endian array would not type in numba)."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
+def _available_bytes() -> int | None:
+    """Memory this process may still take, bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _read_arrays(name: str) -> dict[str, np.ndarray]:
+    """The trace's arrays, each bounded before it is allocated: its header's element count must
+    match the member's size in the archive, the member's size its compressed size (no deflate
+    bombs), and the total the memory available."""
+    not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write"
+    try:
+        zf = zipfile.ZipFile(name)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        raise InputError(f"{not_npz}; {type(e).__name__}: {_one_line(e)})") from None
+    out = {}
+    with zf:
+        infos = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        headers = {}
+        for key in _MEMBERS:
+            if key not in infos:
+                continue
+            info = infos[key]
+            where = f"{name}: array '{key}'"
+            if info.compress_size and info.file_size > _MAX_RATIO * max(info.compress_size, 1):
+                raise InputError(f"{where} claims {info.file_size:,} bytes from {info.compress_size:,} "
+                                 "compressed: more than deflate can give (a damaged file or a zip bomb)")
+            try:
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _fortran, dtype = read(f)
+            except Exception as e:  # noqa: BLE001  whatever numpy makes of a damaged header
+                raise InputError(f"{where} is not a .npy array ({type(e).__name__}: {_one_line(e)})") from None
+            if dtype.hasobject:
+                raise InputError(f"{where} holds Python objects (pickled data is never loaded)")
+            count = 1
+            for d in shape:
+                count *= d
+            need = count * dtype.itemsize
+            if need > info.file_size:
+                raise InputError(f"{where}: its header declares shape {shape} of {dtype} "
+                                 f"({need:,} bytes) but the member holds {info.file_size:,} bytes")
+            headers[key] = need
+        total = sum(headers.values())
+        free = _available_bytes()
+        if free is not None and total > free:
+            raise InputError(f"{name}: its arrays need {total:,} bytes and {free:,} bytes of memory "
+                             "are free; replay a shorter trace or free memory")
+        for key in headers:
+            try:
+                with zf.open(infos[key]) as f:
+                    out[key] = np.lib.format.read_array(f, allow_pickle=False)
+            except Exception as e:  # noqa: BLE001  zlib.error, BadZipFile (CRC), EOFError, ValueError
+                raise InputError(f"{name}: array '{key}' cannot be read ({type(e).__name__}: "
+                                 f"{_one_line(e)})") from None
+    return out
+
+
 def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Read a trace ``.npz``.
 
@@ -83,26 +156,12 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     name = os.fspath(path)
     if not os.path.isfile(name):
         raise InputError(f"{name}: no such trace file")
-    not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write)"
-    try:
-        z = np.load(name, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise InputError(f"{not_npz[:-1]}; {type(e).__name__}: {_one_line(e)})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise InputError(not_npz)
-    arrays = {}
-    with z:
-        for key in ("obj", "size", "write"):
-            if key in z.files:
-                try:
-                    arrays[key] = z[key]
-                except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-                    raise InputError(f"{name}: array '{key}' cannot be read ({type(e).__name__}: {_one_line(e)})") from None
+    arrays = _read_arrays(name)
 
     for key in ("obj", "size"):
         if key not in arrays:
             raise InputError(f"{name}: missing array '{key}' (expected arrays obj, size and optional write)")
-    obj, size = arrays["obj"], arrays["size"]
+    obj, size = (_native(arrays[k]) for k in ("obj", "size"))
     for key, a in (("obj", obj), ("size", size)):
         if a.dtype.kind not in "iu":
             raise InputError(f"{name}: array '{key}' must be integer, got dtype={a.dtype}")
