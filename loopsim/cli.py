@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error on one line (no usage dump)."""
 
     def error(self, message: str):  # noqa: D401
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def create_parser() -> argparse.ArgumentParser:
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         ascii_fallback(stream)
 
     def fail(msg: str) -> int:
-        print(f"loopsim: error: {msg}", file=sys.stderr)
+        print(f"loopsim: error: {one_line(msg)}", file=sys.stderr)
         return 2
 
     try:
@@ -76,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
             silence_stdout()
             return fail(f"cannot write the output ({e.strerror or e})")
         raise
+
+
+def one_line(msg: str) -> str:
+    """An error message on one line: line breaks a user's text brought in are shown escaped."""
+    return msg.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _is_stdout_error(e: OSError) -> bool:
