@@ -20,6 +20,7 @@ It imports nothing from numba (``import loopsim.sim`` stays light) and runs once
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import pickletools
@@ -77,17 +78,15 @@ def repair(d: Path) -> list[str]:
         names = os.listdir(d)
     except OSError:
         return []
-    removed = []
+    doomed = []
     for module in MODULES:
         mine = [n for n in names if n.startswith(module + ".") and n.endswith((".nbi", ".nbc"))]
-        if any(not intact(d / n) for n in mine):
-            for n in mine:
-                try:
-                    os.unlink(d / n)
-                    removed.append(n)
-                except OSError:
-                    pass
-    return removed
+        if not all(intact(d / n) for n in mine):
+            doomed += mine
+    for n in doomed:
+        with contextlib.suppress(OSError):
+            os.unlink(d / n)
+    return doomed
 
 
 def intact(path: Path) -> bool:

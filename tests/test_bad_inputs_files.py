@@ -97,18 +97,13 @@ def test_output_keeps_the_mode_it_replaces_and_new_files_honour_the_umask(tmp_pa
     os.chmod(old, 0o600)
     _write(old, "new")
     assert old.read_text() == "new" and stat.S_IMODE(os.stat(old).st_mode) == 0o600
-    mask = os.umask(0o077)
-    try:
-        _write(tmp_path / "fresh.txt")
-    finally:
-        os.umask(mask)
-    assert stat.S_IMODE(os.stat(tmp_path / "fresh.txt").st_mode) == 0o600
-    mask = os.umask(0o022)
-    try:
-        _write(tmp_path / "open.txt")
-    finally:
-        os.umask(mask)
-    assert stat.S_IMODE(os.stat(tmp_path / "open.txt").st_mode) == 0o644
+    for umask, mode in ((0o077, 0o600), (0o022, 0o644)):
+        mask = os.umask(umask)
+        try:
+            _write(tmp_path / f"new{umask:o}.txt")
+        finally:
+            os.umask(mask)
+        assert stat.S_IMODE(os.stat(tmp_path / f"new{umask:o}.txt").st_mode) == mode
 
 
 def test_leftovers_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
