@@ -12,8 +12,26 @@ import sys
 
 from .errors import LoopsimError
 
-#: command modules, in the order ``loopsim --help`` lists them
-COMMANDS = ("list", "entitle", "crossover", "hardware", "replay", "compare", "plot", "capacity", "ceilings", "graph", "formula", "check", "calibrate")
+#: command modules, in the order ``loopsim --help`` lists them, with their one-line help (the
+#: same text each module's register() gives; a test checks): a run imports only its own command's
+#: module, and ``loopsim --help`` none
+COMMANDS = {
+    "list": "list the bundled specs and hardware sheets, one line each",
+    "entitle": "entitle a kernel spec (or hand counts) against a hardware sheet",
+    "crossover": "smallest value of a dimension at which the kernel is compute-bound",
+    "hardware": "list hardware sheets or show one with its sources",
+    "replay": "replay a captured access trace (.npz) with lru or opt",
+    "compare": "tilings side by side, ranked by attainable time T",
+    "plot": "draw the roofline with the kernels' points (png/svg/pdf)",
+    "capacity": "Q against SBUF capacity for lru and opt (table and plot)",
+    "ceilings": "lower ceilings (Tensor Engine fill, issue rate, dtype, PSUM, engines, link) of a "
+                "kernel spec",
+    "graph": "draw the op graph of a multi-op spec, edges labelled by bytes and k",
+    "formula": "closed-form Q of a tiling (symbolic and evaluated)",
+    "check": "property-test a Q formula against the simulator",
+    "calibrate": "fit measured roofs (HBM bandwidth, Tensor Engine rate) to measured kernel times "
+                 "and write a calibrated hardware sheet",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,16 +41,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def create_parser() -> argparse.ArgumentParser:
+def create_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole parser; with ``lazy``, only command ``only`` (if any) is registered by its module
+    and every other appears by name and help alone (nothing imported for it)."""
     p = _Parser(prog="loopsim", description="Entitlement and rooflines for tiled Trainium kernels: "
                 "W from shapes, Q from the loop nest by SBUF replay.")
     from . import __version__
     p.add_argument("--version", action="version", version=f"loopsim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
-        importlib.import_module(f"loopsim.commands.{name}").register(sub)
+    for name, text in COMMANDS.items():
+        if lazy and name != only:
+            sub.add_parser(name, help=text, add_help=False)
+        else:
+            importlib.import_module(f"loopsim.commands.{name}").register(sub)
     return p
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command word of a command line (the first argument not an option), if any."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     try:
-        args = create_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = create_parser(_command_of(argv), lazy=True).parse_args(argv)
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a full device fails here, not in the interpreter's exit
         return status

@@ -29,30 +29,6 @@ from loopsim.errors import InputError
 
 __all__ = ["load_trace", "write_trace", "replay_summary"]
 
-_CHUNK = 1 << 18
-
-
-def _dense_ids(obj: np.ndarray) -> np.ndarray:
-    """Dense ids in the order of the sorted distinct ids: what np.unique(return_inverse=True) gives.
-
-    When the largest id is not much above n, a presence table and a cumulative sum do it in
-    O(n + max) without np.unique's sort (several times faster on ten million requests).
-    """
-    n = obj.shape[0]
-    if n == 0:
-        return np.empty(0, np.int64)
-    top = int(obj.max())
-    if top <= 4 * n + 1024:
-        present = np.zeros(top + 1, np.bool_)
-        present[obj] = True
-        if present.all():  # already dense: every id 0..max occurs, and ranks are the ids
-            return obj
-        rank = np.cumsum(present, dtype=np.int64) - 1
-        return rank[obj]
-    _, inverse = np.unique(obj, return_inverse=True)
-    return np.ascontiguousarray(inverse.reshape(-1), dtype=np.int64)
-
-
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
@@ -197,20 +173,12 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bad = None if first_bad < 0 else np.array([first_bad])
         obj64 = size64 = None
     else:
-        obj64 = np.ascontiguousarray(obj, dtype=np.int64)
-        size64 = np.ascontiguousarray(size, dtype=np.int64)
-        dense = _dense_ids(obj64)
-        n_objects = int(dense.max()) + 1 if n else 0
-        obj_size = np.zeros(n_objects, np.int64)
-        obj_size[dense] = size64
-        # compare in chunks: temporaries stay in cache instead of costing fresh pages per request
-        bad = None
-        for start in range(0, n, _CHUNK):
-            stop = min(start + _CHUNK, n)
-            mismatch = np.flatnonzero(obj_size[dense[start:stop]] != size64[start:stop])
-            if mismatch.size:
-                bad = start + mismatch
-                break
+        # sparse ids (hashed, say): one jitted hash pass ranks them and checks sizes, O(n)
+        from .sim._filters import hash_densify
+
+        dense = np.empty(n, np.int32 if n < 2**31 else np.int64)
+        obj_size, first_bad = hash_densify(np.ascontiguousarray(obj), np.ascontiguousarray(size), dense)
+        bad = None if first_bad < 0 else np.array([first_bad])
     if bad is not None:
         obj64 = np.asarray(obj, dtype=np.int64)
         size64 = np.asarray(size, dtype=np.int64)

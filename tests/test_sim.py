@@ -288,13 +288,15 @@ def test_trace_file_stores_uint32_where_it_fits(tmp_path):
     assert (obj.tolist(), write.tolist(), size.tolist()) == ([1, 0, 1], [False] * 3, [5, 2])
 
 
-@given(st.lists(st.integers(0, 300), max_size=80))
-def test_dense_ids_equal_np_unique(ids):
-    from loopsim.replayfile import _dense_ids
-
-    a = arr(ids)
-    expected = np.unique(a, return_inverse=True)[1].reshape(-1) if ids else a
-    assert _dense_ids(a).tolist() == expected.tolist()
+@given(st.lists(st.sampled_from([0, 1, 7, 300, 2**40 + 3, 2**63 - 1, 12345678901]), max_size=80))
+def test_sparse_ids_load_as_np_unique_ranks(tmp_path_factory, ids):
+    """Ids far above n (hashed 64-bit ids) go through the hash pass: ranks as np.unique's."""
+    p = tmp_path_factory.mktemp("t") / "t.npz"
+    a = np.array(ids + [2**62], np.int64)  # one id far above n: the sparse path
+    write_trace(p, a, np.full(a.size, 4))
+    obj, _, size = load_trace(p)
+    assert obj.tolist() == np.unique(a, return_inverse=True)[1].reshape(-1).tolist()
+    assert size.tolist() == [4] * np.unique(a).size
 
 
 def _npz(path, **arrays):
@@ -318,6 +320,11 @@ BAD_FILES = [
     (
         "two sizes",
         dict(obj=arr([5, 9, 5, 5]), size=arr([4, 1, 4, 6])),
+        r"array 'size': object 5 is requested with two sizes, 4 \(request 0\) and 6 \(request 3\)",
+    ),
+    (
+        "two sizes, sparse ids",
+        dict(obj=arr([5, 2**40, 5, 5]), size=arr([4, 1, 4, 6])),
         r"array 'size': object 5 is requested with two sizes, 4 \(request 0\) and 6 \(request 3\)",
     ),
 ]

@@ -1,0 +1,40 @@
+"""The command line imports only the module of the command it runs (issue 13 item 1)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from loopsim.cli import COMMANDS
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_help_table_matches_each_command_module(name):
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers()
+    importlib.import_module(f"loopsim.commands.{name}").register(sub)
+    (action,) = sub._choices_actions
+    assert (action.dest, action.help) == (name, COMMANDS[name])
+
+
+def _command_modules_after(argv: list[str]) -> list[str]:
+    code = ("import sys, contextlib, io\nfrom loopsim.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(%r)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('loopsim.commands.')))" % argv)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_help_imports_no_command_module():
+    assert _command_modules_after(["--help"]) == []
+
+
+def test_a_command_imports_only_its_own_module():
+    mods = _command_modules_after(["hardware"])
+    assert "loopsim.commands.hardware" in mods
+    assert not [m for m in mods if m.split(".")[-1] in COMMANDS and m != "loopsim.commands.hardware"]
