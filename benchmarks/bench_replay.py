@@ -17,8 +17,10 @@ Figures printed (never asserted):
   when the cache is cold) and a cold compile in a subprocess with an empty cache;
 * libCacheSim's LRU and Belady on the same requests through its C trace reader (oracleGeneral
   binary, which carries each request's next-access time for Belady), in-process, same timing;
-* whole process against whole process: `loopsim replay TRACE.npz --json` (the CLI's main()), against `python -c` opening the oracleGeneral file with libCacheSim and replaying it —
-  libCacheSim reading its own native format, so it is spared any conversion;
+* whole process against whole process (CPU seconds): `loopsim replay TRACE.npz --json` (the
+  CLI's main()), against `python -c` opening the oracleGeneral file with libCacheSim and replaying
+  it — libCacheSim reading its own native format, so it is spared any conversion — with dense ids
+  and with the same objects under hashed 64-bit ids, and the previous loopsim (--before) beside;
 * whether miss counts agree with libCacheSim (uniform sizes: cost 1 per object, and bytes).
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,8 +38,10 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from loopsim.replayfile import load_trace, write_trace  # noqa: E402
+from loopsim.replayfile import write_trace  # noqa: E402
+from _before import BEFORE, tree  # noqa: E402
 from loopsim.sim import next_use, replay  # noqa: E402
 
 SBUF_BYTES = 24 * 2**20
@@ -69,17 +74,23 @@ def matmul_trace(b: int, noise: float = 0.02, seed: int = 0):
 def best_of(f, repeat=3):
     best, out = float("inf"), None
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         out = f()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     return best, out
 
 
-def oracle_general(obj, size_per_req):
+def hashed_ids(obj):
+    """Sparse 64-bit ids, as traces from other tools carry: obj * (odd constant) mod 2**63, a
+    bijection, so the same objects under ids spread over the whole int64 range."""
+    return ((obj.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) & np.uint64(2**63 - 1)).astype(np.int64)
+
+
+def oracle_general(obj, size_per_req, ids=None):
     nu = next_use(obj)
     rec = np.zeros(obj.shape[0], ORACLE_GENERAL)
     rec["time"] = np.arange(obj.shape[0]) // 1000  # coarse clock; nothing here reads it
-    rec["obj_id"] = obj + 1
+    rec["obj_id"] = (obj if ids is None else ids).astype(np.uint64) + np.uint64(1)
     rec["obj_size"] = size_per_req
     rec["next_access_vtime"] = np.where(nu == obj.shape[0], -1, nu)
     return rec
@@ -107,9 +118,11 @@ print(json.loads(buf.getvalue())["misses"])
 
 
 def run_process(script, *args, env=None):
-    t = time.perf_counter()
+    """(CPU seconds of the child, user + system; the integer it prints last)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env)
-    dt = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    dt = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode:
         raise SystemExit(p.stderr)
     return dt, int(p.stdout.split()[-1])
@@ -119,6 +132,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--blocks", type=int, default=172, help="tiles per matmul dimension (default 172: 10.2 M requests)")
     ap.add_argument("--capacity", type=int, default=SBUF_BYTES, help="bytes (default 24 MiB)")
+    ap.add_argument("--before", default=BEFORE, help="git revision whose `loopsim replay` is timed "
+                    f"beside (default {BEFORE}; '' for none)")
     args = ap.parse_args(argv)
 
     t = time.perf_counter()
@@ -161,6 +176,11 @@ def main(argv=None):
         binf = os.path.join(d, "trace.oracleGeneral.bin")
         write_trace(npz, obj, req_bytes, write)
         oracle_general(obj, req_bytes).tofile(binf)
+        npz_h = os.path.join(d, "hashed.npz")
+        binf_h = os.path.join(d, "hashed.oracleGeneral.bin")
+        ids = hashed_ids(obj)
+        write_trace(npz_h, ids, req_bytes, write)
+        oracle_general(obj, req_bytes, ids).tofile(binf_h)
 
         print(f"\n== in process, libCacheSim {getattr(lcs, '__version__', '')} (C reader, oracleGeneral file) ==")
         lcs_misses = {}
@@ -190,15 +210,24 @@ def main(argv=None):
                 row.append(f"{policy} {ours:,} vs {theirs:,} {'agree' if ours == theirs else 'DISAGREE'}")
             print(f"capacity {objs:5d} objects: " + ";  ".join(row))
 
-        print("\n== whole process against whole process (python -c ..., best of 3 after one warm-up) ==")
+        print("\n== whole process against whole process (python -c ..., best of 3 after one warm-up; "
+              "CPU seconds, user + system) ==")
         env = {**os.environ, "PYTHONPATH": ROOT}
-        for policy in ("lru", "opt"):
-            run_process(LOOPSIM_SCRIPT, npz, cap, policy, env=env)
-            run_process(LCS_SCRIPT, binf, cap, policy)
-            ours_t = min(run_process(LOOPSIM_SCRIPT, npz, cap, policy, env=env)[0] for _ in range(3))
-            theirs_t = min(run_process(LCS_SCRIPT, binf, cap, policy)[0] for _ in range(3))
-            print(f"{policy}: loopsim replay (CLI: .npz + replay) {ours_t:.2f} s   libCacheSim (oracleGeneral + "
-                  f"{'LRU' if policy == 'lru' else 'Belady'}) {theirs_t:.2f} s   ratio {theirs_t / ours_t:.1f}x")
+        old_env = {**os.environ, "PYTHONPATH": tree(args.before)} if args.before else None
+        for label, f_npz, f_bin in (("dense ids", npz, binf), ("hashed 64-bit ids", npz_h, binf_h)):
+            for policy in ("lru", "opt"):
+                run_process(LOOPSIM_SCRIPT, f_npz, cap, policy, env=env)
+                run_process(LCS_SCRIPT, f_bin, cap, policy)
+                ours_t = min(run_process(LOOPSIM_SCRIPT, f_npz, cap, policy, env=env)[0] for _ in range(3))
+                theirs_t = min(run_process(LCS_SCRIPT, f_bin, cap, policy)[0] for _ in range(3))
+                line = (f"{label}, {policy}: loopsim replay (CLI: .npz + replay) {ours_t:.2f} s   "
+                        f"libCacheSim (oracleGeneral + {'LRU' if policy == 'lru' else 'Belady'}) "
+                        f"{theirs_t:.2f} s   libCacheSim / loopsim {theirs_t / ours_t:.1f}x")
+                if old_env is not None:
+                    run_process(LOOPSIM_SCRIPT, f_npz, cap, policy, env=old_env)
+                    old_t = min(run_process(LOOPSIM_SCRIPT, f_npz, cap, policy, env=old_env)[0] for _ in range(3))
+                    line += f"   (loopsim {args.before}: {old_t:.2f} s)"
+                print(line)
         base = min(run_process("print(0)")[0] for _ in range(3))
         imp_np = min(run_process("import numpy; print(0)")[0] for _ in range(3))
         imp_nb = min(run_process("import numba; print(0)")[0] for _ in range(3))

@@ -1,52 +1,111 @@
-"""Trace expansion and replay throughput on a >= 10-million-access matmul nest.
+"""Trace build, count and replay on a ~10-million-request matmul nest, before and after.
 
 Prints figures; asserts nothing (machines are shared and noisy: compare ratios within one run).
-Run: python benchmarks/bench_trace.py [--scale S]
+Both revisions run here, one after the other, each in a fresh process (see _before.py):
+
+    python benchmarks/bench_trace.py                 # before = benchmarks/_before.BEFORE
+    python benchmarks/bench_trace.py --before REF    # any git revision
+    python benchmarks/bench_trace.py --big           # also the 16384^3 / 32^3 LRU and OPT counts
+
+Figures: the trace build in ns per request (best of 3) and its peak memory in bytes per request
+(tracemalloc: every numpy array allocated while building), count() as written and under LRU
+(whole calls), and the in-process replay of the built trace (LRU and OPT, ns per request). Times
+are CPU seconds of the process (time.process_time): on a shared machine wall time mostly
+measures the other tenants.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _before import BEFORE, ROOT, run_json, table, tree  # noqa: E402
+
+CHILD = r"""
+import json, time, tracemalloc
 from loopsim import spec, trace
 from loopsim.counts import count
 from loopsim.sim import replay
+M, N, K = %d, %d, %d
+k = spec.load_kernel("matmul", {"M": M, "N": N, "K": K, "TM": 32, "TK": 32, "TN": 32})
+trace.build(spec.load_kernel("matmul"))  # imports and jit caches loaded
+def best(f, r=3):
+    b, out = 1e9, None
+    for _ in range(r):
+        t = time.process_time(); out = f(); b = min(b, time.process_time() - t)
+    return b, out
+t_build, tr = best(lambda: trace.build(k))
+n = tr.n
+del tr
+tracemalloc.start()
+tr = trace.build(k)
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+cap = 64 * 1024  # bytes per partition: far below the operands, so both policies evict
+t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, partitions=128))
+t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, partitions=128), 2)
+cost, write = tr.object_cost(128), tr.write
+out = {"n": n, "build_ns": t_build / n * 1e9, "build_bytes": peak / n, "count_aw_s": t_aw,
+       "count_lru_s": t_lru, "Q_aw": c.hbm_bytes}
+for policy in ("lru", "opt"):
+    replay(tr.obj[:1000], write[:1000], cost, cap, policy)
+    dt, r = best(lambda: replay(tr.obj, write, cost, cap, policy))
+    out[policy + "_ns"] = dt / n * 1e9
+    out[policy + "_misses"] = r.misses
+print(json.dumps(out))
+"""
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def big(policy: str) -> None:
+    """The 16384^3 matmul with 32^3 tiles through the CLI: time and peak memory of the process."""
+    cmd = ["/usr/bin/time", "-f", "%e %M %U", sys.executable, "-c",
+           "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))",
+           "entitle", "matmul", "--hardware", "trn2-core", "--set", "M=16384", "--set", "N=16384",
+           "--set", "K=16384", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--policy",
+           policy, "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    secs, kb, user = p.stderr.strip().splitlines()[-1].split()
+    q = __import__("json").loads(p.stdout)["Q"] if p.stdout.strip() else None
+    print(f"16384^3 / 32^3 matmul --policy {policy}: exit {p.returncode}, {float(secs):.1f} s wall "
+          f"({float(user):.1f} s user), peak {int(kb) / 2**20:.2f} GiB, Q = {q:,}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", default=BEFORE, help=f"git revision to compare with (default {BEFORE})")
     ap.add_argument("--M", type=int, default=5120)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--K", type=int, default=4096)
+    ap.add_argument("--big", action="store_true", help="also run the 16384^3 LRU and OPT counts")
     args = ap.parse_args()
-    # the tutorial's loop order with small tiles: (M/32)(N/32)(K/32) instructions, each with two
-    # loads and two operand uses (the accumulations stay in PSUM and are dropped)
-    k = spec.load_kernel("matmul", {"M": args.M, "N": args.N, "K": args.K, "TM": 32, "TK": 32, "TN": 32})
-    trace.build(spec.load_kernel("matmul"))  # warm-up: imports
-    t0 = time.perf_counter()
-    tr = trace.build(k)
-    t_build = time.perf_counter() - t0
-    n = tr.n
-    print(f"nest: matmul {args.M}x{args.N}x{args.K}, tiles 32x32x32: {tr.instructions:,} instructions, "
-          f"{n:,} accesses, {tr.obj_bytes.size:,} objects")
-    print(f"trace expansion: {t_build:.3f} s  ({n / t_build / 1e6:.1f} M accesses/s)")
-    t0 = time.perf_counter()
-    c = count(k, policy="as-written", capacity=10**9, trace=tr)
-    print(f"as-written count: {time.perf_counter() - t0:.3f} s  (Q = {c.hbm_bytes:,} bytes)")
-    cost = tr.object_cost(128)
-    write = tr.write
-    cap = 64 * 1024  # bytes per partition: far less than the operands, so both policies evict
-    for policy in ("lru", "opt"):
-        t0 = time.perf_counter()
-        replay(tr.obj[:1000], write[:1000], cost, cap, policy)
-        first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        r = replay(tr.obj, write, cost, cap, policy)
-        dt = time.perf_counter() - t0
-        print(f"replay {policy}: {dt:.3f} s  ({n / dt / 1e6:.1f} M accesses/s; first call incl. "
-              f"compile or cache load {first:.3f} s); misses {r.misses:,}")
+    code = CHILD % (args.M, args.N, args.K)
+    t = time.perf_counter()
+    before = run_json(code, tree(args.before))
+    after = run_json(code, ROOT)
+    print(f"matmul {args.M}x{args.N}x{args.K}, 32^3 tiles: {after['n']:,} requests "
+          f"(before: {before['n']:,}); {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}; before = {args.before}, after = working tree")
+    table([
+        ("trace build", before["build_ns"], after["build_ns"], "ns per request"),
+        ("trace build peak memory", before["build_bytes"], after["build_bytes"], "bytes per request"),
+        ("count() as written", before["count_aw_s"], after["count_aw_s"], "s"),
+        ("count() lru (trace + replay)", before["count_lru_s"], after["count_lru_s"], "s"),
+        ("replay lru", before["lru_ns"], after["lru_ns"], "ns per request"),
+        ("replay opt", before["opt_ns"], after["opt_ns"], "ns per request"),
+    ])
+    print(f"Q as written identical: {before['Q_aw'] == after['Q_aw']}; misses lru "
+          f"{before['lru_misses']:,} -> {after['lru_misses']:,}, opt {before['opt_misses']:,} -> "
+          f"{after['opt_misses']:,} (equal unless the trace's semantics changed between the two)")
+    print(f"({time.perf_counter() - t:.0f} s)")
+    if args.big:
+        for policy in ("lru", "opt"):
+            big(policy)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

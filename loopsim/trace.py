@@ -370,22 +370,25 @@ MAX_BUILD = 2**31 - 1
 
 
 def build(kernel: Kernel, nest: Nest | None = None) -> Trace:
-    """Expand the kernel's nest into its whole trace, in memory (about 5 bytes per request with
-    int32 ids). Raises TraceTooLarge past :data:`MAX_BUILD` requests: count() streams those."""
+    """Expand the kernel's nest into its whole trace, in memory (5 bytes per request slot with
+    int32 ids). Raises TraceTooLarge past :data:`MAX_BUILD` slots: count() streams those."""
     ns = nest if nest is not None else compile_nest(kernel)
     dt = ns.id_dtype
-    # one pass that only counts, so the arrays are allocated once at their exact size
+    if ns.slots > MAX_BUILD:
+        raise TraceTooLarge(f"{kernel.source or kernel.name}: the nest expands to up to "
+                            f"{ns.slots:,} tile requests, more than loopsim holds in memory at once "
+                            f"({MAX_BUILD:,}); count() streams it")
+    # one pass into arrays of the upper bound (plus room for one statement: the walker stops
+    # before one that might not fit); requests dropped as generated leave the tail unused
     w = Walker(ns)
-    n = w.fill(np.empty(0, dt), np.empty(0, np.int8), store=False)
-    if n > MAX_BUILD:
-        raise TraceTooLarge(f"{kernel.source or kernel.name}: the nest expands to {n:,} tile "
-                            f"requests, more than loopsim holds in memory at once ({MAX_BUILD:,})")
-    # room for one more statement: the walker stops before one that might not fit
-    obj = np.empty(n + ns.max_events, dt)[:n]
-    kind = np.empty(n + ns.max_events, np.int8)[:n]
-    w = Walker(ns)
-    if w.fill(obj.base, kind.base) != n or not w.done:
-        raise InternalError(f"{kernel.source or kernel.name}: the trace's two passes disagree")
+    obj = np.empty(ns.slots + ns.max_events, dt)
+    kind = np.empty(ns.slots + ns.max_events, np.int8)
+    n = w.fill(obj, kind)
+    if not w.done:
+        raise InternalError(f"{kernel.source or kernel.name}: the trace outgrew its bound")
+    obj, kind = obj[:n], kind[:n]
+    if 2 * n < ns.slots:  # mostly dropped: keep only what is used
+        obj, kind = obj.copy(), kind.copy()
     dead = None
     if ns.temp is not None:
         dead = dead_flags(obj, ns)

@@ -1,0 +1,79 @@
+"""Whole-process times of the command line, before and after (issue 13 items 1 and 6).
+
+Prints figures; asserts nothing. Each command runs in a fresh interpreter and is timed by its CPU
+seconds (user + system: on a shared machine wall time mostly measures the other tenants; on an idle
+one the two are within a few per cent for these single-threaded runs); warm figures are the
+median of --repeat runs after one warm-up (numba's cache and .pyc files in place), cold figures
+the first run with an empty numba cache and no .pyc files (what a fresh install meets):
+
+    python benchmarks/bench_cli.py [--before REF] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _before import BEFORE, ROOT, table, tree  # noqa: E402
+
+TEN = ["matmul", "matmul_blocked", "matmul_hoisted", "matmul_kouter", "matmul_small_tiles",
+       "projection", "nki_tutorial/1_tiled", "nki_tutorial/2_hoist_load",
+       "nki_tutorial/3_block_free_dimension", "matmul"]
+
+COMMANDS = {
+    "loopsim --help": ["--help"],
+    "entitle projection --set B=1": ["entitle", "projection", "--hardware", "trn2-core", "--set", "B=1"],
+    "compare of 10 tilings": ["compare", "--hardware", "trn2-core", *TEN],
+    "entitle matmul --policy lru": ["entitle", "matmul", "--hardware", "trn2-core", "--policy", "lru"],
+}
+COLD = ("entitle projection --set B=1", "entitle matmul --policy lru")
+
+
+def once(root: str, argv: list[str], env: dict | None = None) -> float:
+    """CPU seconds (user + system) of one whole process running ``loopsim ARGV``."""
+    code = "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))"
+    e = {**os.environ, **(env or {}), "PYTHONPATH": root}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, env=e, cwd=root)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    dt = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    if p.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(argv)} under {root}: exit {p.returncode}\n{p.stderr.decode()[-1500:]}")
+    return dt
+
+
+def figures(root: str, repeat: int) -> dict[str, float]:
+    out = {}
+    for name, argv in COMMANDS.items():
+        once(root, argv)
+        out[name] = statistics.median(once(root, argv) for _ in range(repeat))
+    for name in COLD:
+        with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as pyc_dir:
+            out["cold: " + name] = once(root, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir,
+                                                               "PYTHONPYCACHEPREFIX": pyc_dir})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", default=BEFORE)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    old = tree(args.before)
+    before = figures(old, args.repeat)
+    after = figures(ROOT, args.repeat)
+    print(f"whole process, CPU seconds (user + system; median of {args.repeat} warm; cold = empty numba cache and no "
+          f".pyc); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "
+          f"{args.before}, after = working tree")
+    table([(k, before[k], after[k], "s") for k in after])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
