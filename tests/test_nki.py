@@ -294,3 +294,11 @@ def test_capacity_and_bad_kernel_reference_through_the_cli(capsys):
     assert err.count("\n") == 1 and "bad_unmodelled.py:10: kernel uses_dropout:" in err
     assert main(["entitle", TILED, "--arg", "lhsT=KxM", "-H", "trn2-core"]) == 2
     assert "dimension K of an --arg has no value; give --set K=INT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["formula"], ["check", "--formula", "2*M"]])
+def test_commands_on_parameter_expressions_refuse_a_kernel_reference(capsys, argv):
+    assert main([argv[0], TILED, *argv[1:], "--arg", "lhsT=1024x4096", "--arg", "rhs=1024x2048",
+                 "-H", "trn2-core"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a traced kernel has numbers only" in err

@@ -51,6 +51,18 @@ def add_nki_options(p: argparse.ArgumentParser) -> None:
                    help="the SPMD launch grid (kernel[G0, G1](...))")
 
 
+def refuse_kernel_reference(ref: str, what: str) -> None:
+    """An InputError for a kernel reference given to a command that works on a spec's parameter
+    expressions (``what``: the command's job)."""
+    from ..errors import InputError
+    from ..nki.load import is_reference
+
+    if is_reference(ref):
+        raise InputError(f"{ref}: {what} from a spec's parameter expressions, and a traced kernel "
+                         "has numbers only; use entitle, compare or crossover on it, or write its "
+                         "nest as a spec")
+
+
 def kernel_args(args) -> dict:
     """The --arg/--kwarg/--grid options as :func:`loopsim.pipeline.load`'s ``kernel_args``."""
     from ..nki.load import parse_options

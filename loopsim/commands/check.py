@@ -6,7 +6,7 @@ input."""
 from __future__ import annotations
 
 from .. import spec
-from ._common import add_kernel_options, dump_json
+from ._common import add_kernel_options, dump_json, refuse_kernel_reference
 
 
 def register(sub) -> None:
@@ -28,6 +28,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..checkformula import check_formula
 
+    refuse_kernel_reference(args.spec, "loopsim check tests a formula's parameters")
     res = check_formula(args.spec, args.formula, hardware=args.hardware, policy=args.policy,
                         sets=spec.parse_sets(args.sets), vary=args.vary, examples=args.examples,
                         sbuf_bytes=args.sbuf_bytes, seed=args.seed)

@@ -6,7 +6,7 @@ in, and the I/O lower bound for matmul-shaped kernels."""
 from __future__ import annotations
 
 from .. import hardware, spec
-from ._common import add_kernel_options, dump_json, program_of
+from ._common import add_kernel_options, dump_json, program_of, refuse_kernel_reference
 
 
 def register(sub) -> None:
@@ -20,6 +20,7 @@ def run(args) -> int:
     from ..formula import derive
     from ..pipeline import analyze_kernel
 
+    refuse_kernel_reference(args.spec, "loopsim formula derives closed forms")
     program_of(args)  # the one loader validates the spec ([parallel], [lnc]) as every command does
     hw = hardware.load(args.hardware)
     d = derive(args.spec, spec.parse_sets(args.sets), hw, sbuf_bytes=args.sbuf_bytes)
