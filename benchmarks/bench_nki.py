@@ -35,7 +35,7 @@ def main() -> None:
     t0 = time.perf_counter()
     rep = pipeline.analyze_kernel(k, hw)
     t_count = time.perf_counter() - t0
-    print(f"count + entitle as written (vectorised trace of the IR): {t_count:.2f} s  "
+    print(f"analysis as written (pipeline.analyze_kernel: counts, ceilings, verdict): {t_count:.2f} s  "
           f"(W = {rep.counts.flops:,} FLOPs, Q = {rep.counts.hbm_bytes:,} bytes)")
     print(f"total: {t_trace + t_count:.2f} s for {calls / (t_trace + t_count) / 1e6:.1f} M NKI calls/s")
 
