@@ -31,6 +31,8 @@ COMMANDS = {
     "check": "property-test a Q formula against the simulator",
     "calibrate": "fit measured roofs (HBM bandwidth, Tensor Engine rate) to measured kernel times "
                  "and write a calibrated hardware sheet",
+    "dma": "DMA transfers of a kernel spec: count, bytes per partition, small-transfer share, the "
+           "DMA engines' ceiling",
 }
 
 

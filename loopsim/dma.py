@@ -152,11 +152,14 @@ class DmaReport:
     def lines(self, fmt_time=lambda s: f"{s:.4g} s") -> list[str]:
         """Readable lines (``fmt_time`` formats seconds; the renderer passes its own)."""
         out = [f"DMA: {self.transfers:,} transfers, {self.bytes:,} bytes"]
-        if self.T is not None:
-            how = (f"busiest of {self.cores} cores: {self.busiest_core_bytes:,} bytes"
-                   if self.cores > 1 else "all bytes")
+        if self.T is not None and self.cores > 1:
+            per_core = self.busiest_core_bytes / self.T
+            out.append(f"  T_dma = busiest core's {self.busiest_core_bytes:,} bytes / one core's DMA "
+                       f"bandwidth {per_core / 1e9:.4g} GB/s = {fmt_time(self.T)} "
+                       f"({self.cores} cores, {self.dma_bw / 1e9:.4g} GB/s in all)")
+        elif self.T is not None:
             out.append(f"  T_dma = bytes / DMA bandwidth {self.dma_bw / 1e9:.4g} GB/s = "
-                       f"{fmt_time(self.T)} ({how})")
+                       f"{fmt_time(self.T)}")
         else:
             out.append(f"  no DMA bandwidth on {self.hardware}: no T_dma")
         out.append(f"  bytes per partition per transfer ({BANDS_SOURCE}):")

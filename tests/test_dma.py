@@ -1,5 +1,7 @@
 """DMA transfers and the DMA ceiling against hand counts of the bundled specs."""
 
+import json
+
 import pytest
 
 from loopsim import dma, hardware, pipeline, spec
@@ -152,3 +154,18 @@ def _calibrated(name: str) -> str:
     fit = calibrate.fit([calibrate.Measurement("copy", 0, 2 * 4096 * 4096 * 2, "bf16", 300e-6)], hw)
     text, origin = calibrate.base_text(hw)
     return calibrate.sheet_text(fit, text, origin, "cal")
+
+
+def test_dma_command(capsys, split_projection):
+    from loopsim.cli import main
+
+    assert main(["dma", "matmul", "-H", "trn2-core", "--json"]) == 0
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert (k["transfers"], k["bytes"]) == (272, 23068672)
+    assert main(["dma", "matmul_hoisted", "-H", "trn2-core"]) == 0
+    out = capsys.readouterr().out
+    assert "load A[:, m]" in out and "8 x 2,048 B" in out and "16 x 8,192 B" in out
+    assert main(["dma", split_projection, "-H", "trn2-lnc2"]) == 0
+    out = capsys.readouterr().out
+    assert "busiest core's" in out and "one core's DMA bandwidth 368 GB/s" in out
+    assert main(["dma", "nope", "-H", "trn2-core"]) == 2
