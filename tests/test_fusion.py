@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from loopsim import hardware, pipeline, program, spec, trace
 from loopsim.render.json import analysis_dict
 from loopsim.cli import main
+from tests.test_ops_once import spelled_text
 
 sys.path.insert(0, os.path.dirname(__file__))
 import naive  # noqa: E402
@@ -88,13 +89,13 @@ def test_gelu_alone_is_89_5_us_of_data_movement():
     """As its own kernel GELU reads h and writes g: 2*B*F*2 bytes = 33.55 MB, 89.5 us at 375 GB/s,
     and its Scalar Engine time B*F / (128 lanes * 1.2 GHz) is less: it is memory-bound."""
     rep = analyze("mlp_unfused", DAY5)
-    step = next(s for s in rep.steps if s.op == "act")
-    assert (step.kind, step.engine, step.kernel) == ("gelu", "scalar", "act")
+    step = next(s for s in rep.steps if s.op == "g")  # ops are named after what they make
+    assert (step.kind, step.engine, step.kernel) == ("gelu", "scalar", "act")  # kernel [nest.act]
     assert step.Q == 2 * B * F * p == 33_554_432
     assert step.T_best == pytest.approx(89.5e-6, rel=1e-3)
     assert step.t_compute == pytest.approx(B * F / (128 * 1.2e9), rel=1e-12)
     assert step.bound == "memory" and step.binding == "hbm"
-    up = next(s for s in rep.steps if s.op == "up")
+    up = next(s for s in rep.steps if s.op == "h")
     assert (up.engine, up.W) == ("tensor", 2 * B * D * F)
     assert sum(s.Q for s in rep.steps) == Q_UNFUSED
     assert rep.limit == "compute"  # 437 us of matmuls against 246 us of HBM
@@ -116,7 +117,7 @@ def test_attention_unfused_and_fused():
     assert fu.entitlement.Q == p * 4 * L * d  # K, V hoisted; S, P stay on chip
     assert {i.name: i.k for i in fu.intermediates} == {"s": 0.0, "p": 0.0}
     assert fu.entitlement.W == un.entitlement.W == 2 * (2 * L * L * d)
-    sm = next(s for s in fu.steps if s.op == "sm")
+    sm = next(s for s in fu.steps if s.op == "p")
     # online softmax: 3 Vector passes at 512 bf16 lanes * 0.96 GHz, 1 Scalar pass at 128 * 1.2 GHz
     secs = dict(sm.engine_seconds)
     assert secs["vector"] == pytest.approx(3 * L * L / (512 * 0.96e9), rel=1e-12)
@@ -130,7 +131,7 @@ def test_swiglu_and_layernorm():
     assert sw.entitlement.Q == p * (2 * Bs * Ds + 3 * Ds * Fs)  # x, y; three weights once
     assert sw.entitlement.W == 3 * 2 * Bs * Ds * Fs
     assert all(i.k == 0 for i in sw.intermediates) and len(sw.intermediates) == 4
-    prod = next(s for s in sw.steps if s.op == "prod")
+    prod = next(s for s in sw.steps if s.op == "z")
     assert prod.t_compute == pytest.approx(Bs * Fs / (512 * 0.96e9), rel=1e-12)
     Bl, Dl = 2048, 4096
     ln = analyze("layernorm")
@@ -226,7 +227,7 @@ def test_cli_json_and_single_kernel_specs_unchanged(capsys):
     assert main(["entitle", "mlp_unfused", "--hardware", "trn2-core", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["Q"] == Q_UNFUSED and d["W"] == W_MLP
-    assert [s["op"] for s in d["steps"]] == ["up", "act", "down"]
+    assert [s["op"] for s in d["steps"]] == ["h", "g", "y"]
     assert {"op", "engine", "W", "T_best"} <= set(d["steps"][0])
     assert d["limit"] == "compute"
     assert main(["entitle", "matmul", "--hardware", "trn2-core", "--json"]) == 0
@@ -252,7 +253,7 @@ def test_graph_command(tmp_path, capsys):
 
 # --- bad input ------------------------------------------------------------------------------------
 
-BASE = (ROOT / "tilings" / "mlp_unfused.toml").read_text()
+BASE = spelled_text("mlp_unfused")  # the older form: every op spelled out in [ops] too
 
 BAD = [
     ("unknown op", ('kind = "gelu"', 'kind = "gelux"'), "ops.act.kind='gelux' is not a known op"),
