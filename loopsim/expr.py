@@ -129,6 +129,12 @@ def _check(node: ast.AST, text: str, where: str, names: set[str]) -> None:
             raise ExprError(f"{where}: '{text}' column {col}: {node.id} must be called")
         names.add(node.id)
     elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        e = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
+        if (isinstance(node.op, ast.Pow) and isinstance(e, ast.Constant)
+                and not (isinstance(e.value, int) and abs(e.value) <= 64)):
+            raise ExprError(f"{where}: '{_clip(text)}' column {col}: exponent "
+                            f"{_clip(ast.get_source_segment(text, node.right) or '?', 20)} must be an "
+                            "integer of at most 64")
         _check(node.left, text, where, names)
         _check(node.right, text, where, names)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):

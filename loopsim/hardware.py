@@ -36,7 +36,7 @@ from pathlib import Path
 from loopsim import tomlfile
 from loopsim._data import data_dir
 from loopsim.errors import HardwareError
-from loopsim.limits import MAX_INT
+from loopsim.limits import MAX_INT, MAX_MM_INIT_CYCLES
 
 __all__ = ["Source", "Alternative", "Value", "Measured", "Hardware", "names", "load", "loads"]
 
@@ -553,6 +553,9 @@ class _Builder:
         moving = self.number(te.get("moving_max", _MISSING), "tensor.moving_max", unit="elements").value
         mm = self.number(te.get("mm_init_cycles", _MISSING), "tensor.mm_init_cycles", positive=False,
                          unit="TensorE cycles", assumed_ok=True)
+        if mm.value > MAX_MM_INIT_CYCLES:
+            self.fail("tensor.mm_init_cycles.value", mm.value, f"exceeds {MAX_MM_INIT_CYCLES:,} cycles, the "
+                      "largest fixed cost per matmul instruction loopsim accepts (see docs/errors.md)")
         self.derived("tensor.stationary_max", cols, "elements",
                      "= tensor.pe_cols (the stationary tile's free size is bounded by the PE columns)")
         if "peak_flops" in te:

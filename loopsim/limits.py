@@ -37,6 +37,9 @@ MAX_EXPR_BITS = 4096
 MAX_LNC_CORES = 64
 #: most chips a ``[parallel]`` split may name.
 MAX_CHIPS = 65_536
+#: largest fixed cost of one matmul instruction on a sheet, Tensor Engine cycles (real ones are
+#: tens of cycles); summed over up to 2^40 instructions it stays within int64.
+MAX_MM_INIT_CYCLES = 1_000_000
 #: most samples ``capacity --samples`` replays (each is a full LRU and OPT replay).
 MAX_SAMPLES = 1_000
 

@@ -100,7 +100,7 @@ ARGV_CASES = {
     "formula 20000 terms": (["check", "matmul", "-H", "trn2-core", "--formula", "+".join(["M"] * 20000)],
                             r"an expression of 39,999 characters"),
     "formula power 65": (["check", "matmul", "-H", "trn2-core", "--formula", "M**65", "--examples", "1"],
-                         r"exponent 65 must be an integer of at most 64"),
+                         r"--formula: .M\*\*65. column 1: exponent 65 must be an integer of at most 64"),
     "300-char sheet": (["entitle", "matmul", "-H", "x" * 300], r"unknown hardware 'x{77}\.\.\.'; known: .*trn2-core"),
     "capacity samples 1e5": (["capacity", "matmul", "-H", "trn2-core", "--samples", "100000"],
                              r"--samples=100000 must be between 2 and 1,000"),
@@ -136,12 +136,14 @@ SHEET_CASES = {  # (old, new) in hardware/toy.toml -> pinned message
     "bw rounds to 0": (("device_bw = { value = 100000000000,", "device_bw = { value = 1,"),
                        ("cores_per_device = { value = 1,", "cores_per_device = { value = 2,")),
     "mm_init_cycles 2^63": (("mm_init_cycles = { value = 0,", f"mm_init_cycles = {{ value = {2**63},"),),
+    "mm_init_cycles 2^62": (("mm_init_cycles = { value = 0,", f"mm_init_cycles = {{ value = {2**62},"),),
     "factor 1e999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e999999",'),),
     "factor 1e99999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e99999999",'),),
 }
 SHEET_MESSAGES = {
     "bw rounds to 0": r"hbm\.device_bw\.value=1 ÷ cores_per_device 2 × physical_cores 1 rounds to 0 bytes/s",
     "mm_init_cycles 2^63": r"tensor\.mm_init_cycles\.value=9223372036854775808 exceeds the largest number",
+    "mm_init_cycles 2^62": r"tensor\.mm_init_cycles\.value=4611686018427387904 exceeds 1,000,000 cycles",
     "factor 1e999999": r"tensor\.dtypes\.fp16\.factor\.value='1e999999' must be an integer or a fraction",
     "factor 1e99999999": r"tensor\.dtypes\.fp16\.factor\.value='1e99999999' must be an integer or a fraction",
 }
