@@ -33,6 +33,7 @@ COMMANDS = {
                  "and write a calibrated hardware sheet",
     "dma": "DMA transfers of a kernel spec: count, bytes per partition, small-transfer share, the "
            "DMA engines' ceiling",
+    "search": "find the tiling to write (tiles, blocks, loop orders, hoisting)",
 }
 
 
