@@ -117,7 +117,7 @@ class Context:
             return 0.0
         t = self.W / self.hw.P(self.dtype)
         if self.lb is not None:
-            t = max(t, self.lb.Q_bytes / self.hw.bw)
+            t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
         role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
         if self.shape is not None and set(role) == {"K", "M", "N"}:
             from ..lnc import kernel_cores
@@ -196,7 +196,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
                               f"{ctx.capacity:,}")
         m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
         qs = [ev.chain_q(m, s) for s in ctx.structs]
-        lbs = [ev.round_T(max(unit.bound, q / m.BW)) for q in qs]
+        lbs = [ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))) for q in qs]
         for i in sorted(range(n_s), key=lambda i: (lbs[i], qs[i], i)):
             if cut is not None and (lbs[i], qs[i]) > cut:
                 break

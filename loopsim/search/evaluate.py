@@ -107,6 +107,7 @@ class ChainModel:
     BW: float
     ceilings: object
     evac_roof: float | None
+    dma_bw: float | None       # the DMA engines' bandwidth, bytes/s (None: no DMA ceiling)
     tile_reasons: tuple[str, ...]
     capacity: int
     partitions: int | None
@@ -153,7 +154,7 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
                                                       hw.moving_max, hw.name))
     return ChainModel(chain, {v: l.trips for v, l in loops.items()},
                       tuple(stmt(s) for s in chain.loads), tuple(stmt(s) for s in chain.stores),
-                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, tiles,
+                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, dma_bw(hw), tiles,
                       capacity_units(hw, sbuf_bytes), parts, kernel.compulsory_bytes)
 
 
@@ -208,6 +209,8 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
     of the arranged kernel; the tests compare them structure by structure)."""
     q = chain_q(m, s) if q is None else q
     times = {"compute": m.W / m.P, "memory": q / m.BW}
+    if m.dma_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
+        times["dma"] = q / m.dma_bw
     ceil = m.ceilings
     if ceil.instructions:
         times["tensor_engine"] = ceil.get("combined").T
@@ -230,6 +233,19 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
 
 # ---------------------------------------------------------------------------------------------
 # bounds
+
+
+def dma_bw(hw) -> float | None:
+    """The DMA ceiling's bandwidth (bytes/s) as the verdict applies it: none with measured roofs
+    or on a sheet without one."""
+    bw = getattr(hw, "dma_bw", None)
+    return bw if bw and hw.roofs != "measured" else None
+
+
+def memory_floor(hw, q: int) -> float:
+    """Seconds moving ``q`` bytes takes at least: over HBM and through the DMA engines."""
+    bw = dma_bw(hw)
+    return max(q / hw.bw, q / bw if bw else 0.0)
 
 
 def tensor_engine_floor(hw, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
