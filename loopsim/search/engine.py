@@ -349,7 +349,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             raise KeyboardInterrupt
         where = f"{ctx.tpl.spec.path} on {ctx.hw.name}"
         if out.evaluated == 0 and not ctx.skipped_groups:
-            why = f" ({reasons[0]})" if reasons else ""
+            why = f" ({reasons[0]})" if reasons and reasons[0] != "not a tiling" else ""
             raise InputError(f"{where}: the search space is empty: no binding of "
                              f"{', '.join(ctx.values) or 'its parameters'} is a tiling (steps must "
                              f"divide extents, tiles stay within the sheet's limits){why}")

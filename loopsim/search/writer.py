@@ -47,10 +47,12 @@ def _params(tpl: Template, values: dict[str, int]) -> list[str]:
     raw = dict(tpl.raw)
     raw.update(values)
     width = max((len(n) for n in raw), default=0)
+    vw = max((len(_toml_value(v)) for v in raw.values()), default=0)
     lines = []
     for n, v in raw.items():
-        note = "   # searched" if n in values else ""
-        lines.append(f"{n:<{width}} = {_toml_value(v)}{note}")
+        text = _toml_value(v)
+        lines.append(f"{n:<{width}} = {text:<{vw}}   # searched" if n in values else
+                     f"{n:<{width}} = {text}")
     return lines
 
 
