@@ -1,0 +1,111 @@
+"""Search speed on the 4096^3 bf16 matmul (matmul_blocked, trn2-core, default space).
+
+Prints: the machine, the whole search on one process and on every core (seconds, candidates
+evaluated per second), and where one process spends its time (planning the space, binding
+parameters, building the closed-form models, closed-form Q per structure, full verdicts from the
+closed forms, and the exact counts that confirm the reported tilings). Run:
+
+    python benchmarks/bench_search.py [--shape 4096] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from loopsim.parallel import Pool, default_jobs
+from loopsim.search import engine, space
+from loopsim.search import evaluate as ev
+
+
+def machine() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{model or platform.processor()}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}"
+
+
+def timed(fn, repeat: int):
+    ts, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts), out
+
+
+def per_call(fn, items, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for x in items:
+            fn(x)
+        best = min(best, (time.perf_counter() - t) / len(items))
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", type=int, default=4096)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    n = a.shape
+    p = engine.Problem("matmul_blocked", (("M", n), ("N", n), ("K", n)), "trn2-core")
+    print(f"machine: {machine()}")
+    print(f"search matmul_blocked {n}^3 bf16 on trn2-core, default space, top 10")
+    engine.context(p)  # read the spec and the sheet once (as the command does before searching)
+    for jobs in sorted({1, default_jobs()}):
+        def run():
+            with Pool(jobs) as pool:
+                return engine.search(p, pool)
+        secs, out = timed(run, a.repeat)
+        print(f"  jobs={jobs}: {secs:.2f} s whole search (median of {a.repeat}, pool start "
+              f"included), {out.evaluated:,} candidates evaluated ({out.verdicts:,} full verdicts, "
+              f"{out.units:,} bindings) of {out.space_size:,} -> {out.evaluated / secs:,.0f} "
+              f"candidates/s; best T {out.top[0].verdict.T:.6g} s, Q {out.top[0].verdict.Q:,}")
+    # where one process spends its time
+    ctx = engine.context(p)
+    t = time.perf_counter()
+    groups, blocks = engine.plan(ctx)
+    units = list(engine.units(ctx, groups, blocks))
+    t_plan = time.perf_counter() - t
+    sample = units[: min(len(units), 24)]
+    kernels = [ctx.kernel(u.values) for u in sample]
+    t_bind = per_call(lambda u: ctx.kernel(u.values), sample)
+    models = [ev.chain_model(ctx.chain, k, ctx.hw) for k in kernels]
+    t_model = per_call(lambda k: ev.chain_model(ctx.chain, k, ctx.hw), kernels[:6], 1)
+    m = models[0]
+    t_q = per_call(lambda s: ev.chain_q(m, s), ctx.structs)
+    t_v = per_call(lambda s: ev.model_verdict(m, s), ctx.structs[:300])
+    with Pool(1) as pool:
+        out = engine.search(p, pool)
+    c = out.top[0]
+    t_exact = per_call(lambda c: engine.confirm(ctx, engine.Cand(c.unit, c.structure, c.values,
+                                                                  ev.Verdict(**{**_fields(c.verdict),
+                                                                                "exact": False}))),
+                       [c], 3)
+    rows = [("plan the space (every binding, in bound order)", t_plan, 1),
+            ("bind parameters (per binding evaluated)", t_bind, out.units),
+            ("closed-form model (ceilings once per binding)", t_model, out.units),
+            ("closed-form Q (per structure)", t_q, out.evaluated),
+            ("full verdict from the closed forms", t_v, out.verdicts),
+            ("exact count confirming a reported tiling", t_exact,
+             len(out.top) + len(out.front_sbuf) + len(out.front_q))]
+    total = sum(t * k for _, t, k in rows)
+    print(f"  where one process spends its time (per-call cost x calls; sum {total:.2f} s):")
+    for name, t, k in rows:
+        print(f"    {name:<50} {t * 1e6:>10.1f} us x {k:>8,} = {t * k:6.3f} s")
+
+
+def _fields(v: ev.Verdict) -> dict:
+    return {f: getattr(v, f) for f in ev.Verdict.__dataclass_fields__}
+
+
+if __name__ == "__main__":
+    main()
