@@ -142,7 +142,8 @@ class Pool:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            self._exec = ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn"),
+            method = "fork" if sys.platform == "linux" else "spawn"  # fork: no re-import per worker
+            self._exec = ProcessPoolExecutor(self.jobs, mp_context=mp.get_context(method),
                                              initializer=_ignore_sigint)
         futs = {self._exec.submit(fn, x): i for i, x in enumerate(items)}
         done = {}
@@ -208,10 +209,22 @@ def _connect(address: str, timeout_s: float):
                          f"{timeout_s:g} s ({why})") from None
 
 
+def add_options(p) -> None:
+    """``--jobs``, ``--scheduler`` and ``--quiet`` on an argparse parser."""
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="local processes (default: every core)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on a Dask distributed cluster, e.g. tcp://127.0.0.1:8786 "
+                        "(pip install 'loopsim[dask]')")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
 def pmap(fn: Callable, items: Iterable, *, jobs: int | None = None, scheduler: str | None = None,
          desc: str = "", quiet: bool = False, unit: str = "it") -> list:
     """``[fn(x) for x in items]`` on ``jobs`` processes (default every core) or a Dask cluster,
     with a progress bar; results in item order. Ctrl-C raises :class:`Interrupted`."""
     items = list(items)
+    if scheduler is None and len(items) < 2:
+        jobs = 1  # no pool for a single item
     with Pool(jobs, scheduler) as pool, Progress(len(items), desc, quiet=quiet, unit=unit) as bar:
         return pool.map(fn, items, progress=bar)

@@ -138,6 +138,14 @@ def rank(rows: list[Row]) -> list[Row]:
     return [Row(r.variant, r.analysis, r.error, r is best) for r in rows]
 
 
-def analyze_all(variants: list[Variant], hw, **kw) -> list[Row]:
-    """Analyse every variant (``kw`` as :func:`loopsim.pipeline.analyze`) and rank them."""
-    return rank([analyze_one(v, hw, **kw) for v in variants])
+def analyze_all(variants: list[Variant], hw, *, jobs: int | None = 1, scheduler: str | None = None,
+                quiet: bool = True, **kw) -> list[Row]:
+    """Analyse every variant (``kw`` as :func:`loopsim.pipeline.analyze`) and rank them, on
+    ``jobs`` local processes (None: every core) or the Dask cluster at ``scheduler``: the same rows
+    whatever runs them. A progress bar on stderr after a second, unless ``quiet``."""
+    from functools import partial
+
+    from .parallel import pmap
+
+    return rank(pmap(partial(analyze_one, hw=hw, **kw), variants, jobs=jobs, scheduler=scheduler,
+                     desc="analyse", quiet=quiet, unit="tiling"))

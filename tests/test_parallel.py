@@ -3,7 +3,11 @@ the search finds the same tilings (and prunes the same work) whatever runs it.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from loopsim.cli import main
 
 from loopsim.errors import InputError
 from loopsim.parallel import Interrupted, Pool, check_jobs, pmap
@@ -71,3 +75,13 @@ def test_same_search_on_a_dask_cluster(one_process):
         with Pool(scheduler=cluster.scheduler_address) as pool:
             assert pool.workers == 2
             assert _summary(engine.search(PROBLEM, pool)) == one_process
+
+
+def test_compare_same_rows_on_one_and_two_processes(capsys):
+    argv = ["compare", "matmul", "matmul_hoisted", "matmul_blocked", "--hardware", "trn2-core",
+            "--vary", "TN=128,256,512", "--json", "--quiet", "--jobs"]
+    outs = []
+    for jobs in ("1", "2"):
+        assert main(argv + [jobs]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] and len(outs[0]["rows"]) == 9

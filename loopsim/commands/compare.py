@@ -19,6 +19,9 @@ def register(sub) -> None:
     add_kernel_options(p, many=True)
     add_vary_option(p)
     p.add_argument("--csv", action="store_true", help="print the table as CSV")
+    from ..parallel import add_options as add_parallel_options
+
+    add_parallel_options(p)
     add_option(p)
     p.set_defaults(func=run)
 
@@ -37,7 +40,9 @@ def analysed_rows(args, hw) -> tuple[list, list[dict]]:
     variants = sweep.expand(args.spec, spec.parse_sets(args.sets), sweep.parse_vary(args.vary),
                             lnc_cores=args.lnc, split=args.split, buffers=parse_buffers(args.buffers),
                             kernel_args=kernel_args(args))
-    rows = sweep.analyze_all(variants, hw, **analyze_kw(args))
+    rows = sweep.analyze_all(variants, hw, jobs=getattr(args, "jobs", None),
+                             scheduler=getattr(args, "scheduler", None),
+                             quiet=getattr(args, "quiet", True), **analyze_kw(args))
     profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows])
     dicts = []
     for i, r in enumerate(rows):

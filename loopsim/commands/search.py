@@ -23,15 +23,13 @@ def register(sub) -> None:
     p.add_argument("--keep-order", action="store_true",
                    help="search parameters only: keep the spec's loop order and load placements")
     p.add_argument("--top", type=int, default=10, metavar="N", help="tilings to show (default 10)")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="local processes (default: every core)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run on a Dask distributed cluster, e.g. tcp://127.0.0.1:8786")
     p.add_argument("-o", "--output", default=None, metavar="BEST.toml",
                    help="write the best tiling as a spec file")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the Pareto fronts (T against SBUF peak and against Q)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    from ..parallel import add_options as add_parallel_options
+
+    add_parallel_options(p)
     p.set_defaults(func=run)
 
 
