@@ -50,19 +50,21 @@ def read(ref: str, kernel_args: Mapping | None = None, known: Mapping[str, int] 
     """A spec as read (:func:`loopsim.spec.read`), or for ``PATH.py::FUNCTION`` a spec file
     standing for that kernel (:func:`loopsim.nki.ref.spec_file`: parsed, not run; ``known`` gives
     values to dimension names of its ``--arg`` shapes). :func:`build` traces it, EXECUTING it."""
-    from .nki import ref as nki_ref
+    if isinstance(ref, str) and "::" in ref:  # only then is the NKI front end imported
+        from .nki import ref as nki_ref
 
-    if nki_ref.is_reference(ref):
-        return nki_ref.spec_file(ref, kernel_args, known)
+        if nki_ref.is_reference(ref):
+            return nki_ref.spec_file(ref, kernel_args, known)
     return spec_mod.read(ref)
 
 
 def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split: str | None = None,
           buffers: tuple[tuple[str, int], ...] | None = None) -> Program:
     """A read spec bound to ``params`` (see :func:`load`)."""
-    from .nki import ref as nki_ref
+    if "nki" in sf.data:  # PATH.py::FUNCTION: traced, EXECUTING the file
+        from .nki import ref as nki_ref
 
-    if nki_ref.is_kernel_file(sf):  # PATH.py::FUNCTION: traced, EXECUTING the file
+        assert nki_ref.is_kernel_file(sf)
         traced = nki_ref.trace(sf, params)
         if isinstance(traced, Program):
             if lnc_cores is not None or split is not None:

@@ -65,6 +65,8 @@ def refuse_kernel_reference(ref: str, what: str) -> None:
 
 def kernel_args(args) -> dict:
     """The --arg/--kwarg/--grid options as :func:`loopsim.pipeline.load`'s ``kernel_args``."""
+    if not any(getattr(args, k, None) for k in ("nki_args", "nki_kwargs", "nki_grid")):
+        return {"args": {}, "kwargs": {}, "grid": ()}  # as parse_options gives; nki not imported
     from ..nki.load import parse_options
 
     return parse_options(getattr(args, "nki_args", None), getattr(args, "nki_kwargs", None),
