@@ -23,7 +23,7 @@ Usable from a user's own pytest suite::
         assert_formula("matmul", "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)",
                        hardware="trn2-core", sets={"TM": 128, "TK": 128, "TN": 512})
 
-hypothesis is needed at run time for this module only (``pip install 'loopsim[check]'``).
+hypothesis, a run-time dependency, draws the examples.
 """
 
 from __future__ import annotations

@@ -89,14 +89,13 @@ def read(name_or_path: str) -> SpecFile:
     return SpecFile(shown, data, text)
 
 
-KNOWN_TABLES = ("kernel", "params", "tensors", "nest", "ops", "schedule", "lnc", "check", "parallel")
+KNOWN_TABLES = ("kernel", "params", "tensors", "nest", "ops", "schedule", "lnc", "parallel")
 #: keys each table may hold (tables not named here are checked by their own readers: ops, schedule)
 KNOWN_KEYS = {
     "kernel": ("name", "about", "inputs"),
     "nest": ("body", "buffers"),
     "lnc": ("split", "cores", "about"),
     "parallel": ("chips", "over", "about"),
-    "check": ("about",),
 }
 #: ``[parallel] over``: the matmul dimension split across chips
 PARALLEL_OVER = ("K", "N")
@@ -143,7 +142,7 @@ def validate(shown: str, data: Mapping) -> None:
             keys(sub, f"nest.{kname}", KNOWN_KEYS["nest"])
     else:
         keys(nest, "nest", KNOWN_KEYS["nest"])
-    for table in ("lnc", "parallel", "check"):
+    for table in ("lnc", "parallel"):
         keys(data.get(table, {}), table, KNOWN_KEYS[table])
     lnc = data.get("lnc")
     if lnc is not None and not isinstance(lnc.get("split"), str):

@@ -56,7 +56,7 @@ SPEC_CASES = {
                                        "      matmul C[m, n] += A[k, m] @ B[k, n]\n" * 2), [],
                           r"repeats the product of nest line \d+: it would be accumulated into C twice"),
     "unknown nest key": (BASE.replace("[nest]\n", "[nest]\nbuffer = 2\n"), [], r"nest: unknown key buffer; known: body, buffers"),
-    "unknown check key": (BASE + "\n[check]\nformula = \"M\"\n", [], r"check: unknown key formula; known: about"),
+    "a [check] table (never read)": (BASE + "\n[check]\nformula = \"M\"\n", [], r"unknown table \[check\]"),
     "50 MB about": (sub(r"^about = .*$", "about = '" + "x" * (50 << 20) + "'"), [],
                     r"the spec file is larger than 1,048,576 bytes"),
     "lnc 1000000 cores": (BASE.replace("[nest]", "[lnc]\nsplit = \"m\"\ncores = 1000000\n\n[nest]"), [],
