@@ -42,8 +42,9 @@ def load(ref: str, sets: Mapping[str, int] | None = None, *, lnc_cores: int | No
     file), its inputs in ``kernel_args`` (``args``/``kwargs``/``grid``, :mod:`loopsim.nki.load`).
     """
     sf = read(ref, kernel_args, sets)
-    return build(sf, spec_mod.bind_params(sf, sets or {}), lnc_cores=lnc_cores, split=split,
+    prog = build(sf, spec_mod.bind_params(sf, sets or {}), lnc_cores=lnc_cores, split=split,
                  buffers=buffers)
+    return replace(prog, bundled="::" not in ref and spec_mod.is_bundled(ref))
 
 
 def read(ref: str, kernel_args: Mapping | None = None, known: Mapping[str, int] | None = None):

@@ -62,6 +62,7 @@ class Program:
     stages: tuple[Stage, ...]
     graph: object  # None for a single nest
     parallel: object = None  # loopsim.ceilings.Parallel of a single nest's [parallel], else None
+    bundled: bool = False  # read from a bundled spec (by name), not from a path the user gave
 
     @classmethod
     def single(cls, kernel: Kernel, parallel=None) -> "Program":

@@ -41,10 +41,15 @@ def bundled_names() -> list[str]:
     return sorted(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.toml"))
 
 
+def is_bundled(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` names a bundled spec (not a path: see :func:`locate`)."""
+    return not tomlfile.is_path(name_or_path, (".toml", ".py")) or name_or_path in bundled_names()
+
+
 def locate(name_or_path: str) -> Path:
     """A bundled spec name (``matmul``, ``nki_tutorial/1_tiled``) or a path to a TOML file (see
     :func:`loopsim.tomlfile.is_path`: a separator, or a name ending in .toml or .py)."""
-    if tomlfile.is_path(name_or_path, (".toml", ".py")) and name_or_path not in bundled_names():
+    if not is_bundled(name_or_path):
         return tomlfile.existing_file(name_or_path, SpecError, "spec file")
     q = _bundled_dir() / f"{name_or_path}.toml"
     try:

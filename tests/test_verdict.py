@@ -293,3 +293,13 @@ def test_the_largest_buffers_add_up_to_the_peak_they_explain(argv, capsys):
     d = _json(capsys, ["entitle", *argv, "--json"])
     bufs = d["sbuf"]["largest_buffers"]
     assert 0 < len(bufs) < 5 and sum(bufs.values()) == d["sbuf"]["peak"]
+
+
+def test_json_says_which_spec_and_sheet_were_read(tmp_path, capsys):
+    d = _json(capsys, ["entitle", "matmul", "--hardware", "trn2-core", "--json"])
+    assert (d["spec_file"], d["spec_bundled"]) == ("tilings/matmul.toml", True)
+    assert d["hardware_file"] == "hardware/trn2-core.toml"
+    own = tmp_path / "matmul.toml"
+    own.write_text((spec._bundled_dir() / "matmul.toml").read_text())
+    d = _json(capsys, ["entitle", str(own), "--hardware", "trn2-core", "--json"])
+    assert (d["spec_file"], d["spec_bundled"]) == (str(own), False)

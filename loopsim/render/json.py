@@ -94,7 +94,8 @@ def _link_roofs(a, d: dict) -> None:
 def analysis_dict(a) -> dict:
     """Everything ``entitle --json`` prints for an analysis."""
     c, e, hw = a.counts, a.entitlement, a.hardware
-    d = {"kernel": c.kernel, "hardware": hw.name, "scope": hw.scope, "roofs": hw.roofs,
+    d = {"kernel": c.kernel, "spec_file": a.program.path, "spec_bundled": a.program.bundled,
+         "hardware": hw.name, "hardware_file": hw.path, "scope": hw.scope, "roofs": hw.roofs,
          "policy": c.policy, "dtype": a.dtype, "params": dict(a.params),
          **entitlement_dict(e),
          **verdict_dict(a),
