@@ -70,34 +70,45 @@ class CapacityCurve:
 
 
 def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
-                 trace) -> list[Counts]:
-    """Counts at each capacity (cost units: bytes per partition, or bytes), by one replay each."""
-    return [count(kernel, policy=policy, capacity=c, partitions=partitions, trace=trace)
-            for c in capacities]
+                 trace, tick=None) -> list[Counts]:
+    """Counts at each capacity (cost units: bytes per partition, or bytes), by one replay each;
+    ``tick()`` after each (a progress bar's)."""
+    out = []
+    for c in capacities:
+        out.append(count(kernel, policy=policy, capacity=c, partitions=partitions, trace=trace))
+        if tick is not None:
+            tick()
+    return out
 
 
 def points(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
-           trace) -> list[tuple[int, dict[str, int]]]:
+           trace, tick=None) -> list[tuple[int, dict[str, int]]]:
     """(Q bytes, read bytes per tensor) at each capacity (cost units). LRU from one
     stack-distance pass (:func:`loopsim.sim.stack.lru_curve`), other policies by replay; a nest
     split across cores ([lnc] split) by one replay per core, each with its own SBUF."""
     from .lnc import count_split, split_loop
 
     if split_loop(kernel) is not None:
-        return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
-                for c in (count_split(kernel, policy=policy, capacity=cap, partitions=partitions)
-                          for cap in capacities)]
+        out = []
+        for cap in capacities:
+            c = count_split(kernel, policy=policy, capacity=cap, partitions=partitions)
+            out.append((c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors}))
+            if tick is not None:
+                tick()
+        return out
     if policy == "lru":
         from .sim.stack import lru_curve
 
         cv = lru_curve(trace.obj, trace.write, trace.object_cost(partitions), capacities,
                        size=trace.obj_bytes, group=trace.obj_tensor)
+        for _ in capacities if tick is not None else ():
+            tick()
         names = trace.tensor_names
         return [(int(cv.hbm_bytes[j]),
                  {n: int(cv.fetch_bytes[i, j]) if i < cv.fetch_bytes.shape[0] else 0
                   for i, n in enumerate(names)}) for j in range(len(capacities))]
     return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
-            for c in sweep_policy(kernel, policy, capacities, partitions, trace)]
+            for c in sweep_policy(kernel, policy, capacities, partitions, trace, tick)]
 
 
 def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
@@ -113,8 +124,9 @@ def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
 
 
 def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
-          sbuf_bytes: int | None = None) -> CapacityCurve:
-    """The capacity curve of ``kernel`` on ``hw`` (see the module docstring)."""
+          sbuf_bytes: int | None = None, progress=None) -> CapacityCurve:
+    """The capacity curve of ``kernel`` on ``hw`` (see the module docstring). ``progress``: called
+    with the number of points once they are known, returns ``tick()`` for each point done."""
     from . import trace as trace_mod
     from .bound import lower_bound
 
@@ -129,8 +141,9 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     inputs = tuple(t.name for t in kernel.inputs)
     tbytes = {t.name: t.bytes for t in kernel.tensors}
     rows = []
+    tick = progress(len(caps) * len(policies)) if progress is not None else None
     for policy in policies:
-        for cap, (q, reads) in zip(caps, points(kernel, policy, caps, parts, tr)):
+        for cap, (q, reads) in zip(caps, points(kernel, policy, caps, parts, tr, tick)):
             lb = lower_bound(kernel, hw, cap * per)
             rows.append(CapacityRow(cap * per, policy, q,
                                     tuple((n, reads[n] / tbytes[n]) for n in inputs),

@@ -69,3 +69,23 @@ def test_split_nest_counts_each_core_with_its_own_sbuf(split_projection):
         rows = [r for r in cv.rows if r.policy == pol]
         assert min(r.Q for r in rows) == rows[-1].Q == x + 2 * w + y
         assert cv.reaches_compulsory(pol) is None
+
+
+def test_progress_counts_every_point_of_the_curve():
+    # the command's progress bar is told how many points there are, then ticked once per point
+    # (the LRU curve is one stack-distance pass: its ticks come together)
+    from loopsim import capacity, hardware, spec
+
+    seen = {"total": None, "ticks": 0}
+
+    def progress(total):
+        seen["total"] = total
+
+        def tick(n=1, note=None):
+            seen["ticks"] += n
+        return tick
+
+    cv = capacity.curve(spec.load_kernel("matmul"), hardware.load("trn2-core"), samples=5,
+                        progress=progress)
+    assert seen["ticks"] == seen["total"] == 2 * len({c for c in capacity._samples(
+        cv.min_capacity_bytes // 128, cv.footprint_bytes // 128, 5, cv.sheet_capacity_bytes // 128)})

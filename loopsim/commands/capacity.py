@@ -20,6 +20,7 @@ def register(sub) -> None:
                    help="capacities sampled geometrically (default 16)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="also draw the curve (.png, .svg, .pdf)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     add_nki_options(p)
     p.set_defaults(func=run)
 
@@ -48,7 +49,19 @@ def run(args) -> int:
         raise InputError(f"{args.spec}: its kernel keeps tensors on chip between ops (a program); "
                          "loopsim capacity replays a single nest")
     kernel = prog.stages[0].kernel
-    cv = capacity.curve(kernel, hw, samples=args.samples)
+    from ..parallel import Progress
+
+    bars = []
+
+    def progress(total: int):
+        bars.append(Progress(total, "capacity", quiet=args.quiet, unit="point"))
+        return bars[-1].update
+
+    try:  # a progress bar on stderr after a second, on a terminal
+        cv = capacity.curve(kernel, hw, samples=args.samples, progress=progress)
+    finally:
+        for b in bars:
+            b.close()
     if args.output:
         from .. import plot
 

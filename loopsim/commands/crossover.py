@@ -13,6 +13,7 @@ def register(sub) -> None:
     p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
     p.add_argument("--compulsory", action="store_true",
                    help="use the compulsory Q (each input read once) instead of the simulated Q")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -46,8 +47,18 @@ def run(args) -> int:
         tried.append((v, w, q))
         return w, q
 
+    from ..parallel import Progress
+
+    bar = Progress(None, f"crossover of {args.dim}", quiet=args.quiet, unit="value")
+
+    def wq_shown(v: int) -> tuple[int, int]:
+        w, q = wq(v)
+        bar.update(1, f"{args.dim}={v:,}")
+        return w, q
+
     try:
-        value, seen = crossover(wq, P, hw.bw)
+        with bar:
+            value, seen = crossover(wq_shown, P, hw.bw)
     except TraceTooLarge:
         v, w, q = tried[-1]
         raise InputError(
