@@ -183,7 +183,7 @@ def row_dict(row, rank: int) -> dict:
                 "limit": None, "infeasible_reasons": [row.error], "T_best": None, "T_worst": None}
     c, e = a.counts, a.entitlement
     res = c.residency
-    inputs = {t.name for t in c.tensors if not t.output}
+    inputs = set(a.program.inputs)  # tensors read from HBM (not on-chip ones such as a PSUM tile)
     psum_needed = max(s.ceilings.psum.needed_banks for s in a.stages)
     out = {**d, "W": e.W, "Q": e.Q,
            "r": {t.name: t.r for t in c.tensors if t.name in inputs},
