@@ -16,14 +16,23 @@ from .ir import Kernel, Loop, Statement
 from .tiles import full_extent
 
 
-def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None):
-    """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index): the real
-    extent of every axis of every access in ``accs``, whether the tile exists, the weight (runs of
-    the loops no index uses) and the physical core that runs it (None: every core runs it)."""
+def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None,
+               edges: dict | None = None):
+    """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index, and those an
+    edge condition names): the real extent of every axis of every access in ``accs``, whether it
+    runs (its tile starts inside the tensor, and no enclosing blocked loop runs past an edge:
+    :func:`loopsim.tiles.loop_edges`, computed when ``edges`` is None), the weight (runs of the
+    other loops) and the physical core that runs it (None: every core runs it)."""
+    from .tiles import loop_edges
+
     tmap = kernel.tensor_map
+    edges = loop_edges(kernel) if edges is None else edges
     if split is not None:  # the split loop around this statement (sibling loops may share the split)
         split = next((l for l in loops if l.split > 1), None)
     used = {v for a in accs for ix in a.index for v in ix}
+    for l in loops:
+        if id(l) in edges:
+            used |= set(edges[id(l)][0])
     rel = [l for l in loops if l.var in used or l is split]
     weight = math.prod(l.trips for l in loops if l not in rel)
     nl = len(rel)
@@ -35,6 +44,10 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     exists = np.ones((1,) * nl, dtype=bool)
     ext = {}
     zero = np.zeros((1,) * nl, dtype=np.int64)
+    for l in rel:  # iterations of a blocked loop past a tensor's edge do not run
+        if id(l) in edges:
+            terms, extent = edges[id(l)]
+            exists = exists & (sum((ivals[v] for v in terms if v in ivals), zero) < extent)
     for a in accs:
         t = tmap[a.tensor]
         per_axis = []

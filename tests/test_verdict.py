@@ -303,3 +303,23 @@ def test_json_says_which_spec_and_sheet_were_read(tmp_path, capsys):
     own.write_text((spec._bundled_dir() / "matmul.toml").read_text())
     d = _json(capsys, ["entitle", str(own), "--hardware", "trn2-core", "--json"])
     assert (d["spec_file"], d["spec_bundled"]) == (str(own), False)
+
+
+def test_a_statement_in_a_ragged_blocked_loop_does_not_run_past_the_edge():
+    # for mo in 300 by 256: for mi in 256 by 128: the iteration mo = 256, mi = 128 starts at row
+    # 384 >= 300 and does not exist, for every statement of its body: a load of B[mo, :], which
+    # does not index mi, runs 3 times (not 2 x 2), as the trace and the DMA report count it
+    import numpy as np
+
+    from loopsim.executions import executions
+    from loopsim.ir import Access, Kernel, Load, Loop, Tensor
+
+    A = Tensor("A", (300, 64))
+    B = Tensor("B", (300, 64))
+    ld_a = Load(Access("A", (("mo", "mi"), ())))
+    ld_b = Load(Access("B", (("mo",), ())))
+    mi = Loop("mi", 256, 128, (ld_a, ld_b))
+    mo = Loop("mo", 300, 256, (mi,))
+    k = Kernel("ragged", (A, B), (mo,))
+    _, exists, weight, _, _ = executions(ld_b, (mo, mi), (ld_b.tile,), k, None)
+    assert int(np.asarray(exists).sum()) * weight == 3
