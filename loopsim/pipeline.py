@@ -226,14 +226,16 @@ def program_dtype(prog: Program) -> str:
 
 def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
             dtype: str | None = None, allow_scope_mismatch: bool = False,
-            link_bw: int | None = None, trace=None, replay: bool = False) -> Analysis:
+            link_bw: int | None = None, trace=None, replay: bool = False,
+            strict: bool = False) -> Analysis:
     """Count, entitle and judge every kernel of ``prog`` on sheet ``hw``.
 
     ``policy``: as-written, lru or opt; ``sbuf_bytes``: the SBUF capacity in bytes (default the
     sheet's); ``dtype``: the Tensor Engine roof (default the kernel's); ``link_bw``: bytes/s of the
     interconnect for a ``[parallel]`` spec (default the sheet's); ``trace``: a prebuilt trace of a
     single unsplit nest; ``replay``: count as written by replaying the trace even where the
-    closed form claims the nest (the two agree; the replay is the check).
+    closed form claims the nest (the two agree; the replay is the check); ``strict``: a sheet
+    lacking what a ceiling needs (an evacuation engine) is an error, not a note.
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -242,7 +244,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     for st in prog.stages:
         results.append(_stage(prog, st, hw, policy=policy, capacity=cap, dtype=dt,
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
-                              replay=replay))
+                              replay=replay, strict=strict))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
     e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
     lb = None
@@ -255,7 +257,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 
 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
-           where, replay) -> StageResult:
+           where, replay, strict) -> StageResult:
     k = st.kernel
     reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
     if prog.is_single:
@@ -269,7 +271,7 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         program_check_scope(hw, allow=allow)
         c = count_stage(st, hw, policy=policy, capacity=capacity)
     ceil = ceil_mod.compute(k, hw, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
-                            link_bw=link_bw)
+                            link_bw=link_bw, strict=strict)
     steps = tuple(engines.stage_steps(st, prog.op_map, prog.tensor_map, c, hw, dtype, where)) \
         if st.ops else ()
     # as written, the buffers live at the peak (one core's program for a split kernel, the

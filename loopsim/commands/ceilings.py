@@ -17,17 +17,15 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .. import ceilings, pipeline
+    from .. import pipeline
     from ..fmt import fmt_time
     from ..render.json import ceilings_dict, verdict_dict
     from ..render.text import ceilings_lines, headline
 
     hw = hardware_of(args)
     prog = program_of(args)
-    a = pipeline.analyze(prog, hw, **analyze_kw(args))
-    for st in prog.stages:  # strict: a sheet lacking what a ceiling needs is an error here
-        ceilings.compute(st.kernel, hw, dtype=a.dtype, strict=True,
-                         parallel=prog.parallel if prog.is_single else None, link_bw=args.link_bw)
+    # strict: a sheet lacking what a ceiling needs is an error here (entitle notes it)
+    a = pipeline.analyze(prog, hw, strict=True, **analyze_kw(args))
     e = a.entitlement
     if args.json:
         d = {"kernel": a.name, "hardware": hw.name, "scope": hw.scope, "dtype": a.dtype,
