@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import ACC, Kernel, Load, Loop, Matmul, Store
-from .tiles import full_extent, loop_edges
+from .tiles import full_extent, grids, loop_edges
 
 #: (upper bound in bytes per partition, exclusive; name; the guidance's words) — [S11]
 BANDS: tuple[tuple[float, str, str], ...] = (
@@ -271,8 +271,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
     ps = _partial_sums(k, hw.partitions)
     if ps is not None:
         per_stmt.append(ps[0])
-        pp, nb = np.concatenate([pp, ps[1]]), np.concatenate([nb, ps[2]])
-        wt = np.concatenate([wt, np.ones(ps[1].size, dtype=np.int64)])
+        pp, nb, wt = np.concatenate([pp, ps[1]]), np.concatenate([nb, ps[2]]), np.concatenate([wt, ps[3]])
         co = np.concatenate([co, np.full(ps[1].size, -1, dtype=np.int64)])  # -1: shared evenly
     vals, inv = np.unique(pp, return_inverse=True)
     dist = []
@@ -280,7 +279,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
         sel = inv == i
         dist.append((int(v), int(wt[sel].sum()), sum(int(b) * int(w) for b, w in zip(nb[sel], wt[sel]))))
     total = sum(s.bytes for s in per_stmt)
-    shared = sum(int(b) for b in nb[co == -1])
+    shared = sum(int(b) * int(w) for b, w in zip(nb[co == -1], wt[co == -1]))
     by_core = [sum(int(b) * int(w) for b, w in zip(nb[co == c], wt[co == c])) for c in range(cores)]
     busiest = max(by_core) + (shared // cores if shared % cores == 0 else shared / cores)
     bw = getattr(hw, "dma_bw", None)
@@ -297,34 +296,41 @@ def report(kernel: Kernel, hw) -> DmaReport:
 
 
 def _partial_sums(k: Kernel, partitions: int | None):
-    """(Statement, bytes per partition, bytes) of the partial-sum read-backs, or None when the
-    nest stores no matmul output inside a loop the store does not index (then there are none)."""
+    """(Statement, bytes per partition, bytes, weights) of the partial-sum read-backs (each block
+    read back ``weight`` times), or None when the nest stores no matmul output inside a loop the
+    store does not index (then there are none)."""
     outs = {s.out.tensor for s, _ in k.statements() if isinstance(s, Matmul)}
     if not any(isinstance(s, Store) and s.tile.tensor in outs
                and any(l.var not in s.tile.variables for l in loops) for s, loops in k.statements()):
         return None
-    from . import trace as trace_mod
+    from .readback import read_backs
 
-    tr = trace_mod.build(k)
-    objs = tr.obj[tr.kind == ACC]
+    found = read_backs(k)
+    if found is None:  # too many executions to enumerate: the trace's ACC requests
+        from . import trace as trace_mod
+
+        tr = trace_mod.build(k)
+        objs, counts = np.unique(tr.obj[tr.kind == ACC], return_counts=True)
+        objs, counts = objs.astype(np.int64), counts.astype(np.int64)
+    else:
+        objs, counts = found
     if not objs.size:
         return None
-    nbytes = tr.obj_bytes[objs]
+    gs = grids(k)
+    nbytes = np.zeros(objs.size, np.int64)
     rows = np.ones(objs.size, dtype=np.int64)
-    if partitions:
-        for name in tr.tensor_names:
-            g = tr.grids[name]
-            inside = (objs >= g.offset) & (objs < g.offset + g.n_blocks)
-            if inside.any():
-                ax = g.tensor.partition_axis
-                idx = (objs[inside] - g.offset) // int(np.prod(g.counts[ax + 1:], dtype=np.int64))
-                idx = idx % g.counts[ax]
-                r = np.where(idx == g.counts[ax] - 1, g.tensor.shape[ax] - g.block[ax] * idx, g.block[ax])
-                rows[inside] = r
-        per_part = -(-rows // partitions) * (nbytes // rows)
-    else:
-        per_part = nbytes
-    vals, counts = np.unique(per_part, return_counts=True)
+    for g in gs.values():
+        inside = (objs >= g.offset) & (objs < g.offset + g.n_blocks)
+        if not inside.any():
+            continue
+        coords = np.unravel_index(objs[inside] - g.offset, g.counts)
+        ext = [np.where(c == n - 1, d - b * c, b) for c, n, d, b in zip(coords, g.counts, g.tensor.shape, g.block)]
+        nbytes[inside] = math.prod(ext) * g.tensor.elem_bytes
+        rows[inside] = ext[g.tensor.partition_axis]
+    per_part = -(-rows // partitions) * (nbytes // rows) if partitions else nbytes
+    vals, inv = np.unique(per_part, return_inverse=True)
+    dist = [int(counts[inv == j].sum()) for j in range(vals.size)]
     st = Statement("partial-sum read-backs (matmul accumulating into a stored tile)", 0, "load",
-                   int(objs.size), int(nbytes.sum()), tuple(zip(vals.tolist(), counts.tolist())))
-    return st, per_part, nbytes
+                   int(counts.sum()), sum(int(b) * int(c) for b, c in zip(nbytes, counts)),
+                   tuple(zip(vals.tolist(), dist)))
+    return st, per_part, nbytes, counts

@@ -18,7 +18,7 @@ LAYERS = [
     ["expr", "ir", "hardware", "ops"],                               # vocabulary
     ["tiles", "spec", "graph", "executions", "outfile"],             # parse
     ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula", "written",
-     "ceilings", "engines", "measured", "dma", "program", "capacity", "nki."],  # model
+     "ceilings", "engines", "measured", "dma", "readback", "program", "capacity", "nki."],  # model
     ["pipeline"],                                                    # the one analysis
     ["sweep", "checkformula", "calibrate", "search.", "parallel"],   # over many analyses
     ["render.", "plot"],                                             # presentation
