@@ -4,7 +4,9 @@ Prints figures; asserts nothing. Each command runs in a fresh interpreter and is
 seconds (user + system: on a shared machine wall time mostly measures the other tenants; on an idle
 one the two are within a few per cent for these single-threaded runs); warm figures are the
 median of --repeat runs after one warm-up (numba's cache and .pyc files in place), cold figures
-the first run with an empty numba cache and no .pyc files (what a fresh install meets):
+the first run with an empty numba cache and no .pyc files (what a fresh install meets).
+PYTHONDONTWRITEBYTECODE is removed from the children's environment: with it set, every "warm" run
+would compile loopsim from source again, which no installed copy does:
 
     python benchmarks/bench_cli.py [--before REF] [--repeat 5]
 """
@@ -39,6 +41,7 @@ def once(root: str, argv: list[str], env: dict | None = None) -> float:
     """CPU seconds (user + system) of one whole process running ``loopsim ARGV``."""
     code = "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))"
     e = {**os.environ, **(env or {}), "PYTHONPATH": root}
+    e.pop("PYTHONDONTWRITEBYTECODE", None)  # warm means .pyc files in place
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, env=e, cwd=root)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)

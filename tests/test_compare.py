@@ -120,3 +120,14 @@ def test_parse_vary():
     assert sweep.parse_vary(["TN=128, 256,128"]) == {"TN": (128, 256)}
     with pytest.raises(InputError):
         sweep.parse_vary(["TN=1.5"])
+
+
+def test_default_jobs_hands_the_rest_of_a_long_sweep_to_workers(capsys, monkeypatch):
+    # --jobs not given: tilings run in this process while the sweep is short; past SERIAL_S the
+    # rest go to worker processes. Either way the rows are those of one process, in rank order
+    argv = ["compare", "matmul", "matmul_hoisted", "--hardware", "trn2-core", "--vary", "TN=128,256,512",
+            "--json", "--quiet"]
+    one = _json(capsys, argv + ["--jobs", "1"])
+    assert _json(capsys, argv) == one
+    monkeypatch.setattr(sweep, "SERIAL_S", 0.0)  # every sweep "long": one tiling here, five on workers
+    assert _json(capsys, argv) == one and len(one) == 6
