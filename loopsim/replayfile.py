@@ -20,7 +20,9 @@ Example
 
 from __future__ import annotations
 
+import mmap
 import os
+import struct
 import zipfile
 
 import numpy as np
@@ -52,10 +54,45 @@ def _available_bytes() -> int | None:
         return None
 
 
+def _map(name: str):
+    """The whole file mapped copy-on-write (arrays viewed in it are writable, the file is never
+    changed), or None where it cannot be mapped."""
+    try:
+        with open(name, "rb") as f:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):
+        return None
+
+
+def _mapped_member(mm, info: zipfile.ZipInfo, skip: int, shape, fortran: bool, dtype) -> np.ndarray | None:
+    """A stored (uncompressed) member's array viewed in the mapped file, no copy; None where it
+    is compressed or encrypted, not aligned for its dtype, or not inside the file (then it is read
+    through zipfile, which reports what is wrong). ``skip``: bytes of its .npy header."""
+    if mm is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1:
+        return None
+    at = info.header_offset
+    head = mm[at:at + 30]
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        return None
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    start = at + 30 + name_len + extra_len + skip
+    count = 1
+    for d in shape:
+        count *= d
+    if start % dtype.alignment or skip + count * dtype.itemsize > info.file_size or start + count * dtype.itemsize > len(mm):
+        return None
+    return np.ndarray(shape, dtype, buffer=mm, offset=start, order="F" if fortran else "C")
+
+
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
     """The trace's arrays, each bounded before it is allocated: its header's element count must
     match the member's size in the archive, the member's size its compressed size (no deflate
-    bombs), and the total the memory available."""
+    bombs), and the total the memory available.
+
+    A stored (uncompressed) member aligned for its dtype, as :func:`write_trace` writes them, is
+    not read at all: its array is a view of the file mapped copy-on-write (no copy, and pages
+    load as they are used). Its CRC is then not checked (as for a plain .npy); a compressed member
+    is read and checked through zipfile."""
     not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write"
     try:
         zf = zipfile.ZipFile(name)
@@ -78,7 +115,8 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
                     version = np.lib.format.read_magic(f)
                     read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                             else np.lib.format.read_array_header_2_0)
-                    shape, _fortran, dtype = read(f)
+                    shape, fortran, dtype = read(f)
+                    skip = f.tell()
             except Exception as e:  # noqa: BLE001  whatever numpy makes of a damaged header
                 raise InputError(f"{where} is not a .npy array ({type(e).__name__}: {_one_line(e)})") from None
             if dtype.hasobject:
@@ -90,13 +128,18 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
             if need > info.file_size:
                 raise InputError(f"{where}: its header declares shape {shape} of {dtype} "
                                  f"({need:,} bytes) but the member holds {info.file_size:,} bytes")
-            headers[key] = need
-        total = sum(headers.values())
+            headers[key] = (need, skip, shape, fortran, dtype)
+        total = sum(h[0] for h in headers.values())
         free = _available_bytes()
         if free is not None and total > free:
             raise InputError(f"{name}: its arrays need {total:,} bytes and {free:,} bytes of memory "
                              "are free; replay a shorter trace or free memory")
-        for key in headers:
+        mm = _map(name) if headers else None
+        for key, (_need, skip, shape, fortran, dtype) in headers.items():
+            a = _mapped_member(mm, infos[key], skip, shape, fortran, dtype)
+            if a is not None:
+                out[key] = a
+                continue
             try:
                 with zf.open(infos[key]) as f:
                     out[key] = np.lib.format.read_array(f, allow_pickle=False)
@@ -116,9 +159,11 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Returns
     -------
-    obj : numpy.ndarray of int64, shape (n,)
-        Dense object ids: the rank of each original id among the distinct ids.
+    obj : numpy.ndarray of int32 (int64 from 2**31 requests), shape (n,)
+        Dense object ids: the rank of each original id among the distinct ids (the replay
+        kernels' id type, so the replay copies nothing).
     write : numpy.ndarray of bool, shape (n,)
+        Possibly a view of the mapped file (see :func:`_read_arrays`).
     size : numpy.ndarray of int64, shape (n_objects,)
         Bytes of each dense object.
 
@@ -157,32 +202,30 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         write = np.zeros(n, np.bool_)
     if n:
         for key, a, lo, what in (("obj", obj, 0, ">= 0"), ("size", size, 1, "> 0")):
+            if a.dtype.kind == "u" and lo == 0:
+                continue  # unsigned: never negative
             k = int(np.argmin(a))
             if a[k] < lo:
                 raise InputError(f"{name}: array '{key}'[{k}]={int(a[k])} must be {what}")
         for key, a in (("obj", obj), ("size", size)):
-            if a.dtype.kind == "u" and int(a.max()) > np.iinfo(np.int64).max:
+            if a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > np.iinfo(np.int64).max:
                 raise InputError(f"{name}: array '{key}' max={int(a.max())} does not fit in int64")
 
+    from .sim._filters import densify, hash_densify
+
+    dense = np.empty(n, np.int32 if n < 2**31 else np.int64)
     top = int(obj.max()) if n else 0
-    if n and top <= 4 * n + 1024:
-        # ids not far above n: one jitted pass ranks them and checks sizes (no sort, no copies)
-        from .sim._filters import densify
-
-        dense, obj_size, first_bad = densify(np.ascontiguousarray(obj), np.ascontiguousarray(size), top)
-        bad = None if first_bad < 0 else np.array([first_bad])
-        obj64 = size64 = None
+    obj, size = np.ascontiguousarray(obj), np.ascontiguousarray(size)
+    if top <= 4 * n + 1024:
+        # ids not far above n: ranks from a presence map, sizes checked, in one jitted call
+        obj_size, first_bad = densify(obj, size, top, dense)
     else:
-        # sparse ids (hashed, say): one jitted hash pass ranks them and checks sizes, O(n)
-        from .sim._filters import hash_densify
-
-        dense = np.empty(n, np.int32 if n < 2**31 else np.int64)
-        obj_size, first_bad = hash_densify(np.ascontiguousarray(obj), np.ascontiguousarray(size), dense)
-        bad = None if first_bad < 0 else np.array([first_bad])
-    if bad is not None:
+        # sparse ids (hashed, say): a jitted hash pass ranks them and checks sizes, O(n)
+        obj_size, first_bad = hash_densify(obj, size, dense)
+    if first_bad >= 0:
         obj64 = np.asarray(obj, dtype=np.int64)
         size64 = np.asarray(size, dtype=np.int64)
-        i = int(bad[0])
+        i = int(first_bad)
         j = int(np.flatnonzero((obj64 == obj64[i]) & (size64 != size64[i]))[0])
         i, j = min(i, j), max(i, j)
         raise InputError(
@@ -222,8 +265,29 @@ def write_trace(path, obj, size, write=None) -> None:
     for key in ("obj", "size"):
         if arrays[key].dtype.kind not in "iu":
             raise InputError(f"write_trace: {key} must be integer, got dtype={arrays[key].dtype}")
-    with open(os.fspath(path), "wb") as f:  # a file object: np.savez would append .npz to a name
-        np.savez(f, **arrays)
+    with open(os.fspath(path), "wb") as f:
+        _write_npz(f, arrays)
+
+
+#: each member's array data starts at a multiple of this many bytes into the file, so that the
+#: reader can map it (a .npy header is padded to a multiple of 64 bytes itself)
+_ALIGN = 64
+#: the zip extra field that pads a local header to that alignment (the id Android's zipalign
+#: uses; zip readers skip fields they do not know)
+_PAD_FIELD = 0xD935
+
+
+def _write_npz(f, arrays: dict[str, np.ndarray]) -> None:
+    """What ``np.savez`` writes (stored .npy members, zip64), with each array's data aligned to
+    :data:`_ALIGN` bytes in the file. ``f``: a seekable binary file at position 0."""
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, a in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            # the local header: 30 bytes, the name, our padding field (4 + pad), the zip64 field (20)
+            pad = -(f.tell() + 30 + len(info.filename) + 4 + 20) % _ALIGN
+            info.extra = struct.pack("<HH", _PAD_FIELD, pad) + bytes(pad)
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, a, allow_pickle=False)
 
 
 def replay_summary(result) -> dict:

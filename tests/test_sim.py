@@ -284,7 +284,7 @@ def test_trace_file_stores_uint32_where_it_fits(tmp_path):
     with np.load(p) as z:
         assert z["obj"].dtype == np.uint32 and z["size"].dtype == np.uint32 and "write" not in z.files
     obj, write, size = load_trace(p)
-    assert (obj.dtype, size.dtype) == (np.int64, np.int64)
+    assert (obj.dtype, size.dtype) == (np.int32, np.int64)  # int32: the replay kernels' id type
     assert (obj.tolist(), write.tolist(), size.tolist()) == ([1, 0, 1], [False] * 3, [5, 2])
 
 
@@ -297,6 +297,72 @@ def test_sparse_ids_load_as_np_unique_ranks(tmp_path_factory, ids):
     obj, _, size = load_trace(p)
     assert obj.tolist() == np.unique(a, return_inverse=True)[1].reshape(-1).tolist()
     assert size.tolist() == [4] * np.unique(a).size
+
+
+def _first_size_mismatch(a, sz):
+    """Brute force: the first request whose size differs from its object's first request's."""
+    first = {}
+    for i, (o, s) in enumerate(zip(a.tolist(), sz.tolist())):
+        if first.setdefault(o, s) != s:
+            return i
+    return -1
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=40), st.integers(0, 200),
+       st.booleans(), st.data())
+def test_densify_passes_give_np_unique_ranks_and_the_first_size_mismatch(pool, n, dense_ids, data):
+    """Both jitted passes (presence map for ids near n, hash table for sparse ids) against
+    np.unique(return_inverse=True), and the size check against a brute-force scan."""
+    from loopsim.sim._filters import densify, hash_densify
+
+    if dense_ids:
+        pool = [v % (4 * n + 1025) for v in pool]
+    a = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)), np.int64)
+    sz = np.array([v % 5 + 1 for v in a.tolist()], np.int64)
+    if n and data.draw(st.booleans()):
+        sz[data.draw(st.integers(0, n - 1))] += 1
+    dense = np.empty(n, np.int32)
+    if dense_ids:
+        osize, bad = densify(a, sz, int(a.max()) if n else 0, dense)
+    else:
+        osize, bad = hash_densify(a, sz, dense)
+    uniq, inv = np.unique(a, return_inverse=True)
+    assert dense.tolist() == inv.reshape(-1).tolist()
+    assert bad == _first_size_mismatch(a, sz)
+    if bad < 0:
+        assert osize.tolist() == [v % 5 + 1 for v in uniq.tolist()]
+
+
+def test_hash_pass_grows_its_table_and_ranks_clustered_ids():
+    """Enough distinct ids for the table to double several times, drawn as multiples of a
+    Fibonacci constant (ids that cluster under multiplicative hashing), uint64 and uint32 ids."""
+    from loopsim.sim._filters import hash_densify
+
+    rng = np.random.default_rng(1)
+    ids = (np.arange(30_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(1)
+    a = ids[rng.integers(0, ids.size, 200_000)]
+    for obj in (a, a.astype(np.int64), (a >> np.uint64(33)).astype(np.uint32)):
+        dense = np.empty(obj.size, np.int32)
+        osize, bad = hash_densify(obj, np.full(obj.size, 3, np.uint32), dense)
+        uniq, inv = np.unique(obj, return_inverse=True)
+        assert bad == -1 and osize.tolist() == [3] * uniq.size
+        assert np.array_equal(dense, inv.reshape(-1))
+
+
+def test_written_traces_are_mapped_not_read(tmp_path):
+    """write_trace aligns each member's data, so the reader views it in the mapped file."""
+    import mmap
+
+    from loopsim.replayfile import _read_arrays
+
+    p = tmp_path / "t.npz"
+    write_trace(p, arr([2**40, 7, 2**40]), arr([4, 8, 4]), arr([True, False, False], bool))
+    arrays = _read_arrays(str(p))
+    assert all(isinstance(a.base, mmap.mmap) for a in arrays.values())
+    assert arrays["obj"].tolist() == [2**40, 7, 2**40] and arrays["write"].tolist() == [True, False, False]
+    with np.load(p) as z:  # still an ordinary .npz
+        assert z["size"].tolist() == [4, 8, 4]
 
 
 def _npz(path, **arrays):

@@ -6,7 +6,6 @@ optionally a boolean ``write``."""
 from __future__ import annotations
 
 from ..errors import InputError
-from ._common import dump_json
 
 
 def register(sub) -> None:
@@ -21,6 +20,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from .. import replayfile
+    from ..render.json import dumps  # not ._common: it imports the whole analysis model
     from ..sim import replay
 
     if args.capacity <= 0:
@@ -29,7 +29,7 @@ def run(args) -> int:
     res = replay(obj, write, size, args.capacity, args.policy, size=size)
     d = replayfile.replay_summary(res)
     if args.json:
-        dump_json(d)
+        print(dumps(d))
     else:
         print(f"{args.trace}: {args.policy}, capacity {args.capacity:,} bytes")
         for k in ("requests", "misses", "miss_bytes", "writeback_bytes"):
