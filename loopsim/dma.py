@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import ACC, Kernel, Load, Loop, Matmul, Store
-from .tiles import full_extent, grids, loop_edges
+from .executions import executions
+from .tiles import grids, loop_edges
 
 #: (upper bound in bytes per partition, exclusive; name; the guidance's words) — [S11]
 BANDS: tuple[tuple[float, str, str], ...] = (
@@ -173,41 +174,15 @@ class DmaReport:
         return out
 
 
-def _relevant(loops: tuple[Loop, ...], used: set[str], edges: dict) -> list[Loop]:
-    """Loops whose index values matter: indexed by the access, or named by an edge condition."""
-    need = set(used)
-    for l in loops:
-        if id(l) in edges:
-            need |= set(edges[id(l)][0])
-    return [l for l in loops if l.var in need]
-
-
 def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, partitions: int | None,
-                core_of: dict[str, int] | None):
-    """(bytes per partition, bytes, weight, core) arrays over one statement's executions."""
+                cores: Loop | None):
+    """(bytes per partition, bytes, weight, core) arrays over one statement's executions
+    (:func:`loopsim.executions.executions`); ``cores``: the core loop of a split kernel's
+    :func:`loopsim.lnc.cores_nest`, else None (core 0)."""
     acc = stmt.tile
     t = kernel.tensor_map[acc.tensor]
-    used = set(acc.variables)
-    rel = _relevant(loops, used | (set(core_of) if core_of else set()), edges)
-    weight = math.prod(l.trips for l in loops if l not in rel)
-    nl = len(rel)
-    iv = {}
-    for k, l in enumerate(rel):
-        shp = [1] * nl
-        shp[k] = l.trips
-        iv[l.var] = (np.arange(l.trips, dtype=np.int64) * l.step).reshape(shp)
-    zero = np.zeros((1,) * nl, dtype=np.int64)
-    exists = np.ones((1,) * nl, dtype=bool)
-    for l in rel:  # iterations of blocked loops past a tensor's edge do not run (tiles.loop_edges)
-        if id(l) in edges:
-            terms, extent = edges[id(l)]
-            exists = exists & (sum((iv[v] for v in terms if v in iv), zero) < extent)
-    ext = []
-    for axis, terms in enumerate(acc.index):
-        start = sum((iv[v] for v in terms), zero)
-        exists = exists & (start < t.shape[axis])
-        ext.append(np.maximum(np.minimum(full_extent(acc, axis, loops, t), t.shape[axis] - start), 0))
-    shape = tuple(l.trips for l in rel)
+    ext, exists, weight, core, shape = executions(stmt, loops, (acc,), kernel, cores, edges)
+    ext = ext[id(acc)]
     elems = np.ones(shape, dtype=np.int64)
     for e in ext:
         elems = elems * e
@@ -218,14 +193,8 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, part
         per_part = -(-rows // partitions) * free
     else:
         per_part = nbytes
-    core = np.zeros(shape, dtype=np.int64)
-    if core_of:
-        for var, size in core_of.items():
-            if var in iv:
-                core = core + np.broadcast_to(iv[var] // size, shape)
-    ex = np.broadcast_to(exists, shape)
-    return (np.broadcast_to(per_part, shape)[ex], np.broadcast_to(nbytes, shape)[ex],
-            weight, core[ex])
+    core = np.zeros(shape, dtype=np.int64) if core is None else np.broadcast_to(core, shape)
+    return per_part[exists], nbytes[exists], weight, core[exists]
 
 
 def report(kernel: Kernel, hw) -> DmaReport:
@@ -240,16 +209,13 @@ def report(kernel: Kernel, hw) -> DmaReport:
     split = lnc.split_loop(kernel)
     cores = split.split if split is not None else 1
     k = lnc.cores_nest(kernel) if split is not None else kernel
-    core_of = None
-    if split is not None:  # cores_nest wraps the body in ``for c in CORES*S by S``
-        outer = k.body[0]
-        core_of = {outer.var: outer.step}
+    core_loop = k.body[0] if split is not None else None  # cores_nest: ``for c in CORES*S by S``
     edges = loop_edges(k)
     per_stmt, sizes, nbytes_all, weights, core_all = [], [], [], [], []
     for (stmt, loops), (orig, _) in zip(k.statements(), kernel.statements()):
         if not isinstance(stmt, (Load, Store)):
             continue
-        pp, nb, w, core = _executions(stmt, loops, k, edges, hw.partitions, core_of)
+        pp, nb, w, core = _executions(stmt, loops, k, edges, hw.partitions, core_loop)
         vals, inv = np.unique(pp, return_inverse=True)
         counts = np.bincount(inv, minlength=vals.size) * w
         dist = tuple((int(v), int(c)) for v, c in zip(vals, counts))

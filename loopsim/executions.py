@@ -22,13 +22,14 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     edge condition names): the real extent of every axis of every access in ``accs``, whether it
     runs (its tile starts inside the tensor, and no enclosing blocked loop runs past an edge:
     :func:`loopsim.tiles.loop_edges`, computed when ``edges`` is None), the weight (runs of the
-    other loops) and the physical core that runs it (None: every core runs it)."""
-    from .tiles import loop_edges
-
+    other loops) and the physical core that runs it (None: every core runs it). ``split``: any loop
+    when the kernel is split across cores (the original split loop, or the core loop of
+    :func:`loopsim.lnc.cores_nest`), None when it is not."""
     tmap = kernel.tensor_map
-    edges = loop_edges(kernel) if edges is None else edges
-    if split is not None:  # the split loop around this statement (sibling loops may share the split)
-        split = next((l for l in loops if l.split > 1), None)
+    edges = edges_of(kernel) if edges is None else edges
+    if split is not None:  # the split loop around this statement (sibling loops may share the split),
+        # or the loop over the cores of lnc.cores_nest (spmd: its counter is the core)
+        split = next((l for l in loops if l.split > 1 or l.spmd), None)
     used = {v for a in accs for ix in a.index for v in ix}
     for l in loops:
         if id(l) in edges:
@@ -61,9 +62,28 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
         k = rel.index(split)
         shp = [1] * nl
         shp[k] = split.trips
-        core = np.arange(split.trips, dtype=np.int64).reshape(shp) // (-(-split.trips // split.split))
+        per = 1 if split.spmd else -(-split.trips // split.split)
+        core = np.arange(split.trips, dtype=np.int64).reshape(shp) // per
     shape = tuple(l.trips for l in rel)
     return ext, np.broadcast_to(exists, shape), weight, core, shape
+
+
+#: (kernel, its loop_edges) of the last kernel asked about: the ceilings and engine passes call
+#: :func:`executions` once per statement of the same kernel (replaced whole: safe across threads)
+_EDGES: tuple = (None, None)
+
+
+def edges_of(kernel: Kernel) -> dict:
+    """:func:`loopsim.tiles.loop_edges` of ``kernel``, computed once for consecutive calls."""
+    global _EDGES
+    last = _EDGES
+    if last[0] is kernel:
+        return last[1]
+    from .tiles import loop_edges
+
+    edges = loop_edges(kernel)
+    _EDGES = (kernel, edges)
+    return edges
 
 
 def tile_elements(stmt: Statement, loops: tuple[Loop, ...], acc, kernel: Kernel,

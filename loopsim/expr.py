@@ -67,8 +67,24 @@ class Expr:
         return self.text
 
 
+#: parsed expressions by their text (a spec's extents and steps are parsed again for every binding
+#: of its parameters: each --vary point, each search candidate); at most _CACHE_MAX of them
+_CACHE: dict[str, "Expr"] = {}
+_CACHE_MAX = 4096
+
+
 def parse(text: str, where: str = "expression") -> Expr:
     """Parse ``text``; a syntax error names ``where`` and the column (1-based)."""
+    hit = _CACHE.get(text) if isinstance(text, str) else None
+    if hit is not None:
+        return hit
+    e = _parse(text, where)
+    if len(_CACHE) < _CACHE_MAX:
+        _CACHE[text] = e
+    return e
+
+
+def _parse(text: str, where: str) -> Expr:
     if not isinstance(text, str) or not text.strip():
         raise ExprError(f"{where}: expected an arithmetic expression, got {text!r}")
     if len(text) > MAX_EXPR_CHARS:

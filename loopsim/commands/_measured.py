@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from .. import measured
 from ..errors import InputError
+
+if TYPE_CHECKING:  # imported where a --measured file is read: most runs have none
+    from .. import measured
 
 
 def add_option(p: argparse.ArgumentParser) -> None:
@@ -40,12 +43,16 @@ def assign(items: list[str], keys: list[tuple[str, ...]]) -> dict[int, measured.
                                  f"{', '.join(k[0] for k in keys)})")
         if hits[0] in out:
             raise InputError(f"--measured {item}: that tiling already has a measured file")
+        from .. import measured
+
         out[hits[0]] = measured.load(path)
     return out
 
 
 def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     """The report's entitlement against the profile, the nest's read/write split passed along."""
+    from .. import measured
+
     c = rep.counts
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
@@ -59,7 +66,11 @@ def single(args, e, rep=None) -> measured.Comparison | None:
         return None
     keys = (rep.counts.kernel, str(args.spec)) if rep is not None else ("hand count",)
     profile = assign(args.measured, [keys])[0]
-    return comparison(rep, profile) if rep is not None else measured.compare(e, profile)
+    if rep is not None:
+        return comparison(rep, profile)
+    from .. import measured
+
+    return measured.compare(e, profile)
 
 
 def profile_only(args) -> measured.Profile | None:
@@ -71,4 +82,6 @@ def profile_only(args) -> measured.Profile | None:
         raise InputError(f"--measured: without a SPEC give one profile, not {len(args.measured)}")
     item = args.measured[0]
     label, eq, path = item.rpartition("=")
+    from .. import measured
+
     return measured.load(item if not eq or os.path.exists(item) else path)
