@@ -260,8 +260,7 @@ class State:
         self.dirty = np.zeros(n_objects, np.bool_)
         self.st = np.zeros(4, np.int64)
         if policy == "lru":
-            self.prv = np.full(n_objects, -1, np.int64)
-            self.nxt = np.full(n_objects, -1, np.int64)
+            self.link = np.full(2 * n_objects, -1, np.int64)  # previous, next of each object
             self.st[:2] = -1
         else:
             # OPT packs (next use, id) into one int64: next use <= n_total must fit above the id bits
@@ -284,7 +283,7 @@ class State:
         try:
             if self.policy == "lru":
                 k.lru_kernel(obj, write, self.cost, cap, dead, miss, self.writebacks, self.miss_count,
-                             self.fetch_count, self.prv, self.nxt, self.resident, self.dirty, self.st)
+                             self.fetch_count, self.link, self.resident, self.dirty, self.st)
             else:
                 k.opt_kernel(obj, write, self.cost, cap, dead, nu, self.shift, miss, self.writebacks,
                              self.miss_count, self.fetch_count, self.cur, self.resident, self.dirty,

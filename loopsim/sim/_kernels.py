@@ -50,32 +50,33 @@ def flush(resident, dirty, writebacks):
 
 
 @njit(**_JIT)
-def _lru_unlink(o, prv, nxt, head, tail):
+def _lru_unlink(o, link, head, tail):
     """Take resident ``o`` out of the recency list; returns the new (head, tail)."""
-    p = prv[o]
-    q = nxt[o]
+    p = link[2 * o]
+    q = link[2 * o + 1]
     if p != -1:
-        nxt[p] = q
+        link[2 * p + 1] = q
     else:
         head = q
     if q != -1:
-        prv[q] = p
+        link[2 * q] = p
     else:
         tail = p
-    prv[o] = -1
-    nxt[o] = -1
+    link[2 * o] = -1
+    link[2 * o + 1] = -1
     return head, tail
 
 
 @njit(**_JIT)
 def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, fetch_count,
-               prv, nxt, resident, dirty, st):
+               link, resident, dirty, st):
     """LRU replay of one chunk of requests, resuming from and leaving its state in the arrays.
 
     Fills ``miss`` (bool[n]) and adds, per object (int64[n_objects]), ``writebacks``,
     ``miss_count`` (misses) and ``fetch_count`` (read misses). Residents form a doubly linked
-    list over dense ids (``prv``/``nxt``; -1 ends it), most recently used at the head, eviction
-    from the tail: O(1) per request. ``st`` = (head, tail, occupancy, peak). ``dead`` (bool[n]):
+    list over dense ids (``link[2 * o]`` the previous, ``link[2 * o + 1]`` the next; -1 ends it:
+    an object's two links share a cache line), most recently used at the head, eviction from the
+    tail: O(1) per request. ``st`` = (head, tail, occupancy, peak). ``dead`` (bool[n]):
     after request i its object is freed without a write-back (an on-chip intermediate after its
     last use). The caller flushes dirty residents (:func:`flush`) after the last chunk.
     """
@@ -90,7 +91,7 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
         if resident[o]:
             miss[i] = False
             if dead[i]:
-                head, tail = _lru_unlink(o, prv, nxt, head, tail)
+                head, tail = _lru_unlink(o, link, head, tail)
                 resident[o] = False
                 dirty[o] = False
                 occ -= cost[o]
@@ -98,17 +99,17 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
             if w:
                 dirty[o] = True
             if head != o:
-                # unlink o (it is not the head, so prv[o] != -1) and push it in front
-                p = prv[o]
-                q = nxt[o]
-                nxt[p] = q
+                # unlink o (it is not the head, so its previous is not -1) and push it in front
+                p = link[2 * o]
+                q = link[2 * o + 1]
+                link[2 * p + 1] = q
                 if q != -1:
-                    prv[q] = p
+                    link[2 * q] = p
                 else:
                     tail = p
-                prv[o] = -1
-                nxt[o] = head
-                prv[head] = o
+                link[2 * o] = -1
+                link[2 * o + 1] = head
+                link[2 * head] = o
                 head = o
             continue
         miss[i] = True
@@ -125,12 +126,12 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
             if tail == -1:  # cannot happen while occ tracks the residents; never spin on it
                 raise RuntimeError("lru_kernel: occupancy > 0 with no resident left to evict")
             v = tail
-            tail = prv[v]
+            tail = link[2 * v]
             if tail != -1:
-                nxt[tail] = -1
+                link[2 * tail + 1] = -1
             else:
                 head = -1
-            prv[v] = -1
+            link[2 * v] = -1
             resident[v] = False
             occ -= cost[v]
             if dirty[v]:
@@ -138,10 +139,10 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
                 dirty[v] = False
         resident[o] = True
         dirty[o] = w
-        prv[o] = -1
-        nxt[o] = head
+        link[2 * o] = -1
+        link[2 * o + 1] = head
         if head != -1:
-            prv[head] = o
+            link[2 * head] = o
         else:
             tail = o
         head = o
@@ -149,7 +150,7 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
         if occ > peak:
             peak = occ
         if dead[i]:
-            head, tail = _lru_unlink(o, prv, nxt, head, tail)
+            head, tail = _lru_unlink(o, link, head, tail)
             resident[o] = False
             dirty[o] = False
             occ -= c
