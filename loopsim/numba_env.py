@@ -31,7 +31,7 @@ from pathlib import Path
 
 #: the folder of the jitted modules (loopsim/sim) and their module names
 SIM_DIR = Path(__file__).resolve().parent / "sim"
-MODULES = ("_kernels", "_stack", "_filters")
+MODULES = ("_gen", "_kernels", "_stack", "_filters")
 
 _prepared = False
 

@@ -161,8 +161,10 @@ class Nest:
     """A kernel's nest compiled to the flat tables the jitted walker reads (see
     :mod:`loopsim.sim._gen`), with the object table every trace of it shares.
 
-    ``slots``: an upper bound on the number of requests; ``id_dtype``: int32 when every object
-    id fits, else int64; ``temp``: bool[n_objects] or None, objects of on-chip intermediates
+    ``slots``: an upper bound on the number of requests; ``general``: some statement needs the
+    walker's statement-level checks (a tile past an edge, a ragged matmul, a tile of several
+    blocks; else the walker compiles without them); ``id_dtype``: int32 when every object id
+    fits, else int64; ``temp``: bool[n_objects] or None, objects of on-chip intermediates
     (freed after their last request, see :func:`_on_chip`).
     """
 
@@ -175,6 +177,10 @@ class Nest:
     axes: np.ndarray
     terms: np.ndarray
     lin: np.ndarray
+    fast: np.ndarray
+    rows: np.ndarray
+    scratch: int
+    general: bool
     slots: int
     max_events: int
     obj_bytes: np.ndarray
@@ -200,8 +206,11 @@ class Nest:
         return np.int32 if self.n_objects < 2**31 else np.int64
 
 
-def compile_nest(kernel: Kernel) -> Nest:
-    """Flatten the kernel's nest into the walker's tables (pure; no trace is generated)."""
+def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
+    """Flatten the kernel's nest into the walker's tables (pure; no trace is generated).
+    ``fast``: mark the loops the walker may run whole iterations of at once (see
+    :func:`_fast_loops`); False leaves every loop to the statement-by-statement path (the same
+    trace; tests compare the two)."""
     from .sim._codes import OP_END, OP_LOOP, OP_STMT
 
     gs = grids(kernel)
@@ -309,9 +318,63 @@ def compile_nest(kernel: Kernel) -> Nest:
     if temp_names:
         temp = np.isin(obj_tensor, [names.index(t) for t in temp_names])
     st = table(stmts, 13)
-    return Nest(kernel, table(code, 3), table(loops_t, 5), np.array(edge_terms, np.int64), st,
-                table(accs, 9), table(axes, 7), np.array(terms, np.int64), table(lin, 2), slots,
+    ac = table(accs, 9)
+    ln = table(lin, 2)
+    code_t = table(code, 3)
+    ft, rows = _fast_loops(code_t, len(loops_t), st, ac, ln, fast)
+    scratch = max([rows.shape[0]] + [a[4] - a[3] for a in accs])
+    emits = (ac[:, 2] == 0) | (ac[:, 8] != 0)  # a PSUM read (skip, not zeroed) emits nothing
+    general = bool(st[:, 3].any() or (st[:, 4] == 2).any() or (emits & (ac[:, 5] == 0)).any())
+    return Nest(kernel, code_t, table(loops_t, 5), np.array(edge_terms, np.int64), st, ac,
+                table(axes, 7), np.array(terms, np.int64), ln, ft, rows, max(scratch, 1), general, slots,
                 int(st[:, 2].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
+
+
+def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndarray,
+                lin: np.ndarray, enable: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The walker's fast loops: (fast int64[n_loops, 5], rows int64[R, 4]).
+
+    A loop is fast when its body is statements only, none of which can start a tile past its
+    tensor's edge (no check) or covers a ragged matmul tile, and each of whose requests is one
+    block (a simple access: its id is linear in the loop counters). Within such a loop every
+    request's id advances by a fixed stride per iteration, and each iteration emits at most the
+    same number of requests. ``fast[L] = (r0, r1, events, flops, instructions)``: its requests
+    ``rows[r0:r1]``, in program order, as ``(access, id stride along L, kind, plain)`` (``plain``:
+    no partial-sum or accumulator state, written as is; accesses that never emit are left out),
+    the most requests, the FLOPs and the instructions of one iteration; ``r0 = -1``: not fast.
+    """
+    from .sim._codes import OP_LOOP, OP_STMT
+
+    fast = np.full((n_loops, 5), -1, np.int64)
+    rows: list[list[int]] = []
+    if not enable:
+        return fast, np.zeros((0, 4), np.int64)
+    for pc in range(code.shape[0]):
+        if code[pc, 0] != OP_LOOP:
+            continue
+        L = int(code[pc, 1])
+        body = code[pc + 1:int(code[pc, 2]) - 1]
+        if not body.size or (body[:, 0] != OP_STMT).any():
+            continue
+        ss = stmts[body[:, 1]]
+        mine = []
+        ok = not ss[:, 3].any() and not (ss[:, 4] == 2).any()
+        for s in ss:
+            for a in range(s[0], s[1]):
+                kind, skip, simple, l0, l1, zeroed = (int(v) for v in accs[a, [1, 2, 5, 6, 7, 8]])
+                if skip and not zeroed:
+                    continue  # a PSUM read: never a request
+                ok &= bool(simple)
+                stride = int(lin[l0:l1, 1][lin[l0:l1, 0] == L].sum())
+                plain = kind not in (ACC, STORE) and not zeroed
+                mine.append([a, stride, kind, int(plain)])
+        mm = ss[:, 4] == 1
+        flops = sum(int(f) for f in ss[mm, 11])
+        if not ok or flops >= 2**62:
+            continue
+        fast[L] = (len(rows), len(rows) + len(mine), int(ss[:, 2].sum()), flops, int(ss[mm, 12].sum()))
+        rows += mine
+    return fast, np.array(rows, np.int64).reshape(-1, 4)
 
 
 def _max_start(terms: tuple[str, ...], loop_of: dict[str, Loop]) -> int:
@@ -332,6 +395,7 @@ class Walker:
         self.ival = np.zeros(n_loops, np.int64)
         self.last_kind = np.zeros(nest.n_objects, np.int8)
         self.st = np.zeros(4, np.int64)
+        self.scratch = np.zeros(nest.scratch, np.int64)
 
     @property
     def done(self) -> bool:
@@ -356,12 +420,13 @@ class Walker:
         for mine, saved in zip((self.st, self.cnt, self.ival, self.last_kind), cp):
             mine[:] = saved
 
-    def fill(self, obj: np.ndarray, kind: np.ndarray, store: bool = True) -> int:
+    def fill(self, obj: np.ndarray, kind: np.ndarray) -> int:
         """Write the next requests into ``obj``/``kind`` (at most their length); return how many."""
         ns = self.nest
-        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, ns.axes,
-                                  ns.terms, ns.lin, self.cnt, self.ival, self.last_kind, self.st, obj, kind,
-                                  store))
+        axes, terms = (ns.axes, ns.terms) if ns.general else (None, None)
+        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, axes, terms,
+                                  ns.lin, ns.fast, ns.rows, self.cnt, self.ival, self.last_kind,
+                                  self.st, self.scratch, obj, kind))
 
 
 #: largest trace :func:`build` materialises (requests); :func:`loopsim.counts.count` streams

@@ -30,6 +30,12 @@ Tables (all int64, built by ``trace.compile_nest``):
     per tensor dimension of an access: the loop numbers summed for its start
     (``terms[t0:t1]``), the dimension, its block size and count, the blocks a full tile spans and
     the id stride of one block along it.
+``fast[L] = (r0, r1, events, flops, instructions)``, ``rows[r] = (access, stride, kind, plain)``
+    a fast loop (``r0 >= 0``, see ``trace._fast_loops``): its body is statements whose requests
+    are one block each, so each request's id advances by ``stride`` per iteration. The walker
+    runs as many whole iterations as fit at once, one add and two stores per request, and adds
+    the iterations' FLOPs and instructions in one step; a partial iteration goes statement by
+    statement as in any other loop.
 
 State: ``cnt``/``ival`` (int64[L]) loop counters and variable values; ``last_kind``
 (int8[n_objects]: low bits 0 none, 1 accumulated, 2 stored, for the partial-sum rule; bit
@@ -40,59 +46,131 @@ State: ``cnt``/``ival`` (int64[L]) loop counters and variable values; ``last_kin
 import numpy as np
 from numba import njit
 
-from loopsim.sim._codes import OP_END, OP_LOOP, OP_STMT
+from loopsim.sim._codes import OP_LOOP, OP_STMT
 
 _USE, _STORE, _PRODUCE, _ACC = 1, 2, 3, 4
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
 
+# One compiled function: every table and counter int64, ids int32 (int64 past 2**31 objects),
+# kinds int8. ``axes`` and ``terms`` are None for a nest whose statements are all simple (no
+# tile past an edge, no ragged matmul, one block per request): numba then prunes the code that
+# reads them, and that smaller variant is what most nests compile on a cold start.
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _emit(o, kind, zeroed, skip, last_kind, obj_out, kind_out, n):
+    """One request of object ``o`` under the partial-sum and zeroed-accumulator rules; returns
+    the new count (``n`` when the request is dropped)."""
+    lk = last_kind[o]
+    if kind == _ACC:  # stays in PSUM unless the tile was stored before: a read-back
+        last_kind[o] = (lk & _SEEN) | 1
+        if lk & 3 != 2:
+            return n
+    elif kind == _STORE:
+        last_kind[o] = (lk & _SEEN) | 2
+    if zeroed:
+        last_kind[o] |= _SEEN
+        if not lk & _SEEN and kind == _USE:  # the first request reads zeros
+            return n
+        if skip:
+            return n
+    obj_out[n] = o
+    kind_out[n] = kind
+    return n + 1
+
 
 @njit(cache=True, nogil=True)
-def _edge_ok(loops, edge_terms, ival, L):
-    t0 = loops[L, 2]
-    t1 = loops[L, 3]
-    if t0 == t1:
-        return True
-    s = 0
-    for t in range(t0, t1):
-        s += ival[edge_terms[t]]
-    return s < loops[L, 4]
-
-
-@njit(cache=True, nogil=True)
-def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, cnt, ival, last_kind, st,
-         obj_out, kind_out, store):
-    """Emit the next requests into ``obj_out``/``kind_out`` (up to their length; nothing is
-    written when ``store`` is False, the requests are only counted). Returns how many; the trace
-    is finished when ``st[0] == code.shape[0]``."""
-    cap = obj_out.shape[0] if store else np.int64(2**62)
+def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt, ival,
+         last_kind, st, scratch, obj_out, kind_out):
+    """Emit the next requests into ``obj_out``/``kind_out`` (up to their length). Returns how
+    many; the trace is finished when ``st[0] == code.shape[0]``. ``scratch``: int64, at least
+    as long as the most rows of a fast loop and the most dimensions of an access. ``axes`` and
+    ``terms``: None when the nest needs no statement-level checks (``Nest.general`` False)."""
+    cap = obj_out.shape[0]
     nops = code.shape[0]
     n = 0
     pc = st[0]
     flops = st[1]
     instr = st[2]
-    bs = np.empty(16, np.int64)
     while pc < nops:
         op = code[pc, 0]
-        if op == OP_LOOP:
+        if op != OP_STMT:  # a loop's first iteration (OP_LOOP) or its next one (OP_END)
             L = code[pc, 1]
-            cnt[L] = 0
-            ival[L] = 0
-            if _edge_ok(loops, edge_terms, ival, L):
-                pc += 1
+            if op == OP_LOOP:
+                c = 0
+                body = pc + 1
+                after = code[pc, 2]
             else:
-                pc = code[pc, 2]
-            continue
-        if op == OP_END:
-            L = code[pc, 1]
-            c = cnt[L] + 1
-            if c < loops[L, 0]:
-                cnt[L] = c
-                ival[L] = c * loops[L, 1]
-                if _edge_ok(loops, edge_terms, ival, L):
-                    pc = code[pc, 2]
+                c = cnt[L] + 1
+                body = code[pc, 2]
+                after = pc + 1
+                if c >= loops[L, 0]:
+                    pc = after
                     continue
-            pc += 1
+            step = loops[L, 1]
+            cnt[L] = c
+            ival[L] = c * step
+            # iterations c, c + 1, ... run while sum(ival[edge terms]) < extent: L's own terms
+            # grow by ``mult * step`` per iteration, the rest are fixed inside the loop
+            end = loops[L, 0]
+            t0 = loops[L, 2]
+            t1 = loops[L, 3]
+            if t0 != t1:
+                fixed = 0
+                mult = 0
+                for t in range(t0, t1):
+                    v = edge_terms[t]
+                    if v == L:
+                        mult += 1
+                    else:
+                        fixed += ival[v]
+                room = loops[L, 4] - fixed - mult * ival[L]
+                if room <= 0:
+                    pc = after
+                    continue
+                if mult:
+                    end = min(end, c + (room + mult * step - 1) // (mult * step))
+            r0 = fast[L, 0]
+            if r0 < 0:
+                pc = body
+                continue
+            # a fast loop: its body is statements whose requests are one block each, the id
+            # advancing by a fixed stride per iteration: run whole iterations, one add per request
+            per = fast[L, 2]
+            stop = end if per == 0 else min(end, c + (cap - n) // per)
+            r1 = fast[L, 1]
+            for r in range(r0, r1):
+                a = rows[r, 0]
+                o = accs[a, 0]
+                for t in range(accs[a, 6], accs[a, 7]):
+                    o += cnt[lin[t, 0]] * lin[t, 1]
+                scratch[r - r0] = o
+            for _ in range(c, stop):
+                for r in range(r0, r1):
+                    o = scratch[r - r0]
+                    scratch[r - r0] = o + rows[r, 1]
+                    kind = rows[r, 2]
+                    if rows[r, 3]:  # plain: no partial-sum or accumulator state
+                        obj_out[n] = o
+                        kind_out[n] = kind
+                        n += 1
+                    else:
+                        a = rows[r, 0]
+                        n = _emit(o, kind, accs[a, 8], accs[a, 2], last_kind, obj_out, kind_out, n)
+            k = stop - c
+            e = fast[L, 3]
+            if e and k > (_FLOP_LIMIT - flops) // e:
+                st[3] = 1
+            else:
+                flops += k * e
+            instr += k * fast[L, 4]
+            if stop < end:  # the next iteration did not fit: the statement-by-statement path takes it
+                cnt[L] = stop
+                ival[L] = stop * step
+                pc = body
+            else:
+                pc = after
             continue
         s = code[pc, 1]
         if n + stmts[s, 2] > cap:
@@ -100,7 +178,7 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, cnt, ival, last
         pc += 1
         a0 = stmts[s, 0]
         a1 = stmts[s, 1]
-        if stmts[s, 3]:  # a tile starting past its tensor's edge: the statement does not run
+        if axes is not None and stmts[s, 3]:  # a tile starting past its tensor's edge: not run
             ok = True
             for a in range(a0, a1):
                 for x in range(accs[a, 3], accs[a, 4]):
@@ -113,9 +191,8 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, cnt, ival, last
                 continue
         mm = stmts[s, 4]
         if mm:
-            if mm == 1:
-                e = stmts[s, 11]
-            else:  # ragged tiles: the instruction covers only what lies inside the tensors
+            e = stmts[s, 11]
+            if axes is not None and mm == 2:  # ragged: the instruction covers what lies inside
                 e = 2
                 for j in range(3):
                     x = stmts[s, 5 + j]
@@ -131,57 +208,41 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, cnt, ival, last
                 flops += e
         for a in range(a0, a1):
             zeroed = accs[a, 8]
-            if accs[a, 2] and not zeroed:
+            skip = accs[a, 2]
+            if skip and not zeroed:
                 continue
             kind = accs[a, 1]
             base = accs[a, 0]
-            if accs[a, 5]:  # one block per tile: the id is linear in the loop counters
+            x0 = accs[a, 3]
+            x1 = accs[a, 4]
+            total = 1
+            if axes is None or accs[a, 5]:  # one block per tile: id linear in the loop counters
                 for t in range(accs[a, 6], accs[a, 7]):
                     base += cnt[lin[t, 0]] * lin[t, 1]
-                total = 1
             else:
-                x0 = accs[a, 3]
-                x1 = accs[a, 4]
-                total = 1
                 for x in range(x0, x1):
                     v = 0
                     for t in range(axes[x, 0], axes[x, 1]):
                         v += ival[terms[t]]
                     b = v // axes[x, 3]
-                    bs[x - x0] = b
+                    scratch[x - x0] = b
                     base += b * axes[x, 6]
                     total *= axes[x, 5]
             for e in range(total):
                 o = base
-                if total > 1:  # the e-th block of the tile, last axis fastest; blocks past the edge skipped
+                if axes is not None and total > 1:  # e-th block, last axis fastest; past the edge: skip
                     r = e
                     valid = True
                     for x in range(x1 - 1, x0 - 1, -1):
                         nf = axes[x, 5]
                         j = r % nf
                         r //= nf
-                        if bs[x - x0] + j >= axes[x, 4]:
+                        if scratch[x - x0] + j >= axes[x, 4]:
                             valid = False
                         o += j * axes[x, 6]
                     if not valid:
                         continue
-                lk = last_kind[o]
-                if kind == _ACC:  # stays in PSUM unless the tile was stored before: a read-back
-                    last_kind[o] = (lk & _SEEN) | 1
-                    if lk & 3 != 2:
-                        continue
-                elif kind == _STORE:
-                    last_kind[o] = (lk & _SEEN) | 2
-                if zeroed:
-                    last_kind[o] |= _SEEN
-                    if not lk & _SEEN and kind == _USE:  # the first request reads zeros
-                        continue
-                    if accs[a, 2]:
-                        continue
-                if store:
-                    obj_out[n] = o
-                    kind_out[n] = kind
-                n += 1
+                n = _emit(o, kind, zeroed, skip, last_kind, obj_out, kind_out, n)
     st[0] = pc
     st[1] = flops
     st[2] = instr

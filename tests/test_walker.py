@@ -1,0 +1,93 @@
+"""The walker's fast loops (whole iterations at once, one add per request) emit exactly what its
+statement-by-statement path emits, on every bundled tiling at random shapes (ragged edges,
+partial sums, holds, SBUF accumulators, on-chip intermediates, blocked loops, LNC splits),
+whole or in chunks that stop inside a fast loop. The statement-by-statement path itself is
+checked against the plain-Python interpreter in test_trace.py and test_stream.py."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from loopsim import lnc, program, spec, trace
+
+from naive_nest import interpret, matmul_nests
+
+TILINGS = sorted(str(p.relative_to(Path(spec.__file__).parent.parent / "tilings"))[:-5]
+                 for p in (Path(spec.__file__).parent.parent / "tilings").rglob("*.toml"))
+#: tilings whose token loop an LNC split can take (a matmul with a token index)
+SPLITTABLE = ("matmul", "matmul_hoisted", "matmul_kouter", "matmul_small_tiles", "projection",
+              "nki_tutorial/1_tiled", "nki_tutorial/4_fully_optimized")
+
+
+@st.composite
+def bundled_kernels(draw):
+    """A kernel of a bundled tiling with its problem dimensions drawn small (tiles and blocks as
+    the spec has them), LNC-split in two when the tiling allows."""
+    name = draw(st.sampled_from(TILINGS))
+    sf = spec.read(name)
+    sets = {p: draw(st.integers(1, 400)) for p, v in sf.data["params"].items()
+            if isinstance(v, int) and v >= 256 and not re.match(r"T|B.", p)}
+    if program.is_program(sf):
+        stages = program.load(name, sets).stages
+        return draw(st.sampled_from([s.kernel for s in stages]))
+    k = spec.load_kernel(name, sets)
+    if name in SPLITTABLE and draw(st.booleans()):
+        k = lnc.with_split(k, 2)
+    return k
+
+
+def _walk(nest, chunk):
+    w = trace.Walker(nest)
+    obj = np.empty(max(chunk, nest.max_events), nest.id_dtype)
+    kind = np.empty(obj.size, np.int8)
+    got_o, got_k = [], []
+    while not w.done:
+        m = w.fill(obj, kind)
+        got_o.append(obj[:m].copy())
+        got_k.append(kind[:m].copy())
+    return np.concatenate(got_o), np.concatenate(got_k), w.flops, w.instructions
+
+
+def _same(k, chunk):
+    """The fast walker, whole and in chunks, against the statement-by-statement one."""
+    slow = trace.build(k, trace.compile_nest(k, fast=False))
+    nest = trace.compile_nest(k)
+    fast = trace.build(k, nest)
+    want = (slow.obj.tolist(), slow.kind.tolist(), slow.flops, slow.instructions)
+    assert (fast.obj.tolist(), fast.kind.tolist(), fast.flops, fast.instructions) == want
+    o, kd, f, i = _walk(nest, chunk)
+    assert (o.tolist(), kd.tolist(), f, i) == want
+    return nest
+
+
+@settings(max_examples=50, deadline=None)
+@given(bundled_kernels(), st.integers(1, 300))
+def test_fast_loops_emit_the_statement_by_statement_trace(kernel, chunk):
+    _same(kernel, chunk)
+
+
+@settings(max_examples=30, deadline=None)
+@given(matmul_nests(max_dim=200), st.integers(1, 100))
+def test_fast_loops_emit_the_interpreter_s_trace(kernel, chunk):
+    nest = _same(kernel, chunk)
+    events, flops, instructions = interpret(kernel)
+    o, k, f, i = _walk(nest, chunk)
+    assert list(zip(o.tolist(), k.tolist())) == events
+    assert (f, i) == (flops, instructions)
+
+
+def test_the_benchmark_nest_runs_its_innermost_loop_fast():
+    # matmul with 32^3 tiles: the k loop's body (two loads, the matmul: its operands, their hold
+    # and the accumulation) is seven requests of one block each, ids advancing by the tile grid
+    k = spec.load_kernel("matmul", {"M": 320, "N": 256, "K": 256, "TM": 32, "TK": 32, "TN": 32})
+    nest = trace.compile_nest(k)
+    assert nest.fast[:, 0].tolist() == [-1, -1, 0] and not nest.general
+    # A is K x M (8 x 10 blocks, A's ids first), B is K x N (8 x 8): along k, A advances by its
+    # 10 blocks per row and B by 8; C (10 x 8) stays put while k runs (a partial sum in PSUM)
+    assert nest.rows[:, 1].tolist() == [10, 8, 10, 8, 10, 8, 0]
+    assert nest.rows[:, 3].tolist() == [1, 1, 1, 1, 1, 1, 0]  # only the accumulation has state
+    # chunks that end inside the k loop, at every offset of an iteration, resume where they stopped
+    for chunk in (7, 8, 9, 10, 11, 12, 13, 20, 41, 100):
+        _same(k, chunk)
