@@ -134,7 +134,12 @@ def _weighted_total(counts: np.ndarray, size: np.ndarray) -> int:
     return sum(int(c) * int(s) for c, s in zip(counts[nz].tolist(), size[nz].tolist()))
 
 
-def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
+#: bytes OPT may spend on the next-use record of a chunked replay (one int64 per object per chunk);
+#: chunks grow to stay within it
+_RECORD_BYTES = 64 << 20
+
+
+def replay(obj, write, cost, capacity, policy, size=None, dead=None, chunk=None) -> Replay:
     """Replay a trace through a cache of ``capacity`` units under ``policy``.
 
     Parameters
@@ -154,6 +159,11 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
         Bytes per object, for the byte totals; default ``cost``.
     dead : numpy.ndarray of bool, shape (n,), optional
         True: once request i is served its object is freed with no write-back (default: none).
+    chunk : int, optional
+        Feed the kernels this many requests at a time (OPT: more where its next-use record, one
+        int64 per object per chunk, would pass 64 MiB): the per-request arrays they need (miss,
+        dead, OPT's next uses) are then allocated per chunk, not per trace, and the result's
+        ``miss`` is None. The counts are those of one call.
 
     Returns
     -------
@@ -202,12 +212,11 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
         _check_nonneg("size", size)
     n_objects = cost.shape[0]
     n = obj.shape[0]
-    if dead is None:
-        dead = np.zeros(n, np.bool_)
-    elif not isinstance(dead, np.ndarray) or dead.dtype != np.bool_ or dead.shape != obj.shape:
-        _fail(f"replay: dead must be a numpy bool array of shape {obj.shape}, got "
-              f"{getattr(dead, 'dtype', type(dead).__name__)} {getattr(dead, 'shape', '')}".rstrip())
-    dead = np.ascontiguousarray(dead)
+    if dead is not None:
+        if not isinstance(dead, np.ndarray) or dead.dtype != np.bool_ or dead.shape != obj.shape:
+            _fail(f"replay: dead must be a numpy bool array of shape {obj.shape}, got "
+                  f"{getattr(dead, 'dtype', type(dead).__name__)} {getattr(dead, 'shape', '')}".rstrip())
+        dead = np.ascontiguousarray(dead)
     if n:
         lo = int(np.argmin(obj))
         hi = int(np.argmax(obj))
@@ -218,6 +227,11 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
 
     obj = dense_ids(obj, n_objects)
     st = State(policy, cost, capacity, n if policy == "opt" else 0)
+    if chunk is not None:
+        _feed_chunks(st, obj, write, dead, n_objects, chunk)
+        return st.result(size)
+    if dead is None:
+        dead = np.zeros(n, np.bool_)
     miss = np.empty(n, np.bool_)
     nu = None
     if policy == "opt":
@@ -225,6 +239,34 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None) -> Replay:
         st.next_uses(obj, 0, np.full(n_objects, n, np.int64), nu)
     st.feed(obj, write, dead, miss, nu)
     return st.result(size, miss)
+
+
+def _feed_chunks(st: "State", obj, write, dead, n_objects: int, chunk: int) -> None:
+    """Feed ``st`` the whole trace ``chunk`` requests at a time (see :func:`replay`). OPT first
+    walks the chunks backwards recording, per chunk, each object's first request after it; the
+    forward pass then computes each chunk's next uses from its record."""
+    n = obj.shape[0]
+    if st.policy == "opt":
+        chunks_max = max(1, _RECORD_BYTES // (8 * max(n_objects, 1)))
+        chunk = max(chunk, -(-n // chunks_max))
+    chunk = max(1, min(int(chunk), n))
+    starts = range(0, n, chunk)
+    miss = np.empty(chunk, np.bool_)
+    no_dead = np.zeros(chunk, np.bool_) if dead is None else None
+    nu = record = None
+    if st.policy == "opt":
+        nu = np.empty(chunk, np.int64)
+        record = {}
+        after = np.full(n_objects, n, np.int64)
+        for a in reversed(starts):
+            record[a] = after.copy()
+            st.next_uses(obj[a:a + chunk], a, after, nu[:min(chunk, n - a)])
+    for a in starts:
+        m = min(chunk, n - a)
+        if record is not None:
+            st.next_uses(obj[a:a + m], a, record.pop(a), nu[:m])
+        st.feed(obj[a:a + m], write[a:a + m], no_dead[:m] if dead is None else dead[a:a + m], miss[:m],
+                None if nu is None else nu[:m])
 
 
 def dense_ids(obj: np.ndarray, n_objects: int) -> np.ndarray:
