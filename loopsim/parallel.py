@@ -113,31 +113,43 @@ class Pool:
         return self.jobs
 
     def map(self, fn: Callable, items: Sequence, *, progress: Progress | None = None,
-            note: Callable[[object], str | None] | None = None) -> list:
+            note: Callable[[object], str | None] | None = None,
+            weight: Callable[[object], int] | None = None, warm: bool = False) -> list:
         """``[fn(x) for x in items]``, run on the pool's workers. ``note(result)`` may return a
-        short text for the progress bar (e.g. the best so far)."""
+        short text for the progress bar (e.g. the best so far); ``weight(item)``: how many steps
+        of the bar an item is (default 1). ``warm``: before the first local workers start, run
+        the first item here, so that they inherit what it imported and compiled."""
         items = list(items)
         if not items:
             return []
+        if progress is not None and (note or weight):
+            progress = _Steps(progress, items, note, weight)
         if self._client is not None:
-            return self._map_dask(fn, items, progress, note)
+            return self._map_dask(fn, items, progress)
         if self.jobs == 1 or len(items) == 1:
-            return self._map_here(fn, items, progress, note)
-        return self._map_local(fn, items, progress, note)
+            return self._map_here(fn, items, progress)
+        return self._map_local(fn, items, progress, warm and self._exec is None)
 
-    def _map_here(self, fn, items, progress, note):
+    def _map_here(self, fn, items, progress):
         done = {}
         try:
             for i, x in enumerate(items):
                 done[i] = fn(x)
-                _tick(progress, note, done[i])
+                _tick(progress, i, done[i])
         except KeyboardInterrupt:
             raise Interrupted(done) from None
         return [done[i] for i in range(len(items))]
 
-    def _map_local(self, fn, items, progress, note):
+    def _map_local(self, fn, items, progress, warm):
         from concurrent.futures import FIRST_COMPLETED, wait
 
+        done = {}
+        if warm:
+            try:
+                done[0] = fn(items[0])
+            except KeyboardInterrupt:
+                raise Interrupted(done) from None
+            _tick(progress, 0, done[0])
         if self._exec is None:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
@@ -145,22 +157,21 @@ class Pool:
             method = "fork" if sys.platform == "linux" else "spawn"  # fork: no re-import per worker
             self._exec = ProcessPoolExecutor(self.jobs, mp_context=mp.get_context(method),
                                              initializer=_ignore_sigint)
-        futs = {self._exec.submit(fn, x): i for i, x in enumerate(items)}
-        done = {}
+        futs = {self._exec.submit(fn, x): i for i, x in enumerate(items) if i not in done}
         try:
             pending = set(futs)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
                     done[futs[f]] = f.result()
-                    _tick(progress, note, done[futs[f]])
+                    _tick(progress, futs[f], done[futs[f]])
         except KeyboardInterrupt:
             for f in futs:
                 f.cancel()
             raise Interrupted(done) from None
         return [done[i] for i in range(len(items))]
 
-    def _map_dask(self, fn, items, progress, note):
+    def _map_dask(self, fn, items, progress):
         from distributed import as_completed
 
         futs = self._client.map(fn, items, pure=False)
@@ -169,7 +180,7 @@ class Pool:
         try:
             for f in as_completed(futs, loop=self._client.loop):
                 done[index[f.key]] = f.result()
-                _tick(progress, note, done[index[f.key]])
+                _tick(progress, index[f.key], done[index[f.key]])
         except KeyboardInterrupt:
             self._client.cancel(futs)
             raise Interrupted(done) from None
@@ -190,9 +201,23 @@ class Pool:
         self.close()
 
 
-def _tick(progress, note, result) -> None:
-    if progress is not None:
-        progress.update(1, note(result) if note else None)
+class _Steps:
+    """A bar ticked per item by its weight, with a note from its result."""
+
+    def __init__(self, bar, items, note, weight):
+        self.bar, self.items, self.note, self.weight = bar, items, note, weight
+
+    def done(self, i: int, result) -> None:
+        self.bar.update(self.weight(self.items[i]) if self.weight else 1,
+                        self.note(result) if self.note else None)
+
+
+def _tick(progress, i: int, result) -> None:
+    """Item ``i`` finished with ``result``: move the bar."""
+    if isinstance(progress, _Steps):
+        progress.done(i, result)
+    elif progress is not None:
+        progress.update(1)
 
 
 def _connect(address: str, timeout_s: float):
