@@ -7,16 +7,19 @@ written once), sampled geometrically, with the sheet's own capacity always among
 are whole-SBUF bytes (per-partition cost x partitions on partitioned sheets).
 
 LRU's points come from one stack-distance pass (:func:`loopsim.sim.stack.lru_curve`); OPT's
-from one replay per capacity (:func:`sweep_policy`, which also serves to check the LRU pass).
+from one replay per capacity (:func:`sweep_policy`, which also serves to check the LRU pass). The
+LRU pass and the OPT replays are independent tasks run on ``jobs`` local processes (or a Dask
+cluster, :mod:`loopsim.parallel`); each point is computed by the same code wherever it runs, so the
+curve is the same on one core or many.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
-from .counts import Counts, count, working_set
+from .counts import Counts, capacity_units, count, working_set
 from .ir import Kernel
-from .counts import capacity_units
 from .sim import POLICIES  # the capacity policies: lru, opt
 
 
@@ -123,15 +126,63 @@ def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
     return sorted(out)
 
 
-def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
-          sbuf_bytes: int | None = None, progress=None) -> CapacityCurve:
-    """The capacity curve of ``kernel`` on ``hw`` (see the module docstring). ``progress``: called
-    with the number of points once they are known, returns ``tick()`` for each point done."""
+#: replay on other processes only from this many requests replayed in all (about 0.2 s of work)
+POOL_FROM_REQUESTS = 10_000_000
+
+
+def _tasks(kernel: Kernel, policies, caps: list[int]) -> list[tuple[str, tuple[int, ...]]]:
+    """The independent pieces of work: (policy, capacities) -- the LRU stack-distance pass takes
+    every capacity at once (last: the longest), every other point (and every point of a split
+    nest) is one replay."""
+    from .lnc import split_loop
+
+    split = split_loop(kernel) is not None
+    stack = [(p, tuple(caps)) for p in policies if p == "lru" and not split]
+    return [(p, (c,)) for p in policies if (p, tuple(caps)) not in stack for c in caps] + stack
+
+
+#: the trace the last task used, (kernel, trace): a worker replays many capacities of one kernel
+_TRACE: list = []
+
+
+def _trace_of(kernel: Kernel):
+    """The kernel's trace, built once per process (a forked worker inherits the parent's)."""
     from . import trace as trace_mod
+
+    if not _TRACE or _TRACE[0][0] != kernel:
+        _TRACE[:] = [(kernel, trace_mod.build(kernel))]
+    return _TRACE[0][1]
+
+
+def _task_points(task: tuple[str, tuple[int, ...]], kernel: Kernel, partitions: int | None
+                 ) -> list[tuple[int, dict[str, int]]]:
+    """:func:`points` of one task (run by a worker)."""
+    policy, caps = task
+    return points(kernel, policy, list(caps), partitions, _trace_of(kernel))
+
+
+class _Ticks:
+    """A progress object for :meth:`loopsim.parallel.Pool.map` over a ``tick(n)`` callback."""
+
+    def __init__(self, tick):
+        self.tick = tick
+
+    def update(self, n: int = 1, note=None) -> None:
+        self.tick(n)
+
+
+def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
+          sbuf_bytes: int | None = None, progress=None, jobs: int | None = 1,
+          scheduler: str | None = None) -> CapacityCurve:
+    """The capacity curve of ``kernel`` on ``hw`` (see the module docstring). ``progress``: called
+    with the number of points once they are known, returns ``tick(n)`` for points done. The
+    points run on ``jobs`` local processes (None: every core) or the Dask cluster at
+    ``scheduler``; the curve is the same whatever runs them."""
     from .bound import lower_bound
+    from .parallel import Pool
 
     parts = hw.partitions
-    tr = trace_mod.build(kernel)
+    tr = _trace_of(kernel)  # built here once; workers forked from this process inherit it
     cost = tr.object_cost(parts)
     lo = max(working_set(kernel, parts), int(cost.max()))
     footprint = int(cost.sum())
@@ -140,10 +191,21 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     per = parts or 1
     inputs = tuple(t.name for t in kernel.inputs)
     tbytes = {t.name: t.bytes for t in kernel.tensors}
-    rows = []
     tick = progress(len(caps) * len(policies)) if progress is not None else None
+    tasks = _tasks(kernel, policies, caps)
+    small = tr.n * len(caps) * len(policies) < POOL_FROM_REQUESTS and scheduler is None
+    try:
+        with Pool(1 if small else jobs, scheduler) as pool:
+            done = pool.map(partial(_task_points, kernel=kernel, partitions=parts), tasks,
+                            progress=_Ticks(tick) if tick else None, weight=lambda t: len(t[1]),
+                            warm=True)
+    finally:
+        _TRACE.clear()  # do not keep the trace alive after the curve
+    got = {(p, c): pt for (p, cs), pts in zip(tasks, done) for c, pt in zip(cs, pts)}
+    rows = []
     for policy in policies:
-        for cap, (q, reads) in zip(caps, points(kernel, policy, caps, parts, tr, tick)):
+        for cap in caps:
+            q, reads = got[policy, cap]
             lb = lower_bound(kernel, hw, cap * per)
             rows.append(CapacityRow(cap * per, policy, q,
                                     tuple((n, reads[n] / tbytes[n]) for n in inputs),

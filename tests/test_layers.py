@@ -18,9 +18,9 @@ LAYERS = [
     ["expr", "ir", "hardware", "ops"],                               # vocabulary
     ["tiles", "spec", "graph", "executions", "outfile"],             # parse
     ["trace", "sim.", "replayfile", "counts", "lnc", "entitle", "verdict", "bound", "formula", "written",
-     "ceilings", "engines", "measured", "dma", "readback", "program", "capacity", "nki."],  # model
+     "ceilings", "engines", "measured", "dma", "readback", "program", "nki."],  # model
     ["pipeline"],                                                    # the one analysis
-    ["sweep", "checkformula", "calibrate", "search.", "parallel"],   # over many analyses
+    ["sweep", "checkformula", "calibrate", "search.", "parallel", "capacity", "crossover"],  # many analyses
     ["render.", "plot"],                                             # presentation
     ["commands.", "cli", "__main__", "nki.__main__"],                # the command line
 ]

@@ -1,6 +1,7 @@
 """``loopsim capacity``: Q and r per input as a function of SBUF capacity for lru and opt, from the
 smallest capacity that holds one instruction's working tiles up to where Q reaches the compulsory
-Q, the sheet's capacity among the samples; a table, ``--json``, and ``-o FILE`` for the plot."""
+Q, the sheet's capacity among the samples; a table, ``--json``, and ``-o FILE`` for the plot. The
+OPT replays (one per capacity) and the LRU pass run on ``--jobs`` processes (default: every core)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def register(sub) -> None:
                    help="capacities sampled geometrically (default 16)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="also draw the curve (.png, .svg, .pdf)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    from ..parallel import add_options as add_parallel_options
+
+    add_parallel_options(p)
     add_nki_options(p)
     p.set_defaults(func=run)
 
@@ -58,7 +61,8 @@ def run(args) -> int:
         return bars[-1].update
 
     try:  # a progress bar on stderr after a second, on a terminal
-        cv = capacity.curve(kernel, hw, samples=args.samples, progress=progress)
+        cv = capacity.curve(kernel, hw, samples=args.samples, progress=progress, jobs=args.jobs,
+                            scheduler=args.scheduler)
     finally:
         for b in bars:
             b.close()
