@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Mapping, Sequence
 
 from . import expr, spec as spec_mod
@@ -235,19 +236,51 @@ class _DivZero(Exception):
         self.err, self.params = err, params
 
 
+class _Stop(BaseException):
+    """Ends a speculative run early (a BaseException: hypothesis does not shrink it)."""
+
+
+def _simulate(kernel: Kernel, *, hw, policy: str, sbuf_bytes: int | None) -> tuple:
+    """Simulated Q of one drawn kernel, run by a worker: ("ok", Q, per-tensor bytes), ("reject",
+    why) for a kernel the simulator refuses, or ("unknown",) for anything else (the check then
+    computes it again in order, so it fails exactly as it would on one process)."""
+    from .pipeline import analyze_kernel as analyze
+
+    try:
+        rep = analyze(kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes)
+    except (SpecError, CapacityError) as e:
+        return ("reject", str(e))
+    except Exception:  # noqa: BLE001 -- reproduced, in order, by the check itself
+        return ("unknown",)
+    return ("ok", rep.counts.hbm_bytes, _tensors(rep))
+
+
+def _tensors(rep) -> tuple[tuple[str, int, int, int], ...]:
+    """(name, bytes, read bytes, written bytes) of each tensor of an analysis."""
+    return tuple((t.name, t.bytes, t.read_bytes, t.write_bytes) for t in rep.counts.tensors)
+
+
 def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str = "as-written",
                   sets: Mapping[str, int] | None = None, vary: Mapping | Sequence[str] | None = None,
-                  examples: int = 100, sbuf_bytes: int | None = None, seed: int | None = None) -> CheckResult:
+                  examples: int = 100, sbuf_bytes: int | None = None, seed: int | None = None,
+                  jobs: int | None = 1, scheduler: str | None = None,
+                  quiet: bool = True) -> CheckResult:
     """Compare ``formula`` (bytes) with the simulated Q over drawn parameters.
 
     ``hardware``: a sheet name, path or :class:`loopsim.hardware.Hardware`. ``vary``: a mapping
     name -> range or list, or ``--vary`` strings. Deterministic unless ``seed`` is given.
     Raises :class:`loopsim.errors.LoopsimError` subclasses for bad input (unknown names, syntax
     errors, division by zero at some drawn values, empty ranges).
+
+    ``jobs`` local processes (None: every core) or the Dask cluster at ``scheduler`` simulate the
+    examples: hypothesis first draws them without simulating (a speculative run that assumes each
+    passes), the workers simulate them, and if any does not pass, hypothesis runs again in order
+    with those results at hand, shrinking on this process. Either way the outcome is hypothesis's
+    run with the true results: the same result as on one process. ``quiet``: no progress bar.
     """
     try:
         import hypothesis
-        from hypothesis import HealthCheck, given, settings
+        from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import strategies as st
         from hypothesis.errors import FailedHealthCheck, Unsatisfiable
         from hypothesis.reporting import with_reporter
@@ -276,41 +309,82 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     ranges = _ranges(specfile, kernel0, hw, sets, vary)
     strategies = {n: (st.integers(v.start, v.stop - 1) if isinstance(v, range) else st.sampled_from(v))
                   for n, v in ranges.items()}
+    simulate = partial(_simulate, hw=hw, policy=policy, sbuf_bytes=sbuf_bytes)
     found: list[Counterexample] = []
     passed: set[tuple] = set()  # distinct examples that held before the first counterexample
     rejected: list[str] = []
+    # values -> ("reject", why) | ("ok", params, Q, tensors): results known before hypothesis asks
+    known: dict[tuple, tuple] = {}
+    drawn: list[tuple] = []  # speculative run: (values, params, kernel) in the order drawn
 
-    def one(values):
+    def kernel_of(values) -> tuple[dict, Kernel]:
+        """Bound parameters and kernel of drawn values; SpecError/CapacityError: not an example."""
+        params = spec_mod.bind_params(specfile, {**sets, **values})
+        kernel = spec_mod.kernel_from(specfile, params)
+        if _accesses(kernel) > MAX_ACCESSES:
+            raise SpecError(f"more than {MAX_ACCESSES:,} tile accesses")
+        check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
+        return params, kernel
+
+    def speculate(values):
+        """Draw only: record the example, assume it passes."""
+        key = tuple(sorted(values.items()))
         try:
-            params = spec_mod.bind_params(specfile, {**sets, **values})
-            kernel = spec_mod.kernel_from(specfile, params)
-            if _accesses(kernel) > MAX_ACCESSES:
-                raise SpecError(f"more than {MAX_ACCESSES:,} tile accesses")
-            check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
-            rep = analyze(kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes)
+            params, kernel = kernel_of(values)
         except (SpecError, CapacityError) as e:
-            rejected.append(str(e))
+            known[key] = ("reject", str(e))
             hypothesis.reject()
+        except Exception:  # noqa: BLE001 -- the run in order meets it again
+            raise _Stop from None
+        drawn.append((key, params, kernel))
+
+    def check(values):
+        """One example, its simulation from ``known`` when there."""
+        key = tuple(sorted(values.items()))
+        hit = known.get(key)
+        if hit is None:
+            try:
+                params, kernel = kernel_of(values)
+                rep = analyze(kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes)
+            except (SpecError, CapacityError) as e:
+                hit = ("reject", str(e))
+            else:
+                hit = ("ok", params, rep.counts.hbm_bytes, _tensors(rep))
+        if hit[0] == "reject":
+            rejected.append(hit[1])
+            hypothesis.reject()
+        _, params, q, tensors = hit
         try:
             value = f.evaluate(params)
         except expr.ExprError as e:
             raise _DivZero(e, params) from None
-        q = rep.counts.hbm_bytes
         if value != q:
-            found.append(Counterexample(
-                tuple(params.items()), value, q,
-                tuple((t.name, t.bytes, t.read_bytes, t.write_bytes) for t in rep.counts.tensors)))
+            found.append(Counterexample(tuple(params.items()), value, q, tensors))
             raise AssertionError("formula != simulated Q")
         if not found:
-            passed.add(tuple(sorted(values.items())))
+            passed.add(key)
+
+    step = [check]
+
+    def one(values):
+        step[0](values)
 
     test = given(st.fixed_dictionaries(strategies))(one)
     test = settings(max_examples=examples, deadline=None, database=None, derandomize=seed is None,
                     suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                    print_blob=False)(test)
+                    print_blob=False, phases=[p for p in Phase if p is not Phase.explain])(test)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     shown = tuple((n, _shown(v)) for n, v in ranges.items()) + tuple((n, f"= {v}") for n, v in sets.items())
+    from .parallel import check_jobs
+
+    if (scheduler or check_jobs(jobs) > 1) and _prefetch(
+            test, step, speculate, drawn, known, f, simulate, with_reporter, jobs, scheduler, quiet):
+        # every drawn example passed: the speculative run was the run
+        passed.update(key for key, _, _ in drawn)
+        return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown,
+                           None, examples)
+    step[0] = check
     try:
         with with_reporter(lambda *a, **k: None):
             test()
@@ -334,6 +408,63 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         raise InputError(f"{specfile.path}: every drawn example was rejected{why}; "
                          "narrow the ranges with --vary or pin parameters with --set")
     return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown, None, examples)
+
+
+#: simulate the examples on other processes only when those left would take longer than this here
+POOL_FROM_S = 0.2
+
+
+def _prefetch(test, step, speculate, drawn, known, f, simulate, with_reporter, jobs, scheduler,
+              quiet) -> bool:
+    """Draw the examples (``speculate``), simulate them in the order drawn (the first here, the
+    others on ``jobs`` processes or the Dask cluster at ``scheduler``, a few at a time), stopping
+    after the first that does not pass, and store the results in ``known``. True when the
+    speculative run ended by itself and every example it drew passed."""
+    import time
+
+    from .parallel import Pool, Progress
+
+    step[0] = speculate
+    try:
+        with with_reporter(lambda *a, **k: None):
+            test()
+    except (Exception, _Stop):  # noqa: BLE001 -- the run in order meets it again
+        ended = False
+    else:
+        ended = True
+    todo = list({key: (key, params, kernel) for key, params, kernel in drawn}.values())
+    if not todo:
+        return False
+
+    def settle(chunk, results) -> bool:
+        """Store the results; True if every example of ``chunk`` passed."""
+        ok = True
+        for (key, params, _), got in zip(chunk, results):
+            if got[0] == "unknown":
+                ok = False
+                continue
+            known[key] = got if got[0] == "reject" else ("ok", params, *got[1:])
+            try:
+                ok &= got[0] == "ok" and f.evaluate(params) == got[1]
+            except expr.ExprError:
+                ok = False
+        return ok
+
+    with Progress(len(todo), "check", quiet=quiet, unit="example") as bar:
+        t = time.process_time()
+        first = simulate(todo[0][2])
+        bar.update(1)
+        if not settle(todo[:1], [first]):
+            return False
+        rest = todo[1:]
+        here = scheduler is None and (time.process_time() - t) * len(rest) < POOL_FROM_S
+        with Pool(1 if here else jobs, scheduler) as pool:
+            size = max(8, 2 * pool.workers)
+            for i in range(0, len(rest), size):
+                chunk = rest[i:i + size]
+                if not settle(chunk, pool.map(simulate, [k for _, _, k in chunk], progress=bar)):
+                    return False
+    return ended
 
 
 def assert_formula(spec: str, formula: str, **kwargs) -> CheckResult:

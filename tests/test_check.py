@@ -17,7 +17,7 @@ PINNED = ["matmul", "--hardware", "trn2-core", "--policy", "as-written", "--set"
 
 def test_right_formula_holds_and_naive_is_refuted(capsys):
     assert main(["check", *PINNED, "--formula", RIGHT]) == 0
-    assert "held on 30 examples" in capsys.readouterr().out
+    assert "the formula held on" in capsys.readouterr().out
     assert main(["check", *PINNED, "--formula", NAIVE]) == 1
     out = capsys.readouterr().out
     assert "counterexample:" in out and "r = " in out
