@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Generator, Mapping
 
 from .errors import InputError
 
@@ -97,33 +97,80 @@ def crossover(wq: Callable[[int], tuple[int, int]], P: int | float, BW: int | fl
     while still memory-bound: I has levelled off below the ridge.
     Returns (v, [(value, W, Q) evaluated, in order]).
     """
+    steps = crossover_steps(P, BW, lo, limit, levels_off)
+    try:
+        v = next(steps)
+        while True:
+            v = steps.send(wq(v))
+    except StopIteration as e:
+        return e.value
+
+
+def crossover_steps(P: int | float, BW: int | float, lo: int = 1, limit: int = 1 << 40,
+                    levels_off: float = 1e-3) -> Generator[int, tuple[int, int] | bool, tuple]:
+    """:func:`crossover` as a generator: yields each value to evaluate, is sent its (W, Q), and
+    returns (v, seen). Looking ahead, it may be sent a bool instead (a guess: compute-bound or
+    not, W and Q unknown; no levelling-off check on a guess)."""
     seen: list[tuple[int, int, int]] = []
 
-    def compute_bound(v: int) -> bool:
-        w, q = wq(v)
+    def compute_bound(v: int, got) -> bool:
+        if isinstance(got, bool):
+            return got
+        w, q = got
         seen.append((v, w, q))
         return w * BW >= q * P
 
-    if compute_bound(lo):
+    if compute_bound(lo, (yield lo)):
         return lo, seen
     good = lo
     while True:
         good *= 2
         if good > limit:
             raise InputError(f"the kernel stays memory-bound up to {limit:,}; no crossover")
-        if compute_bound(good):
+        got = yield good
+        if compute_bound(good, got):
             break
-        (v0, w0, q0), (v1, w1, q1) = seen[-2], seen[-1]
-        if q0 and q1 and w1 * q0 <= w0 * q1 * (1 + levels_off):
-            raise InputError(
-                f"no crossover: doubling the dimension from {v0:,} to {v1:,} raised I = W/Q only from "
-                f"{w0 / q0:.4g} to {w1 / q1:.4g}, which levels off below the ridge P/BW = {P / BW:.4g}: "
-                "the kernel stays memory-bound")
+        if not isinstance(got, bool) and len(seen) >= 2 and seen[-2][0] == good // 2:
+            (v0, w0, q0), (v1, w1, q1) = seen[-2], seen[-1]
+            if q0 and q1 and w1 * q0 <= w0 * q1 * (1 + levels_off):
+                raise InputError(
+                    f"no crossover: doubling the dimension from {v0:,} to {v1:,} raised I = W/Q only "
+                    f"from {w0 / q0:.4g} to {w1 / q1:.4g}, which levels off below the ridge P/BW = "
+                    f"{P / BW:.4g}: the kernel stays memory-bound")
     bad = good // 2
     while good - bad > 1:
         mid = (good + bad) // 2
-        if compute_bound(mid):
+        if compute_bound(mid, (yield mid)):
             good = mid
         else:
             bad = mid
     return good, seen
+
+
+def crossover_next(known: Mapping[int, tuple[int, int]], P: int | float, BW: int | float,
+                   width: int = 1) -> list[int]:
+    """Values :func:`crossover` evaluates next given the (W, Q) already ``known``: first the one
+    it needs now, then, up to ``width`` in all, those it needs after it under each guess of the
+    outcomes still unknown (memory-bound first). Empty when it needs nothing more."""
+
+    def first_unknown(guess: Mapping[int, bool]) -> int | None:
+        steps = crossover_steps(P, BW)
+        try:
+            v = next(steps)
+            while v in known or v in guess:
+                v = steps.send(known[v] if v in known else guess[v])
+        except (StopIteration, InputError):
+            return None
+        return v
+
+    out: list[int] = []
+    queue = [{}]
+    while queue and len(out) < width:
+        guess = queue.pop(0)
+        v = first_unknown(guess)
+        if v is None:
+            continue
+        if v not in out:
+            out.append(v)
+        queue += [{**guess, v: False}, {**guess, v: True}]
+    return out

@@ -1,5 +1,6 @@
 """``loopsim crossover``: the smallest value of one dimension at which the kernel is compute-bound,
-using the simulated Q at each candidate (``--compulsory``: the textbook Q instead)."""
+using the simulated Q at each candidate (``--compulsory``: the textbook Q instead). The candidates
+are analysed on ``--jobs`` processes (default: every core), with the same answer as on one."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ def register(sub) -> None:
     p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
     p.add_argument("--compulsory", action="store_true",
                    help="use the compulsory Q (each input read once) instead of the simulated Q")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    from ..parallel import add_options as add_parallel_options
+
+    add_parallel_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from .. import pipeline, spec
-    from ..entitle import Entitlement, crossover
+    from ..entitle import Entitlement
     from ..errors import InputError, SpecError, TraceTooLarge
 
     hw = hardware_of(args)
@@ -28,37 +31,21 @@ def run(args) -> int:
     if args.dim not in sf.params:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")
-    kw = analyze_kw(args)
-    buffers = parse_buffers(args.buffers)
-
-    def at(v: int):
-        prog = pipeline.build(sf, spec.bind_params(sf, {**sets, args.dim: v}), lnc_cores=args.lnc,
-                              split=args.split, buffers=buffers)
-        return pipeline.analyze(prog, hw, **kw)
-
-    dtype = at(1).dtype
-    kw["dtype"] = dtype
-    P = hw.P(dtype)
-    tried: list[tuple[int, int, int]] = []
-
-    def wq(v: int) -> tuple[int, int]:
-        a = at(v)
-        w, q = a.W, (a.counts.compulsory_bytes if args.compulsory else a.Q)
-        tried.append((v, w, q))
-        return w, q
-
+    from ..crossover import Point, search
     from ..parallel import Progress
 
-    bar = Progress(None, f"crossover of {args.dim}", quiet=args.quiet, unit="value")
+    from dataclasses import replace
 
-    def wq_shown(v: int) -> tuple[int, int]:
-        w, q = wq(v)
-        bar.update(1, f"{args.dim}={v:,}")
-        return w, q
-
+    point = Point(sf, tuple(sets.items()), args.dim, hw, tuple(analyze_kw(args).items()),
+                  args.lnc, args.split, parse_buffers(args.buffers), args.compulsory)
+    dtype = point.analysis(1).dtype
+    point = replace(point, kw=tuple({**dict(point.kw), "dtype": dtype}.items()))
+    P = hw.P(dtype)
+    tried: list[tuple[int, int, int]] = []
     try:
-        with bar:
-            value, seen = crossover(wq_shown, P, hw.bw)
+        with Progress(None, f"crossover of {args.dim}", quiet=args.quiet, unit="value") as bar:
+            value, seen = search(point, P, hw.bw, jobs=args.jobs, scheduler=args.scheduler,
+                                 progress=bar, note=lambda v: f"{args.dim}={v:,}", tried=tried)
     except TraceTooLarge:
         v, w, q = tried[-1]
         raise InputError(
