@@ -126,10 +126,6 @@ def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
     return sorted(out)
 
 
-#: replay on other processes only from this many requests replayed in all (about 0.2 s of work)
-POOL_FROM_REQUESTS = 10_000_000
-
-
 def _tasks(kernel: Kernel, policies, caps: list[int]) -> list[tuple[str, tuple[int, ...]]]:
     """The independent pieces of work: (policy, capacities) -- the LRU stack-distance pass takes
     every capacity at once (last: the longest), every other point (and every point of a split
@@ -176,10 +172,11 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
           scheduler: str | None = None) -> CapacityCurve:
     """The capacity curve of ``kernel`` on ``hw`` (see the module docstring). ``progress``: called
     with the number of points once they are known, returns ``tick(n)`` for points done. The
-    points run on ``jobs`` local processes (None: every core) or the Dask cluster at
-    ``scheduler``; the curve is the same whatever runs them."""
+    points run on ``jobs`` local processes (None: every core once the curve is long enough to
+    gain from them, :func:`loopsim.parallel.here_s`) or the Dask cluster at ``scheduler``; the
+    curve is the same whatever runs them."""
     from .bound import lower_bound
-    from .parallel import Pool
+    from .parallel import Pool, here_s
 
     parts = hw.partitions
     tr = _trace_of(kernel)  # built here once; workers forked from this process inherit it
@@ -193,12 +190,11 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     tbytes = {t.name: t.bytes for t in kernel.tensors}
     tick = progress(len(caps) * len(policies)) if progress is not None else None
     tasks = _tasks(kernel, policies, caps)
-    small = tr.n * len(caps) * len(policies) < POOL_FROM_REQUESTS and scheduler is None
     try:
-        with Pool(1 if small else jobs, scheduler) as pool:
+        with Pool(jobs, scheduler) as pool:
             done = pool.map(partial(_task_points, kernel=kernel, partitions=parts), tasks,
                             progress=_Ticks(tick) if tick else None, weight=lambda t: len(t[1]),
-                            warm=True)
+                            here_s=here_s(jobs))
     finally:
         _TRACE.clear()  # do not keep the trace alive after the curve
     got = {(p, c): pt for (p, cs), pts in zip(tasks, done) for c, pt in zip(cs, pts)}

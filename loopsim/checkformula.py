@@ -240,19 +240,26 @@ class _Stop(BaseException):
     """Ends a speculative run early (a BaseException: hypothesis does not shrink it)."""
 
 
-def _simulate(kernel: Kernel, *, hw, policy: str, sbuf_bytes: int | None) -> tuple:
-    """Simulated Q of one drawn kernel, run by a worker: ("ok", Q, per-tensor bytes), ("reject",
-    why) for a kernel the simulator refuses, or ("unknown",) for anything else (the check then
-    computes it again in order, so it fails exactly as it would on one process)."""
+def _simulate(example: tuple[dict, Kernel], *, f, hw, policy: str, sbuf_bytes: int | None) -> tuple:
+    """One drawn example (bound parameters, kernel) simulated by a worker: ("ok", Q, per-tensor
+    bytes, whether the formula ``f`` gives Q), ("reject", why) for a kernel the simulator
+    refuses, or ("unknown",) for anything else (the check then meets it again, in order, so it
+    fails exactly as it would on one process)."""
     from .pipeline import analyze_kernel as analyze
 
+    params, kernel = example
     try:
         rep = analyze(kernel, hw, policy=policy, sbuf_bytes=sbuf_bytes)
     except (SpecError, CapacityError) as e:
         return ("reject", str(e))
     except Exception:  # noqa: BLE001 -- reproduced, in order, by the check itself
         return ("unknown",)
-    return ("ok", rep.counts.hbm_bytes, _tensors(rep))
+    q = rep.counts.hbm_bytes
+    try:
+        holds = f.evaluate(params) == q
+    except expr.ExprError:
+        holds = False
+    return ("ok", q, _tensors(rep), holds)
 
 
 def _tensors(rep) -> tuple[tuple[str, int, int, int], ...]:
@@ -272,10 +279,11 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     Raises :class:`loopsim.errors.LoopsimError` subclasses for bad input (unknown names, syntax
     errors, division by zero at some drawn values, empty ranges).
 
-    ``jobs`` local processes (None: every core) or the Dask cluster at ``scheduler`` simulate the
-    examples: hypothesis first draws them without simulating (a speculative run that assumes each
-    passes), the workers simulate them, and if any does not pass, hypothesis runs again in order
-    with those results at hand, shrinking on this process. Either way the outcome is hypothesis's
+    ``jobs`` local processes (None: every core once the check is long enough to gain from them,
+    :func:`loopsim.parallel.here_s`) or the Dask cluster at ``scheduler`` simulate the examples:
+    hypothesis first draws them without simulating (a speculative run that assumes each passes),
+    the workers simulate them, and if any does not pass, hypothesis runs again in order with
+    those results at hand, shrinking on this process. Either way the outcome is hypothesis's
     run with the true results: the same result as on one process. ``quiet``: no progress bar.
     """
     try:
@@ -309,7 +317,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     ranges = _ranges(specfile, kernel0, hw, sets, vary)
     strategies = {n: (st.integers(v.start, v.stop - 1) if isinstance(v, range) else st.sampled_from(v))
                   for n, v in ranges.items()}
-    simulate = partial(_simulate, hw=hw, policy=policy, sbuf_bytes=sbuf_bytes)
+    simulate = partial(_simulate, f=f, hw=hw, policy=policy, sbuf_bytes=sbuf_bytes)
     found: list[Counterexample] = []
     passed: set[tuple] = set()  # distinct examples that held before the first counterexample
     rejected: list[str] = []
@@ -379,7 +387,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     from .parallel import check_jobs
 
     if (scheduler or check_jobs(jobs) > 1) and _prefetch(
-            test, step, speculate, drawn, known, f, simulate, with_reporter, jobs, scheduler, quiet):
+            test, step, speculate, drawn, known, simulate, with_reporter, jobs, scheduler, quiet):
         # every drawn example passed: the speculative run was the run
         passed.update(key for key, _, _ in drawn)
         return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown,
@@ -410,19 +418,12 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown, None, examples)
 
 
-#: simulate the examples on other processes only when those left would take longer than this here
-POOL_FROM_S = 0.2
-
-
-def _prefetch(test, step, speculate, drawn, known, f, simulate, with_reporter, jobs, scheduler,
+def _prefetch(test, step, speculate, drawn, known, simulate, with_reporter, jobs, scheduler,
               quiet) -> bool:
-    """Draw the examples (``speculate``), simulate them in the order drawn (the first here, the
-    others on ``jobs`` processes or the Dask cluster at ``scheduler``, a few at a time), stopping
-    after the first that does not pass, and store the results in ``known``. True when the
-    speculative run ended by itself and every example it drew passed."""
-    import time
-
-    from .parallel import Pool, Progress
+    """Draw the examples (``speculate``), simulate them in the order drawn on ``jobs`` processes
+    or the Dask cluster at ``scheduler`` up to the first that does not pass, and store the results
+    in ``known``. True when the speculative run ended by itself and every example it drew passed."""
+    from .parallel import Pool, Progress, here_s
 
     step[0] = speculate
     try:
@@ -435,36 +436,14 @@ def _prefetch(test, step, speculate, drawn, known, f, simulate, with_reporter, j
     todo = list({key: (key, params, kernel) for key, params, kernel in drawn}.values())
     if not todo:
         return False
-
-    def settle(chunk, results) -> bool:
-        """Store the results; True if every example of ``chunk`` passed."""
-        ok = True
-        for (key, params, _), got in zip(chunk, results):
-            if got[0] == "unknown":
-                ok = False
-                continue
-            known[key] = got if got[0] == "reject" else ("ok", params, *got[1:])
-            try:
-                ok &= got[0] == "ok" and f.evaluate(params) == got[1]
-            except expr.ExprError:
-                ok = False
-        return ok
-
-    with Progress(len(todo), "check", quiet=quiet, unit="example") as bar:
-        t = time.process_time()
-        first = simulate(todo[0][2])
-        bar.update(1)
-        if not settle(todo[:1], [first]):
-            return False
-        rest = todo[1:]
-        here = scheduler is None and (time.process_time() - t) * len(rest) < POOL_FROM_S
-        with Pool(1 if here else jobs, scheduler) as pool:
-            size = max(8, 2 * pool.workers)
-            for i in range(0, len(rest), size):
-                chunk = rest[i:i + size]
-                if not settle(chunk, pool.map(simulate, [k for _, _, k in chunk], progress=bar)):
-                    return False
-    return ended
+    with Pool(jobs, scheduler) as pool, \
+            Progress(len(todo), "check", quiet=quiet, unit="example") as bar:
+        got = pool.map(simulate, [(params, kernel) for _, params, kernel in todo], progress=bar,
+                       here_s=here_s(jobs), until=lambda r: not (r[0] == "ok" and r[3]))
+    for (key, params, _), r in zip(todo, got):
+        if r[0] != "unknown":
+            known[key] = r if r[0] == "reject" else ("ok", params, r[1], r[2])
+    return ended and len(got) == len(todo) and got[-1][0] == "ok" and got[-1][3]
 
 
 def assert_formula(spec: str, formula: str, **kwargs) -> CheckResult:

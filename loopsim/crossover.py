@@ -57,19 +57,25 @@ def search(wq: Callable[[int], tuple[int, int]], P, BW, *, jobs: int | None = 1,
            scheduler: str | None = None, progress=None, note: Callable[[int], str] | None = None,
            tried: list | None = None) -> tuple[int, list[tuple[int, int, int]]]:
     """:func:`loopsim.entitle.crossover` (from 1) with ``wq`` (picklable) evaluated on ``jobs``
-    local processes (None: every core) or the Dask cluster at ``scheduler``: the same value and
-    the same evaluations reported. ``progress`` (a :class:`loopsim.parallel.Progress`) ticks per
+    local processes (None: every core once the search has taken :data:`loopsim.parallel.SERIAL_S`
+    CPU seconds here) or the Dask cluster at ``scheduler``: the same value and the same
+    evaluations reported. ``progress`` (a :class:`loopsim.parallel.Progress`) ticks per
     value evaluated, ``note(v)`` its text; ``tried`` receives (v, W, Q) in the order one process
     evaluates them (what was reached before an error)."""
-    from .parallel import Pool
+    import time
+
+    from .parallel import SERIAL_S, Pool
 
     known: dict[int, tuple[int, int]] = {}
+    t0 = time.process_time()
     with Pool(jobs, scheduler) as pool:
         while True:
-            need = crossover_next(known, P, BW, pool.workers)
+            # --jobs not given: one value at a time here while the search is short
+            alone = jobs is None and scheduler is None and time.process_time() - t0 < SERIAL_S
+            need = crossover_next(known, P, BW, 1 if alone else pool.workers)
             if not need:
                 break
-            done = pool.map(partial(_tried, wq), need, progress=progress, warm=True,
+            done = pool.map(partial(_tried, wq), need, progress=progress, here_s=0.0,
                             note=(lambda r: note(r[0])) if note else None)
             known.update((v, r) for v, r in done if r is not None)
             if need[0] not in known:

@@ -5,6 +5,12 @@ on the workers of a running Dask distributed cluster (the ``dask`` extra). Resul
 order of the items whatever ran where, so a sweep gives the same answer on one core, many, or a
 cluster. The function and the items must pickle (module-level functions, frozen dataclasses).
 
+A sweep that is short does not need workers: with ``here_s`` :meth:`Pool.map` runs items here, in
+order, while the rest at the pace so far would take under that many CPU seconds (:func:`here_s`:
+``SERIAL_S`` when ``--jobs`` is not given), and hands only the rest to the workers, which, forked
+after, inherit what those items imported and compiled. ``until`` ends a map at the first result,
+in item order, that satisfies it (a speculative sweep stops where its guess fails).
+
 Ctrl-C: :meth:`Pool.map` raises :class:`Interrupted` carrying the results that finished; pending work
 is cancelled and local workers ignore SIGINT (no tracebacks from them).
 
@@ -114,42 +120,37 @@ class Pool:
 
     def map(self, fn: Callable, items: Sequence, *, progress: Progress | None = None,
             note: Callable[[object], str | None] | None = None,
-            weight: Callable[[object], int] | None = None, warm: bool = False) -> list:
-        """``[fn(x) for x in items]``, run on the pool's workers. ``note(result)`` may return a
-        short text for the progress bar (e.g. the best so far); ``weight(item)``: how many steps
-        of the bar an item is (default 1). ``warm``: before the first local workers start, run
-        the first item here, so that they inherit what it imported and compiled."""
+            weight: Callable[[object], int] | None = None, here_s: float | None = None,
+            until: Callable[[object], bool] | None = None) -> list:
+        """``[fn(x) for x in items]``, run on the pool's workers.
+
+        ``note(result)`` may return a short text for the progress bar (e.g. the best so far);
+        ``weight(item)``: how many steps of the bar an item is (default 1). ``here_s``: before
+        local workers first start, run items here, in order, at least one, while the rest at the
+        pace so far would take under ``here_s`` CPU seconds (:func:`here_s`): the workers then
+        inherit what those imported and compiled, and a short sweep never starts them. ``until``:
+        stop at the first result, in item order, for which ``until(result)`` is true: the results
+        up to it are returned, later items are cancelled.
+        """
         items = list(items)
         if not items:
             return []
-        if progress is not None and (note or weight):
-            progress = _Steps(progress, items, note, weight)
-        if self._client is not None:
-            return self._map_dask(fn, items, progress)
-        if self.jobs == 1 or len(items) == 1:
-            return self._map_here(fn, items, progress)
-        return self._map_local(fn, items, progress, warm and self._exec is None)
-
-    def _map_here(self, fn, items, progress):
-        done = {}
+        res = _Results(items, progress, note, weight, until)
         try:
-            for i, x in enumerate(items):
-                done[i] = fn(x)
-                _tick(progress, i, done[i])
+            if self._client is None and (self.jobs == 1 or len(items) == 1):
+                _run_here(fn, res, float("inf"))
+            else:
+                if here_s is not None and self._client is None and self._exec is None:
+                    _run_here(fn, res, here_s)
+                if not res.finished():
+                    (self._map_dask if self._client is not None else self._map_local)(fn, res)
         except KeyboardInterrupt:
-            raise Interrupted(done) from None
-        return [done[i] for i in range(len(items))]
+            raise Interrupted(dict(res.done)) from None
+        return res.results()
 
-    def _map_local(self, fn, items, progress, warm):
+    def _map_local(self, fn, res: _Results) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        done = {}
-        if warm:
-            try:
-                done[0] = fn(items[0])
-            except KeyboardInterrupt:
-                raise Interrupted(done) from None
-            _tick(progress, 0, done[0])
         if self._exec is None:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
@@ -157,34 +158,32 @@ class Pool:
             method = "fork" if sys.platform == "linux" else "spawn"  # fork: no re-import per worker
             self._exec = ProcessPoolExecutor(self.jobs, mp_context=mp.get_context(method),
                                              initializer=_ignore_sigint)
-        futs = {self._exec.submit(fn, x): i for i, x in enumerate(items) if i not in done}
+        futs = {self._exec.submit(fn, x): i for i, x in res.todo()}
         try:
             pending = set(futs)
-            while pending:
+            while not res.finished():
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
-                    done[futs[f]] = f.result()
-                    _tick(progress, futs[f], done[futs[f]])
-        except KeyboardInterrupt:
+                    if futs[f] < res.limit:
+                        res.add(futs[f], f.result())
+        finally:
             for f in futs:
-                f.cancel()
-            raise Interrupted(done) from None
-        return [done[i] for i in range(len(items))]
+                f.cancel()  # those past the limit, or all on Ctrl-C; a finished one ignores it
 
-    def _map_dask(self, fn, items, progress):
+    def _map_dask(self, fn, res: _Results) -> None:
         from distributed import as_completed
 
-        futs = self._client.map(fn, items, pure=False)
-        index = {f.key: i for i, f in enumerate(futs)}
-        done = {}
+        todo = res.todo()
+        futs = self._client.map(fn, [x for _, x in todo], pure=False)
+        index = {f.key: i for (i, _), f in zip(todo, futs)}
         try:
             for f in as_completed(futs, loop=self._client.loop):
-                done[index[f.key]] = f.result()
-                _tick(progress, index[f.key], done[index[f.key]])
-        except KeyboardInterrupt:
-            self._client.cancel(futs)
-            raise Interrupted(done) from None
-        return [done[i] for i in range(len(items))]
+                if index[f.key] < res.limit:
+                    res.add(index[f.key], f.result())
+                if res.finished():
+                    break
+        finally:
+            self._client.cancel([f for f in futs if not f.done()])
 
     def close(self) -> None:
         if self._exec is not None:
@@ -201,23 +200,62 @@ class Pool:
         self.close()
 
 
-class _Steps:
-    """A bar ticked per item by its weight, with a note from its result."""
+class _Results:
+    """What a :meth:`Pool.map` has so far: results by item index, the progress bar, and
+    ``limit``, the items wanted (all, or up to the first that satisfies ``until``)."""
 
-    def __init__(self, bar, items, note, weight):
-        self.bar, self.items, self.note, self.weight = bar, items, note, weight
+    def __init__(self, items, progress, note, weight, until):
+        self.items, self.progress, self.note, self.weight, self.until = \
+            items, progress, note, weight, until
+        self.done: dict[int, object] = {}
+        self.limit = len(items)
 
-    def done(self, i: int, result) -> None:
-        self.bar.update(self.weight(self.items[i]) if self.weight else 1,
-                        self.note(result) if self.note else None)
+    def add(self, i: int, result) -> None:
+        self.done[i] = result
+        if self.progress is not None:
+            self.progress.update(self.weight(self.items[i]) if self.weight else 1,
+                                 self.note(result) if self.note else None)
+        if self.until is not None and i < self.limit and self.until(result):
+            self.limit = i + 1
+
+    def todo(self) -> list[tuple[int, object]]:
+        return [(i, x) for i, x in enumerate(self.items[:self.limit]) if i not in self.done]
+
+    def finished(self) -> bool:
+        return all(i in self.done for i in range(self.limit))
+
+    def results(self) -> list:
+        return [self.done[i] for i in range(self.limit)]
 
 
-def _tick(progress, i: int, result) -> None:
-    """Item ``i`` finished with ``result``: move the bar."""
-    if isinstance(progress, _Steps):
-        progress.done(i, result)
-    elif progress is not None:
-        progress.update(1)
+def _run_here(fn, res: _Results, budget_s: float) -> None:
+    """Items in order in this process, at least one, while the rest at the pace so far would take
+    under ``budget_s`` CPU seconds."""
+    import time
+
+    from bisect import bisect_left
+
+    todo = res.todo()
+    at = [i for i, _ in todo]
+    t0 = time.process_time()
+    for n, (i, x) in enumerate(todo, 1):
+        if i >= res.limit:
+            break
+        res.add(i, fn(x))
+        left = bisect_left(at, res.limit) - n  # items still to do, in order
+        if left and (time.process_time() - t0) / n * left >= budget_s:
+            break
+
+
+#: CPU seconds of work a sweep does in this process before starting workers when ``--jobs`` is
+#: not given: starting and feeding worker processes costs about 0.1 s of CPU
+SERIAL_S = 0.5
+
+
+def here_s(jobs: int | None) -> float:
+    """``here_s`` for :meth:`Pool.map` from ``--jobs``: not given (None), :data:`SERIAL_S`; given,
+    0 (only the first item runs here, so that the workers inherit what it imports)."""
+    return SERIAL_S if jobs is None else 0.0
 
 
 def _connect(address: str, timeout_s: float):
@@ -245,11 +283,12 @@ def add_options(p) -> None:
 
 
 def pmap(fn: Callable, items: Iterable, *, jobs: int | None = None, scheduler: str | None = None,
-         desc: str = "", quiet: bool = False, unit: str = "it") -> list:
+         desc: str = "", quiet: bool = False, unit: str = "it", here_s: float | None = None) -> list:
     """``[fn(x) for x in items]`` on ``jobs`` processes (default every core) or a Dask cluster,
-    with a progress bar; results in item order. Ctrl-C raises :class:`Interrupted`."""
+    with a progress bar; results in item order (``here_s``: as :meth:`Pool.map`). Ctrl-C raises
+    :class:`Interrupted`."""
     items = list(items)
     if scheduler is None and len(items) < 2:
         jobs = 1  # no pool for a single item
     with Pool(jobs, scheduler) as pool, Progress(len(items), desc, quiet=quiet, unit=unit) as bar:
-        return pool.map(fn, items, progress=bar)
+        return pool.map(fn, items, progress=bar, here_s=here_s)

@@ -1,28 +1,26 @@
 """The sweeps give the same output on one process and on two (``--jobs``): capacity, crossover and
 check (compare --vary: tests/test_parallel.py). Each command runs with --jobs 1 and --jobs 2 and
-the outputs (JSON or text, exit status, stderr) must be equal byte for byte; the thresholds below
-which a sweep stays on one process are set to zero so that the two-process runs do use workers."""
+the outputs (JSON or text, exit status, stderr) must be equal byte for byte; an explicit --jobs 2
+starts workers however short the sweep (asserted)."""
 
 from __future__ import annotations
 
 import pytest
 
-from loopsim import capacity, checkformula, parallel
+from loopsim import capacity, parallel
 from loopsim.cli import main
 from loopsim.entitle import crossover, crossover_next
 
 
 @pytest.fixture
 def workers_used(monkeypatch):
-    """Always use the pool; count the maps that ran on local worker processes."""
-    monkeypatch.setattr(capacity, "POOL_FROM_REQUESTS", 0)
-    monkeypatch.setattr(checkformula, "POOL_FROM_S", 0)
+    """Count the maps that ran on local worker processes."""
     seen = []
     real = parallel.Pool._map_local
 
-    def counted(self, fn, items, *a):
-        seen.append(len(items))
-        return real(self, fn, items, *a)
+    def counted(self, fn, res):
+        seen.append(len(res.todo()))
+        return real(self, fn, res)
 
     monkeypatch.setattr(parallel.Pool, "_map_local", counted)
     return seen
@@ -112,3 +110,24 @@ def test_ctrl_c_exits_130(capsys, monkeypatch):
     monkeypatch.setattr(capacity, "points", interrupted)
     assert main(["capacity", "matmul", "--hardware", "trn2-core", "--quiet", "--jobs", "1"]) == 130
     assert "interrupted" in capsys.readouterr().err
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_map_until_stops_at_the_first_result_in_order(jobs):
+    with parallel.Pool(jobs) as pool:
+        assert pool.map(_square, range(40), until=lambda r: r >= 50) == [0, 1, 4, 9, 16, 25, 36, 49, 64]
+        assert pool.map(_square, range(5), until=lambda r: False) == [0, 1, 4, 9, 16]
+
+
+def test_map_here_first_while_short(workers_used):
+    # the rest would take far less than an hour here: no worker starts; with 0 only the first
+    # item runs here and the rest go to the workers
+    with parallel.Pool(2) as pool:
+        assert pool.map(_square, range(6), here_s=3600) == [x * x for x in range(6)]
+        assert not workers_used
+        assert pool.map(_square, range(6), here_s=0) == [x * x for x in range(6)]
+        assert workers_used == [5]
