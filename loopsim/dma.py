@@ -197,6 +197,16 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, part
     return per_part[exists], nbytes[exists], weight, core[exists]
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> int:
+    """Exact sum(a * b) of non-negative int64 arrays (``b`` broadcast): in int64 when it cannot
+    overflow, else in Python ints."""
+    if not a.size:
+        return 0
+    if int(a.max()) * int(b.max()) * a.size < 2**63:
+        return int((a * b).sum(dtype=np.int64))
+    return sum(int(x) * int(y) for x, y in zip(a, np.broadcast_to(b, a.shape)))
+
+
 def report(kernel: Kernel, hw) -> DmaReport:
     """Every load/store execution of ``kernel`` as a DMA transfer, against ``hw``'s DMA bandwidth.
 
@@ -219,7 +229,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
         vals, inv = np.unique(pp, return_inverse=True)
         counts = np.bincount(inv, minlength=vals.size) * w
         dist = tuple((int(v), int(c)) for v, c in zip(vals, counts))
-        total = sum(int(x) for x in nb) * w if nb.size else 0
+        total = _dot(nb, np.ones(1, dtype=np.int64)) * w
         n = int(nb.size) * w
         per_stmt.append(Statement(str(orig), orig.line, "load" if isinstance(stmt, Load) else "store",
                                   n, total, dist))
@@ -243,10 +253,10 @@ def report(kernel: Kernel, hw) -> DmaReport:
     dist = []
     for i, v in enumerate(vals.tolist()):
         sel = inv == i
-        dist.append((int(v), int(wt[sel].sum()), sum(int(b) * int(w) for b, w in zip(nb[sel], wt[sel]))))
+        dist.append((int(v), _dot(wt[sel], np.ones(1, dtype=np.int64)), _dot(nb[sel], wt[sel])))
     total = sum(s.bytes for s in per_stmt)
-    shared = sum(int(b) * int(w) for b, w in zip(nb[co == -1], wt[co == -1]))
-    by_core = [sum(int(b) * int(w) for b, w in zip(nb[co == c], wt[co == c])) for c in range(cores)]
+    shared = _dot(nb[co == -1], wt[co == -1])
+    by_core = [_dot(nb[co == c], wt[co == c]) for c in range(cores)]
     busiest = max(by_core) + (shared // cores if shared % cores == 0 else shared / cores)
     bw = getattr(hw, "dma_bw", None)
     T = est = None
@@ -295,8 +305,8 @@ def _partial_sums(k: Kernel, partitions: int | None):
         rows[inside] = ext[g.tensor.partition_axis]
     per_part = -(-rows // partitions) * (nbytes // rows) if partitions else nbytes
     vals, inv = np.unique(per_part, return_inverse=True)
-    dist = [int(counts[inv == j].sum()) for j in range(vals.size)]
+    dist = [_dot(counts[inv == j], np.ones(1, dtype=np.int64)) for j in range(vals.size)]
     st = Statement("partial-sum read-backs (matmul accumulating into a stored tile)", 0, "load",
-                   int(counts.sum()), sum(int(b) * int(c) for b, c in zip(nbytes, counts)),
+                   _dot(counts, np.ones(1, dtype=np.int64)), _dot(nbytes, counts),
                    tuple(zip(vals.tolist(), dist)))
     return st, per_part, nbytes, counts

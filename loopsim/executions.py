@@ -19,7 +19,7 @@ from .tiles import full_extent
 def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None,
                edges: dict | None = None):
     """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index, and those an
-    edge condition names): the real extent of every axis of every access in ``accs``, whether it
+    edge condition that some iteration breaks names): the real extent of every axis of every access in ``accs``, whether it
     runs (its tile starts inside the tensor, and no enclosing blocked loop runs past an edge:
     :func:`loopsim.tiles.loop_edges`, computed when ``edges`` is None), the weight (runs of the
     other loops) and the physical core that runs it (None: every core runs it). ``split``: any loop
@@ -31,9 +31,12 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
         # or the loop over the cores of lnc.cores_nest (spmd: its counter is the core)
         split = next((l for l in loops if l.split > 1 or l.spmd), None)
     used = {v for a in accs for ix in a.index for v in ix}
-    for l in loops:
+    loop_of = {l.var: l for l in loops}
+    for l in loops:  # an edge rule that no iteration can break leaves every iteration running
         if id(l) in edges:
-            used |= set(edges[id(l)][0])
+            terms, extent = edges[id(l)]
+            if sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms) >= extent:
+                used |= set(terms)
     rel = [l for l in loops if l.var in used or l is split]
     weight = math.prod(l.trips for l in loops if l not in rel)
     nl = len(rel)

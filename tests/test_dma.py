@@ -169,3 +169,12 @@ def test_dma_command(capsys, split_projection):
     out = capsys.readouterr().out
     assert "busiest core's" in out and "one core's DMA bandwidth 368 GB/s" in out
     assert main(["dma", "nope", "-H", "trn2-core"]) == 2
+
+
+def test_byte_sums_stay_exact_past_int64():
+    import numpy as np
+
+    a = np.array([2**40, 3], dtype=np.int64)
+    w = np.array([2**30, 5], dtype=np.int64)
+    assert dma._dot(a, w) == 2**70 + 15  # Python ints where int64 would wrap
+    assert dma._dot(a[1:], w[1:]) == 15 and dma._dot(a[:0], w[:0]) == 0
