@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
 
+@functools.lru_cache(maxsize=None)
 def data_dir(folder: str) -> Path:
-    """The directory of bundled ``folder`` ("tilings" or "hardware")."""
+    """The directory of bundled ``folder`` ("tilings" or "hardware"), looked up once a process."""
     try:
         found = importlib.util.find_spec(f"loopsim._{folder}")
     except ModuleNotFoundError:

@@ -14,6 +14,7 @@ Every error names the file and the key, and the nest line where there is one.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +38,19 @@ def _bundled_dir() -> Path:
 
 def bundled_names() -> list[str]:
     """Names of the specs shipped with loopsim (subfolders as ``folder/name``)."""
+    return list(_bundled_names())
+
+
+@functools.lru_cache(maxsize=1)
+def _bundled_names() -> tuple[str, ...]:
+    """The bundled specs, listed once a process (every spec a command reads asks)."""
     d = _bundled_dir()
-    return sorted(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.toml"))
+    return tuple(sorted(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.toml")))
 
 
 def is_bundled(name_or_path: str) -> bool:
     """Whether ``name_or_path`` names a bundled spec (not a path: see :func:`locate`)."""
-    return not tomlfile.is_path(name_or_path, (".toml", ".py")) or name_or_path in bundled_names()
+    return not tomlfile.is_path(name_or_path, (".toml", ".py")) or name_or_path in _bundled_names()
 
 
 def locate(name_or_path: str) -> Path:
