@@ -138,35 +138,15 @@ def rank(rows: list[Row]) -> list[Row]:
     return [Row(r.variant, r.analysis, r.error, r is best) for r in rows]
 
 
-#: with ``jobs=None`` (``--jobs`` not given) tilings are analysed in this process for as long as the
-#: rest, at the pace so far, would take less than this many CPU seconds: worker processes cost about
-#: 0.1 s of CPU to start and feed, more than a short sweep of as-written tilings takes in all
-SERIAL_S = 0.5
-
-
 def analyze_all(variants: list[Variant], hw, *, jobs: int | None = 1, scheduler: str | None = None,
                 quiet: bool = True, **kw) -> list[Row]:
     """Analyse every variant (``kw`` as :func:`loopsim.pipeline.analyze`) and rank them, on
     ``jobs`` local processes or the Dask cluster at ``scheduler``: the same rows whatever runs
-    them. ``jobs=None``: in this process while the sweep is short (:data:`SERIAL_S`), the rest on
-    every core. A progress bar on stderr after a second, unless ``quiet``."""
-    import time
+    them. ``jobs=None``: in this process while the sweep is short (:func:`loopsim.parallel.here_s`),
+    the rest on every core. A progress bar on stderr after a second, unless ``quiet``."""
     from functools import partial
 
-    from .parallel import Interrupted, pmap
+    from .parallel import here_s, pmap
 
-    one = partial(analyze_one, hw=hw, **kw)
-    rows: list[Row] = []
-    if jobs is None and scheduler is None:
-        t0 = time.process_time()
-        try:
-            while len(rows) < len(variants):
-                rows.append(one(variants[len(rows)]))
-                pace = (time.process_time() - t0) / len(rows)
-                if pace * (len(variants) - len(rows)) > SERIAL_S:
-                    break
-        except KeyboardInterrupt:
-            raise Interrupted(dict(enumerate(rows))) from None
-    rest = variants[len(rows):]
-    return rank(rows + pmap(one, rest, jobs=jobs, scheduler=scheduler, desc="analyse", quiet=quiet,
-                            unit="tiling"))
+    return rank(pmap(partial(analyze_one, hw=hw, **kw), variants, jobs=jobs, scheduler=scheduler,
+                     desc="analyse", quiet=quiet, unit="tiling", here_s=here_s(jobs)))

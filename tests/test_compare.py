@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from loopsim import hardware, sweep
+from loopsim import hardware, parallel, sweep
 from loopsim.cli import main
 from loopsim.errors import InputError
 
@@ -129,5 +129,5 @@ def test_default_jobs_hands_the_rest_of_a_long_sweep_to_workers(capsys, monkeypa
             "--json", "--quiet"]
     one = _json(capsys, argv + ["--jobs", "1"])
     assert _json(capsys, argv) == one
-    monkeypatch.setattr(sweep, "SERIAL_S", 0.0)  # every sweep "long": one tiling here, five on workers
+    monkeypatch.setattr(parallel, "SERIAL_S", 0.0)  # every sweep "long": one tiling here, five on workers
     assert _json(capsys, argv) == one and len(one) == 6
