@@ -12,6 +12,8 @@ B = 172 that is 2·172³ + 172² = 10.2 M requests over 3·172² = 88.7 k object
 SBUF, 24 MiB.
 
 Figures printed (never asserted):
+* in-process load_trace of the trace written by write_trace, with its dense ids and with the
+  same objects under hashed 64-bit ids (ranking them is the sparse-id pass), best of 3;
 * in-process throughput of replay() for lru and opt, best of 3 after a warm-up call, plus the
   first-call time in this process (numba import + loading the cached kernels, or compiling them
   when the cache is cold) and a cold compile in a subprocess with an empty cache;
@@ -40,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from loopsim.replayfile import write_trace  # noqa: E402
+from loopsim.replayfile import load_trace, write_trace  # noqa: E402
 from _before import BEFORE, tree  # noqa: E402
 from loopsim.sim import next_use, replay  # noqa: E402
 
@@ -156,6 +158,17 @@ def main(argv=None):
         print(f"loopsim {policy}: {dt * 1e3:8.1f} ms  {n / dt / 1e6:7.1f} M req/s   misses {r.misses:,}  "
               f"miss {r.miss_bytes / 2**30:.2f} GiB  write-back {r.writeback_bytes / 2**30:.2f} GiB  "
               f"peak {r.peak_cost:,} B   (first call {first:.2f} s)")
+
+    with tempfile.TemporaryDirectory() as d:
+        row = []
+        for label, ids in (("dense ids", obj), ("hashed 64-bit ids", hashed_ids(obj))):
+            path = os.path.join(d, "t.npz")
+            write_trace(path, ids, req_bytes, write)
+            load_trace(path)
+            dt, _ = best_of(lambda: load_trace(path))
+            row.append(f"{label} {dt * 1e3:.1f} ms ({dt / n * 1e9:.1f} ns per request)")
+            os.remove(path)
+    print("load_trace (file mapped, ids ranked as np.unique ranks them, sizes checked): " + ",  ".join(row))
 
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT}

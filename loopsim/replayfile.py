@@ -15,7 +15,7 @@ Example
 >>> p = os.path.join(tempfile.mkdtemp(), "t.npz")
 >>> write_trace(p, np.array([10, 99, 10]), np.array([4, 8, 4]))
 >>> load_trace(p)
-(array([0, 1, 0]), array([False, False, False]), array([4, 8]))
+(array([0, 1, 0], dtype=int32), array([False, False, False]), array([4, 8]))
 """
 
 from __future__ import annotations
