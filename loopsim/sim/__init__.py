@@ -336,7 +336,7 @@ class State:
 
     def result(self, size: np.ndarray, miss: np.ndarray | None = None) -> "Replay":
         """Flush dirty residents and total up (call once, after the last chunk)."""
-        self._k.flush(self.resident, self.dirty, self.writebacks)
+        self.writebacks += self.resident & self.dirty  # numpy: one kernel fewer to compile
         return Replay(
             miss=miss,
             writebacks=self.writebacks,

@@ -41,15 +41,7 @@ def next_use_kernel(obj, base, last, out):
         last[o] = base + i
 
 
-@njit(**_JIT)
-def flush(resident, dirty, writebacks):
-    """The final write-back of every dirty resident."""
-    for o in range(resident.shape[0]):
-        if resident[o] and dirty[o]:
-            writebacks[o] += 1
-
-
-@njit(**_JIT)
+@njit(**_JIT, inline="always")  # inlined by numba: no compile of its own on a cold start
 def _lru_unlink(o, link, head, tail):
     """Take resident ``o`` out of the recency list; returns the new (head, tail)."""
     p = link[2 * o]
@@ -78,7 +70,7 @@ def lru_kernel(obj, write, cost, capacity, dead, miss, writebacks, miss_count, f
     an object's two links share a cache line), most recently used at the head, eviction from the
     tail: O(1) per request. ``st`` = (head, tail, occupancy, peak). ``dead`` (bool[n]):
     after request i its object is freed without a write-back (an on-chip intermediate after its
-    last use). The caller flushes dirty residents (:func:`flush`) after the last chunk.
+    last use). The caller flushes dirty residents after the last chunk.
     """
     n = obj.shape[0]
     head = st[0]
