@@ -386,9 +386,9 @@ class Walker:
     """Resumable generation of one nest's trace: each :meth:`fill` writes the next requests."""
 
     def __init__(self, nest: Nest):
-        from .sim import _gen
+        from .sim._jit import kernels
 
-        self._gen = _gen
+        self._gen = kernels("loopsim.sim._gen", nest.slots)  # plain Python for a short trace
         self.nest = nest
         n_loops = nest.loops.shape[0]
         self.cnt = np.zeros(n_loops, np.int64)
@@ -463,8 +463,9 @@ def build(kernel: Kernel, nest: Nest | None = None) -> Trace:
 
 def dead_flags(obj: np.ndarray, nest: Nest) -> np.ndarray:
     """bool[n]: the last request of each object of an on-chip intermediate."""
-    from .sim import _gen
+    from .sim._jit import kernels
 
+    _gen = kernels("loopsim.sim._gen", obj.size)
     last = np.full(nest.n_objects, -1, np.int64)
     _gen.last_index(obj, nest.n_objects, 0, last)
     dead = np.empty(obj.size, np.bool_)

@@ -32,3 +32,13 @@ def split_projection(tmp_path):
     p = tmp_path / "proj_lnc.toml"
     p.write_text(text)
     return str(p)
+
+
+@pytest.fixture(autouse=True)
+def compiled_kernels(monkeypatch):
+    """In-process tests run the compiled walker and replay kernels at every size, so every oracle
+    comparison exercises numba's code; tests/test_walker.py compares the plain-Python twins that
+    short traces use (loopsim/sim/_jit.py) with them."""
+    from loopsim.sim import _jit
+
+    monkeypatch.setattr(_jit, "PLAIN_BELOW", 0)

@@ -2,8 +2,12 @@
 statement-by-statement path emits, on every bundled tiling at random shapes (ragged edges,
 partial sums, holds, SBUF accumulators, on-chip intermediates, blocked loops, LNC splits),
 whole or in chunks that stop inside a fast loop. The statement-by-statement path itself is
-checked against the plain-Python interpreter in test_trace.py and test_stream.py."""
+checked against the plain-Python interpreter in test_trace.py and test_stream.py.
 
+Short traces run the walker and the replay kernels as plain Python (loopsim/sim/_jit.py): the
+twins give what the compiled functions give, request for request and count for count."""
+
+import contextlib
 import re
 from pathlib import Path
 
@@ -11,6 +15,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from loopsim import lnc, program, spec, trace
+from loopsim.sim import State, _jit
 
 from naive_nest import interpret, matmul_nests
 
@@ -91,3 +96,58 @@ def test_the_benchmark_nest_runs_its_innermost_loop_fast():
     # chunks that end inside the k loop, at every offset of an iteration, resume where they stopped
     for chunk in (7, 8, 9, 10, 11, 12, 13, 20, 41, 100):
         _same(k, chunk)
+
+
+@contextlib.contextmanager
+def _plain_below(requests):
+    """Short traces (under ``requests``) through the plain twins, for the block."""
+    _jit.PLAIN_BELOW = requests
+    try:
+        yield
+    finally:
+        _jit.PLAIN_BELOW = 0  # compiled, as tests/conftest.py has it
+
+
+def _plain_walk(kernel):
+    nest = trace.compile_nest(kernel)
+    w = trace.Walker(nest)
+    w._gen = _jit.plain("loopsim.sim._gen")
+    obj = np.empty(nest.slots + nest.max_events, nest.id_dtype)
+    kind = np.empty(obj.size, np.int8)
+    m = w.fill(obj, kind)
+    return obj[:m].tolist(), kind[:m].tolist(), w.flops, w.instructions
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(bundled_kernels(), matmul_nests(max_dim=200)))
+def test_plain_walker_emits_the_compiled_trace(kernel):
+    tr = trace.build(kernel)  # compiled (tests/conftest.py)
+    assert _plain_walk(kernel) == (tr.obj.tolist(), tr.kind.tolist(), tr.flops, tr.instructions)
+    if tr.dead is not None:
+        with _plain_below(1 << 40):  # trace.dead_flags through the twin
+            assert trace.dead_flags(tr.obj, trace.compile_nest(kernel)).tolist() == tr.dead.tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 11), st.booleans(), st.booleans()), min_size=1, max_size=120),
+       st.lists(st.integers(0, 6), min_size=12, max_size=12), st.integers(1, 20),
+       st.sampled_from(["lru", "opt"]))
+def test_plain_replay_kernels_count_what_the_compiled_ones_count(reqs, cost, capacity, policy):
+    obj = np.array([o for o, _, _ in reqs], np.int32)
+    write = np.array([w for _, w, _ in reqs])
+    dead = np.array([d for _, _, d in reqs])
+    cost = np.array(cost, np.int64)
+    out = []
+    for plain in (False, True):
+        with _plain_below(1 << 40 if plain else 0):
+            st_ = State(policy, cost, capacity, len(reqs), requests=len(reqs))
+        assert st_._k.__name__ == "loopsim.sim._kernels" + ("_plain" if plain else "")
+        miss = np.empty(len(reqs), bool)
+        nu = None
+        if policy == "opt":
+            nu = np.empty(len(reqs), np.int64)
+            st_.next_uses(obj, 0, np.full(cost.size, len(reqs), np.int64), nu)
+        st_.feed(obj, write, dead, miss, nu)
+        r = st_.result(cost, miss)
+        out.append((r.miss.tolist(), r.writebacks.tolist(), r.fetches.tolist(), r.peak_cost, r.misses))
+    assert out[0] == out[1]

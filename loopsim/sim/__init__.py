@@ -226,7 +226,7 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None, chunk=None)
             _fail(f"replay: obj[{hi}]={int(obj[hi])} must be in [0, {n_objects}) (len(cost)={n_objects})")
 
     obj = dense_ids(obj, n_objects)
-    st = State(policy, cost, capacity, n if policy == "opt" else 0)
+    st = State(policy, cost, capacity, n if policy == "opt" else 0, requests=n)
     if chunk is not None:
         _feed_chunks(st, obj, write, dead, n_objects, chunk)
         return st.result(size)
@@ -283,13 +283,17 @@ class State:
     the counts so far; the totals come from :meth:`result` after the last chunk.
 
     ``n_total``: for ``opt``, the number of requests in the whole trace (next-use times run up to
-    it, "never again" is ``n_total``); ignored for ``lru``.
+    it, "never again" is ``n_total``); ignored for ``lru``. ``requests``: how many requests it
+    will be fed, when known: below ``_jit.PLAIN_BELOW`` the kernels run as plain Python (no
+    compile, no numba; the same counts).
     """
 
-    def __init__(self, policy: str, cost: np.ndarray, capacity: int, n_total: int = 0):
-        from loopsim.sim import _kernels  # numba loads here, on first use
+    def __init__(self, policy: str, cost: np.ndarray, capacity: int, n_total: int = 0,
+                 requests: int | None = None):
+        from loopsim.sim._jit import PLAIN_BELOW, kernels
 
-        self._k = _kernels
+        # numba loads here, on first use; a replay known to be short runs the plain kernels
+        self._k = kernels("loopsim.sim._kernels", PLAIN_BELOW if requests is None else requests)
         self.policy = policy
         self.cost = cost
         self.capacity = capacity

@@ -44,7 +44,7 @@ State: ``cnt``/``ival`` (int64[L]) loop counters and variable values; ``last_kin
 """
 
 import numpy as np
-from numba import njit
+from loopsim.sim._jit import njit
 
 from loopsim.sim._codes import OP_LOOP, OP_STMT
 

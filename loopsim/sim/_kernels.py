@@ -22,7 +22,7 @@ These run as ordinary Python under ``NUMBA_DISABLE_JIT=1`` (the test suite does 
 """
 
 import numpy as np
-from numba import njit
+from loopsim.sim._jit import njit
 
 # One set of flags for every kernel. Integer counting only: no fastmath needed. nogil lets a
 # caller replay several traces from threads.

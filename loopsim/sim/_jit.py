@@ -1,0 +1,50 @@
+"""Compiled or plain: the jitted modules (``_gen``, ``_kernels``) decorate their functions with
+:func:`njit` from here, so the same source also loads as a plain-Python twin (:func:`plain`).
+
+A short trace costs less to interpret than to compile for: numba's import, its first compile and
+the kernels' compiles take seconds on a cold start (a few tenths of a second to load them from
+the cache), while the plain functions run a request in a few microseconds. Callers take the twin
+below :data:`PLAIN_BELOW` requests; both give the same results (tests compare them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+#: traces of fewer request slots than this run through the plain-Python twins (well under 0.1 s)
+PLAIN_BELOW = 1 << 14
+
+_TWIN = "_plain"
+
+
+def njit(**flags):
+    """numba's ``njit(**flags)``, except in a plain twin, where the function stays Python (and
+    numba is not imported)."""
+    def deco(f):
+        if f.__module__.endswith(_TWIN):
+            return f
+        import numba
+
+        return numba.njit(**flags)(f)
+    return deco
+
+
+def plain(name: str):
+    """The module ``name`` (``loopsim.sim._gen``, ``loopsim.sim._kernels``) loaded again from its
+    file as plain Python: its functions undecorated, numba not imported."""
+    key = name + _TWIN
+    mod = sys.modules.get(key)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(key, importlib.util.find_spec(name).origin)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+def kernels(name: str, requests: int):
+    """The module to run ``requests`` requests with: the plain twin below :data:`PLAIN_BELOW`,
+    else the compiled module (imported here, with numba)."""
+    if requests < PLAIN_BELOW:
+        return plain(name)
+    return importlib.import_module(name)
