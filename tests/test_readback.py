@@ -93,3 +93,14 @@ def test_kouter_reads_each_tile_back_once_per_later_k():
 def test_a_split_kernel_matches_the_trace(split_projection):
     k = lnc.cores_nest(spec.load_kernel(split_projection))
     assert counted(k) == from_trace(k)
+
+
+def test_dma_report_is_the_same_from_the_trace_fallback(monkeypatch):
+    # past MAX_EVENTS the DMA report counts read-backs from the trace's ACC requests instead
+    from loopsim import dma, hardware, readback
+
+    k, hw = spec.load_kernel("matmul_kouter", {"M": 384, "K": 640}), hardware.load("trn2-core")
+    want = dma.report(k, hw)
+    monkeypatch.setattr(readback, "MAX_EVENTS", 0)
+    assert readback.read_backs(k) is None
+    assert dma.report(k, hw) == want
