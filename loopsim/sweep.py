@@ -65,7 +65,11 @@ def expand(specs: list[str], sets: dict[str, int], vary: dict[str, tuple[int, ..
         if name in sets:
             raise InputError(f"--vary {name} and --set {name} both given; use one")
     known = {**sets, **{n: v[0] for n, v in vary.items() if v}}
-    files = [(s, pipeline.read(s, kernel_args, known)) for s in specs]
+    read: dict[str, object] = {}  # a spec named twice is read once
+    for s in specs:
+        if s not in read:
+            read[s] = pipeline.read(s, kernel_args, known)
+    files = [(s, read[s]) for s in specs]
     for name in vary:
         if not any(name in sf.params for _, sf in files):
             has = "; ".join(f"{sf.path} has {', '.join(sf.params) or '(none)'}" for _, sf in files)

@@ -38,3 +38,17 @@ def test_a_command_imports_only_its_own_module():
     mods = _command_modules_after(["hardware"])
     assert "loopsim.commands.hardware" in mods
     assert not [m for m in mods if m.split(".")[-1] in COMMANDS and m != "loopsim.commands.hardware"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["entitle", "projection", "--hardware", "trn2-core", "--set", "B=1"],
+    # matmul_kouter reads partial sums back: counted from its statements, not from a trace
+    ["compare", "matmul", "matmul_kouter", "nki_tutorial/1_tiled", "--hardware", "trn2-core"],
+])
+def test_as_written_answers_import_no_replay_plot_or_graph_library(argv):
+    code = ("import sys, contextlib, io\nfrom loopsim.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(%r)\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules}))" % argv)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    top = set(eval(out.stdout.strip().splitlines()[-1]))
+    assert not top & {"numba", "llvmlite", "matplotlib", "networkx", "hypothesis", "tqdm"}
