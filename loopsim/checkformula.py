@@ -29,6 +29,7 @@ hypothesis, a run-time dependency, draws the examples.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
@@ -279,18 +280,20 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     Raises :class:`loopsim.errors.LoopsimError` subclasses for bad input (unknown names, syntax
     errors, division by zero at some drawn values, empty ranges).
 
-    ``jobs`` local processes (None: every core once the check is long enough to gain from them,
-    :func:`loopsim.parallel.here_s`) or the Dask cluster at ``scheduler`` simulate the examples:
-    hypothesis first draws them without simulating (a speculative run that assumes each passes),
-    the workers simulate them, and if any does not pass, hypothesis runs again in order with
-    those results at hand, shrinking on this process. Either way the outcome is hypothesis's
-    run with the true results: the same result as on one process. ``quiet``: no progress bar.
+    ``jobs`` local processes or the Dask cluster at ``scheduler`` simulate the examples. The
+    examples run here, in order, while the rest at the pace so far would take under
+    :func:`loopsim.parallel.here_s` CPU seconds (with ``jobs`` given: the first only); past
+    that, while every example so far passed, hypothesis draws the rest as guesses (each assumed to
+    pass) and the workers simulate them, in order, up to the first that does not pass. If every
+    guess was right, that run was the run; if not, hypothesis runs again, in order, with the
+    results known, and shrinks here. Either way the result is that of one process. ``quiet``: no
+    progress bar.
     """
     try:
         import hypothesis
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import strategies as st
-        from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+        from hypothesis.errors import FailedHealthCheck, Unsatisfiable, UnsatisfiedAssumption
         from hypothesis.reporting import with_reporter
     except ImportError:  # pragma: no cover
         raise InputError("loopsim check needs hypothesis (a dependency of loopsim): pip install hypothesis") from None
@@ -358,6 +361,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
                 hit = ("reject", str(e))
             else:
                 hit = ("ok", params, rep.counts.hbm_bytes, _tensors(rep))
+            known[key] = hit
         if hit[0] == "reject":
             rejected.append(hit[1])
             hypothesis.reject()
@@ -372,7 +376,33 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         if not found:
             passed.add(key)
 
-    step = [check]
+    from .parallel import check_jobs, here_s
+
+    # examples run here, in order, while the rest at the pace so far would take under ``budget``
+    # CPU seconds (parallel.here_s); past that, and only while every example so far passed, the
+    # rest are drawn as guesses (``speculate``) and simulated by the workers (:func:`_confirm`)
+    budget = here_s(jobs) if scheduler or check_jobs(jobs) > 1 else float("inf")
+    pace = {"calls": 0, "t0": None, "guessing": False, "frozen": False}
+
+    def adaptive(values):
+        if pace["guessing"]:
+            return speculate(values)
+        if pace["t0"] is None:
+            pace["t0"] = time.process_time()
+        pace["calls"] += 1
+        try:
+            check(values)
+        except UnsatisfiedAssumption:
+            raise
+        except BaseException:
+            pace["frozen"] = True  # a failure: hypothesis shrinks it, every example real
+            raise
+        left = examples - pace["calls"]
+        if not pace["frozen"] and left > 0 and \
+                (time.process_time() - pace["t0"]) / pace["calls"] * left >= budget:
+            pace["guessing"] = True
+
+    step = [adaptive]
 
     def one(values):
         step[0](values)
@@ -384,18 +414,29 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     if seed is not None:
         test = hypothesis.seed(seed)(test)
     shown = tuple((n, _shown(v)) for n, v in ranges.items()) + tuple((n, f"= {v}") for n, v in sets.items())
-    from .parallel import check_jobs
 
-    if (scheduler or check_jobs(jobs) > 1) and _prefetch(
-            test, step, speculate, drawn, known, simulate, with_reporter, jobs, scheduler, quiet):
-        # every drawn example passed: the speculative run was the run
-        passed.update(key for key, _, _ in drawn)
-        return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown,
-                           None, examples)
-    step[0] = check
+    def attempt() -> BaseException | None:
+        """Run hypothesis; what it raised (None: nothing). Ctrl-C is not caught."""
+        try:
+            with with_reporter(lambda *a, **k: None):
+                test()
+        except (Exception, _Stop) as e:  # noqa: BLE001 -- read by verdict()
+            return e
+        return None
+
+    raised = attempt()
+    if pace["guessing"]:
+        if raised is None and _confirm(drawn, known, simulate, jobs, scheduler, quiet):
+            # every guess was right: that run was the run
+            passed.update(key for key, _, _ in drawn)
+            raised = None
+        else:  # hypothesis again, in order, with what is known: the run of one process
+            step[0] = check
+            found.clear(), passed.clear(), rejected.clear()
+            raised = attempt()
     try:
-        with with_reporter(lambda *a, **k: None):
-            test()
+        if raised is not None:
+            raise raised
     except _DivZero as e:
         vals = ", ".join(f"{k}={v}" for k, v in e.params.items())
         raise InputError(f"--formula: {e.err} (drawn values: {vals})") from None
@@ -418,32 +459,23 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     return CheckResult(specfile.path, f.text, policy, hw.name, True, len(passed), shown, None, examples)
 
 
-def _prefetch(test, step, speculate, drawn, known, simulate, with_reporter, jobs, scheduler,
-              quiet) -> bool:
-    """Draw the examples (``speculate``), simulate them in the order drawn on ``jobs`` processes
-    or the Dask cluster at ``scheduler`` up to the first that does not pass, and store the results
-    in ``known``. True when the speculative run ended by itself and every example it drew passed."""
-    from .parallel import Pool, Progress, here_s
+def _confirm(drawn, known, simulate, jobs, scheduler, quiet) -> bool:
+    """Simulate the examples drawn as guesses, in the order drawn, on ``jobs`` processes or the
+    Dask cluster at ``scheduler``, up to the first that does not pass; store the results in
+    ``known``. True when every one passed."""
+    from .parallel import Pool, Progress
 
-    step[0] = speculate
-    try:
-        with with_reporter(lambda *a, **k: None):
-            test()
-    except (Exception, _Stop):  # noqa: BLE001 -- the run in order meets it again
-        ended = False
-    else:
-        ended = True
     todo = list({key: (key, params, kernel) for key, params, kernel in drawn}.values())
     if not todo:
-        return False
+        return True
     with Pool(jobs, scheduler) as pool, \
             Progress(len(todo), "check", quiet=quiet, unit="example") as bar:
         got = pool.map(simulate, [(params, kernel) for _, params, kernel in todo], progress=bar,
-                       here_s=here_s(jobs), until=lambda r: not (r[0] == "ok" and r[3]))
+                       here_s=0.0, until=lambda r: not (r[0] == "ok" and r[3]))
     for (key, params, _), r in zip(todo, got):
         if r[0] != "unknown":
             known[key] = r if r[0] == "reject" else ("ok", params, r[1], r[2])
-    return ended and len(got) == len(todo) and got[-1][0] == "ok" and got[-1][3]
+    return len(got) == len(todo) and got[-1][0] == "ok" and got[-1][3]
 
 
 def assert_formula(spec: str, formula: str, **kwargs) -> CheckResult:

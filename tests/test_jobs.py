@@ -67,13 +67,16 @@ RIGHT = "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)"
 NAIVE = "2*(M*K + K*N + M*N)"
 
 
-@pytest.mark.parametrize("formula, status", [(RIGHT, 0), (NAIVE, 1)])
+@pytest.mark.parametrize("formula, status", [(RIGHT, 0), (RIGHT + " + 2*min(M//1000, 1)", 1)])
 def test_check_same_outcome(capsys, workers_used, formula, status):
-    # held: the speculative run is the run; refuted: hypothesis runs again with the results
-    # known and shrinks to the same smallest counterexample
+    # --jobs 2: the first example runs here, the rest are drawn as guesses for the workers.
+    # Held: that run is the run. Wrong from M = 1000 on (the first example, M = 1, passes): a
+    # guess fails, hypothesis runs again with the results known and shrinks to the same M = 1000
     got, out, _ = _both(capsys, ["check", "matmul", "--hardware", "trn2-core", "--set", "TK=128",
-                                 "--examples", "25", "--formula", formula, "--json"])
+                                 "--vary", "M=1..2048", "--examples", "25", "--formula", formula,
+                                 "--json"])
     assert got == status and workers_used
+    assert status == 0 or '"M": 1000' in out
 
 
 def test_check_same_counterexample_under_lru(capsys, workers_used):
