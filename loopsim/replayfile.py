@@ -65,9 +65,10 @@ def _map(name: str):
 
 
 def _mapped_member(mm, info: zipfile.ZipInfo, skip: int, shape, fortran: bool, dtype) -> np.ndarray | None:
-    """A stored (uncompressed) member's array viewed in the mapped file, no copy; None where it
-    is compressed or encrypted, not aligned for its dtype, or not inside the file (then it is read
-    through zipfile, which reports what is wrong). ``skip``: bytes of its .npy header."""
+    """A stored (uncompressed) member's array viewed in the mapped file, no copy (one aligned
+    copy where the data is not aligned for its dtype, as ``np.savez`` leaves it); None where it is
+    compressed or encrypted or not inside the file (then it is read through zipfile, which
+    reports what is wrong). ``skip``: bytes of its .npy header."""
     if mm is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1:
         return None
     at = info.header_offset
@@ -79,9 +80,10 @@ def _mapped_member(mm, info: zipfile.ZipInfo, skip: int, shape, fortran: bool, d
     count = 1
     for d in shape:
         count *= d
-    if start % dtype.alignment or skip + count * dtype.itemsize > info.file_size or start + count * dtype.itemsize > len(mm):
+    if skip + count * dtype.itemsize > info.file_size or start + count * dtype.itemsize > len(mm):
         return None
-    return np.ndarray(shape, dtype, buffer=mm, offset=start, order="F" if fortran else "C")
+    a = np.ndarray(shape, dtype, buffer=mm, offset=start, order="F" if fortran else "C")
+    return a.copy() if start % dtype.alignment else a
 
 
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
@@ -89,10 +91,11 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
     match the member's size in the archive, the member's size its compressed size (no deflate
     bombs), and the total the memory available.
 
-    A stored (uncompressed) member aligned for its dtype, as :func:`write_trace` writes them, is
-    not read at all: its array is a view of the file mapped copy-on-write (no copy, and pages
-    load as they are used). Its CRC is then not checked (as for a plain .npy); a compressed member
-    is read and checked through zipfile."""
+    A stored (uncompressed) member is not read through zipfile: aligned for its dtype, as
+    :func:`write_trace` writes them, its array is a view of the file mapped copy-on-write (no
+    copy, and pages load as they are used); unaligned (``np.savez``), one copy of that view. Its
+    CRC is then not checked (as for a plain .npy); a compressed member is read and checked
+    through zipfile."""
     not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write"
     try:
         zf = zipfile.ZipFile(name)
