@@ -75,27 +75,36 @@ def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     width = 2 * max((len(p) for _, _, p, _, _ in sts), default=1) - 1
     depth = width // 2 + 1
-    cols = [_events(s, loops, path, acc, kind, relevant, edges, tm, gs[acc.tensor], width, depth)
-            for s, loops, path, acc, kind in sts]
+    # per statement and level: n - 1 for a loop taken for two iterations, else 1 (also past its depth)
+    stand = np.ones((len(sts), depth), np.int64)
+    for j, (_, loops, _, _, _) in enumerate(sts):
+        for d, l in enumerate(loops):
+            if id(l) not in relevant:
+                stand[j, d] = l.trips - 1 if l.trips > 1 else 1
+    cols = [_events(s, loops, path, acc, kind, j, relevant, edges, tm, gs[acc.tensor], width)
+            for j, (s, loops, path, acc, kind) in enumerate(sts)]
     cols = [c for c in cols if c[0].size]
     if not cols:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    obj, kind, key, fac, cross = (np.concatenate(x) for x in zip(*cols))
+    obj, kind, who, key = (np.concatenate(x) for x in zip(*cols))
     order = np.lexsort(tuple(key[:, j] for j in reversed(range(width))) + (obj,))
-    obj, kind, key, fac, cross = obj[order], kind[order], key[order], fac[order], cross[order]
-    pair = (obj[:-1] == obj[1:]) & (kind[:-1] == STORE) & (kind[1:] == ACC)
-    i = np.flatnonzero(pair)
-    p = np.argmax(key[i] != key[i + 1], axis=1)  # the first key column where the two events differ
+    obj, kind, who, key = obj[order], kind[order], who[order], key[order]
+    i = np.flatnonzero((obj[:-1] == obj[1:]) & (kind[:-1] == STORE) & (kind[1:] == ACC))
+    k1, f = key[i], stand[who[i]]
+    p = np.argmax(k1 != key[i + 1], axis=1)  # the first key column where the two events differ
     shared = p // 2  # loops enclosing both events (each takes a position column and a counter column)
-    prefix = np.cumprod(np.concatenate([np.ones((fac.shape[0], 1), np.int64), fac], axis=1), axis=1)
-    w = prefix[i, shared] * np.where(p % 2 == 1, cross[i, np.minimum(shared, depth - 1)], 1)
+    # a pair stands for: per shared level, 1 (first iteration) or n - 1 (the later ones), and
+    # n - 1 more when it crosses from a capped loop's first iteration to the next
+    fac = np.where(k1[:, 1::2] == 1, f[:, : depth - 1], 1)
+    prefix = np.cumprod(np.concatenate([np.ones((i.size, 1), np.int64), fac], axis=1), axis=1)
+    rows = np.arange(i.size)
+    w = prefix[rows, shared] * np.where(p % 2 == 1, f[rows, np.minimum(shared, depth - 1)], 1)
     return obj[i + 1], w
 
 
-def _events(stmt, loops, path, acc, kind, relevant, edges, tm, g, width, depth):
-    """Events of one statement over its (capped) iterations and its tile's blocks: object ids,
-    kinds, order keys (position, counter, position, ... per level), and per level the weight
-    factor of the iteration (1, or n - 1 for a capped loop's stand-in) and of crossing it."""
+def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width):
+    """Events of one statement (number ``j``) over its (capped) iterations and its tile's blocks:
+    object ids, kinds, ``j`` and order keys (position, counter, position, ... per level)."""
     nl = len(loops)
     t = tm[acc.tensor]
     nfull = [-(-full_extent(acc, ax, loops, t) // g.block[ax]) for ax in range(len(acc.index))]
@@ -130,15 +139,9 @@ def _events(stmt, loops, path, acc, kind, relevant, edges, tm, g, width, depth):
     shape = tuple(dims)
     ok = np.broadcast_to(ok, shape)
     n = int(ok.sum())
-    key = np.zeros((n, width), np.int64)
-    fac = np.ones((n, depth), np.int64)
-    cross = np.ones((n, depth), np.int64)
+    key = np.zeros((n, width), np.int32)  # counters stay below MAX_EVENTS
     for k, l in enumerate(loops):
         key[:, 2 * k] = path[k]
-        c = np.broadcast_to(cnt[l.var], shape)[ok]
-        key[:, 2 * k + 1] = c
-        if id(l) not in relevant:
-            fac[:, k] = np.where(c == 1, l.trips - 1, 1)
-            cross[:, k] = l.trips - 1
+        key[:, 2 * k + 1] = np.broadcast_to(cnt[l.var], shape)[ok]
     key[:, 2 * nl] = path[nl]
-    return np.broadcast_to(obj, shape)[ok], np.full(n, kind, np.int8), key, fac, cross
+    return np.broadcast_to(obj, shape)[ok], np.full(n, kind, np.int8), np.full(n, j, np.int32), key
