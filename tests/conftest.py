@@ -41,4 +41,4 @@ def compiled_kernels(monkeypatch):
     short traces use (loopsim/sim/_jit.py) with them."""
     from loopsim.sim import _jit
 
-    monkeypatch.setattr(_jit, "PLAIN_BELOW", 0)
+    monkeypatch.setattr(_jit, "PLAIN_BUDGET", 0)

@@ -14,7 +14,7 @@ from loopsim import numba_env
 
 ROOT = Path(__file__).resolve().parent.parent
 #: an opt replay (numba: next_use_kernel and opt_kernel) on a small matmul whose trace is long
-#: enough (~25k requests, over loopsim.sim._jit.PLAIN_BELOW) to run compiled, not as plain Python
+#: enough (~25k requests, over loopsim.sim._jit.PLAIN_BUDGET) to run compiled, not as plain Python
 ARGV = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=512", "--set", "N=512",
         "--set", "K=512", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--sbuf-bytes", "300000"]
 

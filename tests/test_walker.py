@@ -99,13 +99,13 @@ def test_the_benchmark_nest_runs_its_innermost_loop_fast():
 
 
 @contextlib.contextmanager
-def _plain_below(requests):
-    """Short traces (under ``requests``) through the plain twins, for the block."""
-    _jit.PLAIN_BELOW = requests
+def _plain_budget(requests):
+    """Up to ``requests`` request slots through the plain twins, for the block."""
+    _jit.PLAIN_BUDGET = requests
     try:
         yield
     finally:
-        _jit.PLAIN_BELOW = 0  # compiled, as tests/conftest.py has it
+        _jit.PLAIN_BUDGET = 0  # compiled, as tests/conftest.py has it
 
 
 def _plain_walk(kernel):
@@ -124,7 +124,7 @@ def test_plain_walker_emits_the_compiled_trace(kernel):
     tr = trace.build(kernel)  # compiled (tests/conftest.py)
     assert _plain_walk(kernel) == (tr.obj.tolist(), tr.kind.tolist(), tr.flops, tr.instructions)
     if tr.dead is not None:
-        with _plain_below(1 << 40):  # trace.dead_flags through the twin
+        with _plain_budget(1 << 40):  # trace.dead_flags through the twin
             assert trace.dead_flags(tr.obj, trace.compile_nest(kernel)).tolist() == tr.dead.tolist()
 
 
@@ -139,7 +139,7 @@ def test_plain_replay_kernels_count_what_the_compiled_ones_count(reqs, cost, cap
     cost = np.array(cost, np.int64)
     out = []
     for plain in (False, True):
-        with _plain_below(1 << 40 if plain else 0):
+        with _plain_budget(1 << 40 if plain else 0):
             st_ = State(policy, cost, capacity, len(reqs), requests=len(reqs))
         assert st_._k.__name__ == "loopsim.sim._kernels" + ("_plain" if plain else "")
         miss = np.empty(len(reqs), bool)
@@ -151,3 +151,12 @@ def test_plain_replay_kernels_count_what_the_compiled_ones_count(reqs, cost, cap
         r = st_.result(cost, miss)
         out.append((r.miss.tolist(), r.writebacks.tolist(), r.fetches.tolist(), r.peak_cost, r.misses))
     assert out[0] == out[1]
+
+
+def test_a_process_compiles_once_its_plain_budget_is_spent(monkeypatch):
+    # a sweep replaying one short trace many times: the first replays run plain, then compiled
+    monkeypatch.setattr(_jit, "PLAIN_BUDGET", 1000)
+    monkeypatch.setattr(_jit, "_spent", 0)
+    got = [_jit.kernels("loopsim.sim._kernels", 300).__name__ for _ in range(5)]
+    assert got == ["loopsim.sim._kernels_plain"] * 3 + ["loopsim.sim._kernels"] * 2
+    assert _jit._spent == 900

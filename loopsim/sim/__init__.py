@@ -284,16 +284,16 @@ class State:
 
     ``n_total``: for ``opt``, the number of requests in the whole trace (next-use times run up to
     it, "never again" is ``n_total``); ignored for ``lru``. ``requests``: how many requests it
-    will be fed, when known: below ``_jit.PLAIN_BELOW`` the kernels run as plain Python (no
-    compile, no numba; the same counts).
+    will be fed, when known: a short replay, while the process's ``_jit.PLAIN_BUDGET`` lasts,
+    runs the kernels as plain Python (no compile, no numba; the same counts).
     """
 
     def __init__(self, policy: str, cost: np.ndarray, capacity: int, n_total: int = 0,
                  requests: int | None = None):
-        from loopsim.sim._jit import PLAIN_BELOW, kernels
+        from loopsim.sim._jit import PLAIN_BUDGET, kernels
 
         # numba loads here, on first use; a replay known to be short runs the plain kernels
-        self._k = kernels("loopsim.sim._kernels", PLAIN_BELOW if requests is None else requests)
+        self._k = kernels("loopsim.sim._kernels", PLAIN_BUDGET if requests is None else requests)
         self.policy = policy
         self.cost = cost
         self.capacity = capacity
