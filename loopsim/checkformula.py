@@ -338,8 +338,13 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         return params, kernel
 
     def speculate(values):
-        """Draw only: record the example, assume it passes."""
+        """Draw only: record the example, assume it passes (one run already is: a pass, or a
+        rejection; a failure ends the guessing)."""
         key = tuple(sorted(values.items()))
+        if key in known:
+            if known[key][0] == "reject":
+                hypothesis.reject()
+            return
         try:
             params, kernel = kernel_of(values)
         except (SpecError, CapacityError) as e:
