@@ -268,12 +268,18 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int) -> Counts:
     """One kernel of a schedule, on its own, from an empty SBUF. As written, the residency adds
     the produced intermediates' live ranges to the nest's buffers (an upper bound)."""
     from . import trace as trace_mod
+    from .readback import produced_peak as produced_peak_of_nest
 
     k = stage.kernel
-    tr = trace_mod.build(k)
-    c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=tr)
+    if policy == "as-written":  # from the statements (the trace only where they decline)
+        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions)
+        extra = produced_peak_of_nest(k, hw.partitions)
+        if extra is None:
+            extra = produced_peak(trace_mod.build(k), hw.partitions)
+    else:
+        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions,
+                  trace=trace_mod.build(k))
     if policy == "as-written":
-        extra = produced_peak(tr, hw.partitions)
         if extra:
             r = c.residency
             # the nest's loaded and staged buffers, plus every op output over its live range:

@@ -42,6 +42,31 @@ def _statements(body, loops=(), path=()):
             yield node, loops, path + (i,)
 
 
+def _relevant(sts, tm, edges) -> set[int]:
+    """id() of the loops whose iterations differ for the accesses ``sts`` (statement, loops,
+    access): indexed by the access, by an axis of the statement that can start past its tensor's
+    edge, or named by an edge rule some iteration breaks. The other loops repeat the same events."""
+    relevant: set[int] = set()
+    for stmt, loops, acc in sts:
+        loop_of = {l.var: l for l in loops}
+        relevant |= {id(loop_of[v]) for ix in acc.index for v in ix}
+        for a, _ in stmt.accesses():
+            for axis, terms in enumerate(a.index):
+                if _max_start(terms, loop_of) >= tm[a.tensor].shape[axis]:
+                    relevant |= {id(loop_of[v]) for v in terms}
+        for l in loops:
+            if id(l) in edges and _max_start(edges[id(l)][0], loop_of) >= edges[id(l)][1]:
+                relevant |= {id(loop_of[v]) for v in edges[id(l)][0]}
+    return relevant
+
+
+def _size(loops, acc, relevant, tm, gs) -> int:
+    """Events of one access over the (capped) iterations and its tile's blocks."""
+    return math.prod(l.trips if id(l) in relevant else min(l.trips, 2) for l in loops) \
+        * math.prod(-(-full_extent(acc, ax, loops, tm[acc.tensor]) // gs[acc.tensor].block[ax])
+                    for ax in range(len(acc.index)))
+
+
 def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
     """(object ids, counts) of the blocks read back and how many times each is read back (ids as
     :func:`loopsim.tiles.grids` numbers them; an id may appear more than once; both empty when
@@ -55,23 +80,9 @@ def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
             sts.append((stmt, loops, path, stmt.tile, STORE))
     tm = kernel.tensor_map
     edges = loop_edges(kernel)
-    relevant: set[int] = set()
-    for stmt, loops, _, acc, _ in sts:
-        loop_of = {l.var: l for l in loops}
-        relevant |= {id(loop_of[v]) for ix in acc.index for v in ix}
-        for a, _ in stmt.accesses():
-            for axis, terms in enumerate(a.index):
-                if _max_start(terms, loop_of) >= tm[a.tensor].shape[axis]:
-                    relevant |= {id(loop_of[v]) for v in terms}
-        for l in loops:
-            if id(l) in edges and _max_start(edges[id(l)][0], loop_of) >= edges[id(l)][1]:
-                relevant |= {id(loop_of[v]) for v in edges[id(l)][0]}
+    relevant = _relevant([(s, loops, acc) for s, loops, _, acc, _ in sts], tm, edges)
     gs = grids(kernel)
-    sizes = [math.prod(l.trips if id(l) in relevant else min(l.trips, 2) for l in loops)
-             * math.prod(-(-full_extent(acc, ax, loops, tm[acc.tensor]) // gs[acc.tensor].block[ax])
-                         for ax in range(len(acc.index)))
-             for _, loops, _, acc, _ in sts]
-    if sum(sizes) > MAX_EVENTS:
+    if sum(_size(loops, acc, relevant, tm, gs) for _, loops, _, acc, _ in sts) > MAX_EVENTS:
         return None
     width = 2 * max((len(p) for _, _, p, _, _ in sts), default=1) - 1
     depth = width // 2 + 1
@@ -102,9 +113,10 @@ def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
     return obj[i + 1], w
 
 
-def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width):
+def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width, req=None):
     """Events of one statement (number ``j``) over its (capped) iterations and its tile's blocks:
-    object ids, kinds, ``j`` and order keys (position, counter, position, ... per level)."""
+    object ids, kinds, ``j`` and order keys (position, counter, position, ... per level; with
+    ``req``, the request's place in the statement and the block's in the tile, last axis fastest)."""
     nl = len(loops)
     t = tm[acc.tensor]
     nfull = [-(-full_extent(acc, ax, loops, t) // g.block[ax]) for ax in range(len(acc.index))]
@@ -139,9 +151,69 @@ def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width):
     shape = tuple(dims)
     ok = np.broadcast_to(ok, shape)
     n = int(ok.sum())
-    key = np.zeros((n, width), np.int32)  # counters stay below MAX_EVENTS
+    key = np.zeros((n, width + (0 if req is None else 2)), np.int32)  # counters < MAX_EVENTS
     for k, l in enumerate(loops):
         key[:, 2 * k] = path[k]
         key[:, 2 * k + 1] = np.broadcast_to(cnt[l.var], shape)[ok]
     key[:, 2 * nl] = path[nl]
+    if req is not None:
+        key[:, width] = req
+        e = zero
+        for ax in range(len(acc.index)):
+            e = e * nfull[ax] + axis(nl + ax)
+        key[:, width + 1] = np.broadcast_to(e, shape)[ok]
     return np.broadcast_to(obj, shape)[ok], np.full(n, kind, np.int8), np.full(n, j, np.int32), key
+
+
+def produced_peak(kernel: Kernel, partitions: int | None) -> int | None:
+    """Peak SBUF cost of the blocks an op produced, each live from its first request to its last
+    in the trace's order (:func:`loopsim.program.produced_peak` reads the same off a trace), from
+    the statements: loops that change none of those requests are taken for two iterations (the
+    first and last iterations hold every block's first and last request). None past
+    :data:`MAX_EVENTS` events, or when a matmul accumulates into a produced tensor (the caller
+    reads the trace then)."""
+    from .ir import PRODUCE, USE, Accumulate
+    from .trace import object_cost, requests
+
+    made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses() if k == PRODUCE}
+    if not made:
+        return 0
+    if any(k == ACC and a.tensor in made for s, _ in kernel.statements() for a, k in s.accesses()):
+        return None
+    sts = [(stmt, loops, path, acc, kind, r) for stmt, loops, path in _statements(kernel.body)
+           for r, (acc, kind) in enumerate(requests(stmt)) if acc.tensor in made]
+    tm = kernel.tensor_map
+    edges = loop_edges(kernel)
+    relevant = _relevant([(s, loops, acc) for s, loops, _, acc, _, _ in sts], tm, edges)
+    gs = grids(kernel)
+    if sum(_size(loops, acc, relevant, tm, gs) for _, loops, _, acc, _, _ in sts) > MAX_EVENTS:
+        return None
+    width = 2 * max(len(p) for _, _, p, _, _, _ in sts) - 1
+    cols = [_events(s, loops, path, acc, kind, 0, relevant, edges, tm, gs[acc.tensor], width, r)
+            for s, loops, path, acc, kind, r in sts]
+    obj, kind, _, key = (np.concatenate(x) for x in zip(*cols))
+    order = np.lexsort(tuple(key[:, c] for c in reversed(range(key.shape[1]))) + (obj,))
+    obj, kind, key = obj[order], kind[order], key[order]
+    # an SBUF accumulator's block starts as zeros: its first request, when a read, is dropped
+    zeroed = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Accumulate)}
+    first = np.r_[True, obj[1:] != obj[:-1]] if obj.size else np.zeros(0, bool)
+    drop = first & (kind == USE)
+    drop &= np.isin(obj, [o for t in zeroed if t in made
+                          for o in range(gs[t].offset, gs[t].offset + gs[t].n_blocks)])
+    obj, kind, key = obj[~drop], kind[~drop], key[~drop]
+    if not obj.size:
+        return 0
+    first = np.r_[True, obj[1:] != obj[:-1]]
+    last = np.r_[obj[1:] != obj[:-1], True]
+    group = np.cumsum(first) - 1
+    has = np.zeros(int(group[-1]) + 1, bool)
+    has[group[kind == PRODUCE]] = True  # blocks an op produced
+    cost = object_cost(gs, tuple(t.name for t in kernel.tensors), partitions)
+    starts, ends = np.flatnonzero(first)[has], np.flatnonzero(last)[has]
+    if not starts.size:
+        return 0
+    ev_key = np.concatenate([key[starts], key[ends]])
+    flag = np.r_[np.zeros(starts.size, np.int8), np.ones(ends.size, np.int8)]
+    delta = np.r_[cost[obj[starts]], -cost[obj[ends]]]
+    o = np.lexsort((flag,) + tuple(ev_key[:, c] for c in reversed(range(ev_key.shape[1]))))
+    return int(np.cumsum(delta[o]).max())

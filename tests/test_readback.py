@@ -104,3 +104,31 @@ def test_dma_report_is_the_same_from_the_trace_fallback(monkeypatch):
     monkeypatch.setattr(readback, "MAX_EVENTS", 0)
     assert readback.read_backs(k) is None
     assert dma.report(k, hw) == want
+
+
+PROGRAMS = ["mlp_fused", "swiglu_mlp", "attention_fused", "mlp_unfused", "attention_unfused",
+            "layernorm", "gqa_decode"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(PROGRAMS), st.data())
+def test_produced_peak_matches_the_trace(name, data):
+    # op outputs live from their first request to their last: counted from the statements
+    # against program.produced_peak on the trace, bundled schedules at random smaller shapes
+    from hypothesis import assume
+
+    from loopsim import pipeline, program, readback
+    from loopsim.errors import LoopsimError
+
+    sf = spec.read(name)
+    sets = {p: data.draw(st.sampled_from([v, v // 2, v // 4, 3 * v // 4, 96, 200]).filter(lambda x: x > 0),
+                         label=p)
+            for p, v in sf.params.items() if isinstance(v, int) and v > 64}
+    try:
+        prog = pipeline.load(name, sets)
+    except LoopsimError:
+        assume(False)
+    for stage in prog.stages:
+        tr = trace.build(stage.kernel)
+        for parts in (128, None):
+            assert readback.produced_peak(stage.kernel, parts) == program.produced_peak(tr, parts)
