@@ -214,17 +214,19 @@ def load_trace(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > np.iinfo(np.int64).max:
                 raise InputError(f"{name}: array '{key}' max={int(a.max())} does not fit in int64")
 
-    from .sim._filters import densify, hash_densify
+    from .sim._jit import kernels
 
+    filters = kernels("loopsim.sim._filters", n)  # a short trace: plain Python, no numba
     dense = np.empty(n, np.int32 if n < 2**31 else np.int64)
     top = int(obj.max()) if n else 0
     obj, size = np.ascontiguousarray(obj), np.ascontiguousarray(size)
-    if top <= 4 * n + 1024:
-        # ids not far above n: ranks from a presence map, sizes checked, in one jitted call
-        obj_size, first_bad = densify(obj, size, top, dense)
-    else:
-        # sparse ids (hashed, say): a jitted hash pass ranks them and checks sizes, O(n)
-        obj_size, first_bad = hash_densify(obj, size, dense)
+    with np.errstate(over="ignore"):  # the plain twin's hash wraps uint64 as the compiled one does
+        if top <= 4 * n + 1024:
+            # ids not far above n: ranks from a presence map, sizes checked, in one jitted call
+            obj_size, first_bad = filters.densify(obj, size, top, dense)
+        else:
+            # sparse ids (hashed, say): a jitted hash pass ranks them and checks sizes, O(n)
+            obj_size, first_bad = filters.hash_densify(obj, size, dense)
     if first_bad >= 0:
         obj64 = np.asarray(obj, dtype=np.int64)
         size64 = np.asarray(size, dtype=np.int64)

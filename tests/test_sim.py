@@ -318,9 +318,11 @@ def _first_size_mismatch(a, sz):
 @given(st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=40), st.integers(0, 200),
        st.booleans(), st.data())
 def test_densify_passes_give_np_unique_ranks_and_the_first_size_mismatch(pool, n, dense_ids, data):
-    """Both jitted passes (presence map for ids near n, hash table for sparse ids) against
-    np.unique(return_inverse=True), and the size check against a brute-force scan."""
+    """Both passes (presence map for ids near n, hash table for sparse ids), compiled and as
+    plain Python, against np.unique(return_inverse=True), and the size check against a
+    brute-force scan."""
     from loopsim.sim._filters import densify, hash_densify
+    from loopsim.sim._jit import plain
 
     if dense_ids:
         pool = [v % (4 * n + 1025) for v in pool]
@@ -328,16 +330,18 @@ def test_densify_passes_give_np_unique_ranks_and_the_first_size_mismatch(pool, n
     sz = np.array([v % 5 + 1 for v in a.tolist()], np.int64)
     if n and data.draw(st.booleans()):
         sz[data.draw(st.integers(0, n - 1))] += 1
-    dense = np.empty(n, np.int32)
-    if dense_ids:
-        osize, bad = densify(a, sz, int(a.max()) if n else 0, dense)
-    else:
-        osize, bad = hash_densify(a, sz, dense)
     _, first, inv = np.unique(a, return_index=True, return_inverse=True)
-    assert dense.tolist() == inv.reshape(-1).tolist()
-    assert bad == _first_size_mismatch(a, sz)
-    if bad < 0:
-        assert osize.tolist() == sz[first].tolist()  # each object's size, by rank
+    for twin in (None, plain("loopsim.sim._filters")):  # compiled, then as plain Python
+        dense = np.empty(n, np.int32)
+        with np.errstate(over="ignore"):
+            if dense_ids:
+                osize, bad = (twin.densify if twin else densify)(a, sz, int(a.max()) if n else 0, dense)
+            else:
+                osize, bad = (twin.hash_densify if twin else hash_densify)(a, sz, dense)
+        assert dense.tolist() == inv.reshape(-1).tolist()
+        assert bad == _first_size_mismatch(a, sz)
+        if bad < 0:
+            assert osize.tolist() == sz[first].tolist()  # each object's size, by rank
 
 
 def test_hash_pass_grows_its_table_and_ranks_clustered_ids():

@@ -2,11 +2,14 @@
 
 Both passes give each request its object's rank among the distinct ids (what
 ``np.unique(obj, return_inverse=True)`` gives) and check, on the way, that an object is always
-requested with one size.
+requested with one size. Like the kernels, this module also loads as a plain-Python twin
+(:mod:`loopsim.sim._jit`) for short traces; there the hash's multiply overflows numpy's uint64 on
+purpose, so call it under ``np.errstate(over="ignore")``.
 """
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 _JIT = dict(cache=True, nogil=True)
 
