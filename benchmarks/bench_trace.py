@@ -9,7 +9,10 @@ Both revisions run here, one after the other, each in a fresh process (see _befo
 
 Figures: the trace build in ns per request (best of 3) and its peak memory in bytes per request
 (tracemalloc: every numpy array allocated while building), count() as written and under LRU
-(whole calls), and the in-process replay of the built trace (LRU and OPT, ns per request). Times
+(whole calls), the in-process replay of the built trace (LRU and OPT, ns per request), and the
+first LRU count() of a fresh process with an empty numba cache (numba's import and the compiles
+of the walker and the LRU kernel, then the count: what a first run after install pays for a
+trace too long for the plain-Python twins). Times
 are CPU seconds of the process (time.process_time): on a shared machine wall time mostly
 measures the other tenants.
 """
@@ -20,6 +23,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +64,24 @@ print(json.dumps(out))
 """
 
 
+COLD = r"""
+import json, time
+from loopsim import spec
+from loopsim.counts import count
+k = spec.load_kernel("matmul", {"M": %d, "N": %d, "K": %d, "TM": 32, "TK": 32, "TN": 32})
+t = time.process_time()
+count(k, policy="lru", capacity=64 * 1024, partitions=128)
+print(json.dumps({"first_lru_s": time.process_time() - t}))
+"""
+
+
+def cold(code: str, root: str) -> dict:
+    """``code`` in a fresh process with an empty numba cache (what the first run after install
+    compiles)."""
+    with tempfile.TemporaryDirectory() as d:
+        return run_json(code, root, {"NUMBA_CACHE_DIR": d})
+
+
 def big(policy: str) -> None:
     """The 16384^3 matmul with 32^3 tiles through the CLI: time and peak memory of the process."""
     cmd = ["/usr/bin/time", "-f", "%e %M %U", sys.executable, "-c",
@@ -84,8 +106,12 @@ def main() -> int:
     args = ap.parse_args()
     code = CHILD % (args.M, args.N, args.K)
     t = time.perf_counter()
-    before = run_json(code, tree(args.before))
+    old = tree(args.before)
+    before = run_json(code, old)
     after = run_json(code, ROOT)
+    cold_code = COLD % (args.M, args.N, args.K)
+    before |= cold(cold_code, old)
+    after |= cold(cold_code, ROOT)
     print(f"matmul {args.M}x{args.N}x{args.K}, 32^3 tiles: {after['n']:,} requests "
           f"(before: {before['n']:,}); {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}; before = {args.before}, after = working tree")
@@ -96,6 +122,7 @@ def main() -> int:
         ("count() lru (trace + replay)", before["count_lru_s"], after["count_lru_s"], "s"),
         ("replay lru", before["lru_ns"], after["lru_ns"], "ns per request"),
         ("replay opt", before["opt_ns"], after["opt_ns"], "ns per request"),
+        ("count() lru, first call, empty numba cache", before["first_lru_s"], after["first_lru_s"], "s"),
     ])
     print(f"Q as written identical: {before['Q_aw'] == after['Q_aw']}; misses lru "
           f"{before['lru_misses']:,} -> {after['lru_misses']:,}, opt {before['opt_misses']:,} -> "
