@@ -1,18 +1,21 @@
-"""Partial-sum read-backs of a nest as written, counted from its statements (no trace).
+"""What the trace would show of a few tensors, counted from the nest's statements (no trace).
 
-A matmul accumulating into an output block whose last event was a store reads the partial sum back
-from HBM (the rule :mod:`loopsim.trace` applies request by request). Per block of a matmul's
-output, only its accumulations (ACC) and stores (STORE) matter, so a read-back is a STORE followed,
-among that block's events, by an ACC.
+Partial-sum read-backs (:func:`read_backs`): a matmul accumulating into an output block whose
+last event was a store reads the partial sum back from HBM (the rule :mod:`loopsim.trace` applies
+request by request). Per block of a matmul's output, only its accumulations (ACC) and stores
+(STORE) matter, so a read-back is a STORE followed, among that block's events, by an ACC.
+Live ranges of op outputs (:func:`produced_peak`): each produced block from its first request to
+its last, in the trace's order (statement, request, block of the tile).
 
 Counted without walking every iteration: a loop whose variable changes neither which blocks those
 statements touch nor whether they run (it indexes no such tile, no axis of theirs that can start
 past a tensor's edge, no active edge rule of :func:`loopsim.tiles.loop_edges`) repeats the same
 per-block sequence each iteration, so it is enumerated for at most two iterations: the first, and
-one standing for the n - 1 others. A pair of consecutive events then stands for a number of real
-pairs: the product, over those loops enclosing both events, of 1 (first iteration) or n - 1 (a
-later one), times n - 1 when the pair crosses from the first iteration of such a loop to the next.
-The other loops are enumerated in full, with numpy.
+one standing for the n - 1 others. For read-backs a pair of consecutive events then stands for a
+number of real pairs: the product, over those loops enclosing both events, of 1 (first iteration)
+or n - 1 (a later one), times n - 1 when the pair crosses from the first iteration of such a loop
+to the next; for live ranges the two iterations hold every block's first and last request. The
+other loops are enumerated in full, with numpy.
 """
 
 from __future__ import annotations
