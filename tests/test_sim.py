@@ -456,7 +456,9 @@ for p in ("lru", "opt"):
     r = replay(obj, w, cost, 14, p)
     print(p, int(np.flatnonzero(r.miss).sum()), r.writebacks.tolist(), r.peak_cost)
 """
-    plain, jitted = _run(code, NUMBA_DISABLE_JIT="1"), _run(code)
+    # the jitted run compiles even this short trace (no plain-Python twin: loopsim/sim/_jit.py)
+    plain = _run(code, NUMBA_DISABLE_JIT="1")
+    jitted = _run("from loopsim.sim import _jit; _jit.PLAIN_BUDGET = 0\n" + code)
     assert plain.returncode == 0 and jitted.returncode == 0, plain.stderr + jitted.stderr
     assert plain.stdout == jitted.stdout and plain.stdout
 
