@@ -25,20 +25,23 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-SWEEPS = {
-    "compare --vary (12 tilings, lru)": [
-        "compare", "matmul_blocked", "--hardware", "trn2-core", "--policy", "lru",
-        "--set", "M=4096", "--set", "N=4096", "--vary", "BM=256,512", "--vary", "BN=512,1024",
-        "--vary", "TN=128,256,512"],
+SWEEPS = {  # each a few CPU seconds on one core: long enough that the workers pay for themselves
+    "compare --vary (12 tilings, opt)": [
+        "compare", "matmul_blocked", "--hardware", "trn2-core", "--policy", "opt",
+        "--sbuf-bytes", "4194304", "--set", "M=8192", "--set", "N=8192", "--set", "K=4096",
+        "--set", "TM=32", "--set", "TK=32", "--vary", "BM=256,512", "--vary", "BN=512,1024",
+        "--vary", "TN=64,128,256", "--json"],
     "capacity (16 samples, lru+opt)": [
         "capacity", "matmul", "--hardware", "trn2-core", "--set", "M=4096", "--set", "N=4096",
         "--set", "K=2048", "--set", "TM=32", "--set", "TN=32", "--set", "TK=32", "--json"],
-    "crossover (opt)": [
-        "crossover", "projection", "--hardware", "trn2-core", "--dim", "B", "--policy", "opt",
-        "--set", "TB=32", "--set", "D=2048", "--json"],
-    "check (200 examples, lru)": [
+    "crossover of K (opt)": [
+        "crossover", "matmul", "--hardware", "trn2-core", "--dim", "K", "--policy", "opt",
+        "--set", "M=8192", "--set", "N=8192", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32",
+        "--json"],
+    "check (150 examples, lru)": [
         "check", "matmul", "--hardware", "trn2-core", "--policy", "lru", "--set", "TK=128",
-        "--examples", "200", "--formula", "2*(M*K+K*N+M*N)", "--json"],
+        "--set", "K=1024", "--vary", "M=1024..2048", "--vary", "N=1024..2048", "--examples", "150",
+        "--formula", "2*(M*K+K*N+M*N)", "--json"],
 }
 
 
