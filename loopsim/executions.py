@@ -48,8 +48,12 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     exists = np.ones((1,) * nl, dtype=bool)
     ext = {}
     zero = np.zeros((1,) * nl, dtype=np.int64)
+    def reaches(terms, extent) -> bool:  # whether some iteration starts at or past ``extent``
+        return sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms) >= extent
+
+    # (conditions no iteration breaks are left out: an all-True mask the size of every execution)
     for l in rel:  # iterations of a blocked loop past a tensor's edge do not run
-        if id(l) in edges:
+        if id(l) in edges and reaches(*edges[id(l)]):
             terms, extent = edges[id(l)]
             exists = exists & (sum((ivals[v] for v in terms if v in ivals), zero) < extent)
     for a in accs:
@@ -57,7 +61,8 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
         per_axis = []
         for axis, terms in enumerate(a.index):
             start = sum((ivals[v] for v in terms), zero)
-            exists = exists & (start < t.shape[axis])
+            if reaches(terms, t.shape[axis]):
+                exists = exists & (start < t.shape[axis])
             per_axis.append(np.minimum(full_extent(a, axis, loops, t), t.shape[axis] - start))
         ext[id(a)] = per_axis
     core = None
