@@ -120,9 +120,13 @@ print(json.loads(buf.getvalue())["misses"])
 
 
 def run_process(script, *args, env=None):
-    """(CPU seconds of the child, user + system; the integer it prints last)."""
+    """(CPU seconds of the child, user + system; the integer it prints last). The child runs in
+    the folder its PYTHONPATH names: ``python -c`` puts its working folder first on sys.path, so
+    run from the repository it would import this checkout's loopsim whatever PYTHONPATH says."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env)
+    cwd = (env or {}).get("PYTHONPATH") or tempfile.gettempdir()
+    p = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env,
+                       cwd=cwd)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     dt = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode:
