@@ -282,12 +282,12 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
 
     ``jobs`` local processes or the Dask cluster at ``scheduler`` simulate the examples. The
     examples run here, in order, while the rest at the pace so far would take under
-    :func:`loopsim.parallel.here_s` CPU seconds (with ``jobs`` given: the first only); past
-    that, while every example so far passed, hypothesis draws the rest as guesses (each assumed to
-    pass) and the workers simulate them, in order, up to the first that does not pass. If every
-    guess was right, that run was the run; if not, hypothesis runs again, in order, with the
-    results known, and shrinks here. Either way the result is that of one process. ``quiet``: no
-    progress bar.
+    :func:`loopsim.parallel.here_s` CPU seconds (with ``jobs`` or ``scheduler`` given: the first
+    only); past that, while every example so far passed, hypothesis draws the rest as guesses
+    (each assumed to pass) and the workers simulate them, in order, up to the first that does not
+    pass. If every guess was right, that run was the run; if not, hypothesis runs again, in order,
+    with the results known, and shrinks here. Either way the result is that of one process.
+    ``quiet``: no progress bar.
     """
     try:
         import hypothesis
@@ -386,7 +386,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     # examples run here, in order, while the rest at the pace so far would take under ``budget``
     # CPU seconds (parallel.here_s); past that, and only while every example so far passed, the
     # rest are drawn as guesses (``speculate``) and simulated by the workers (:func:`_confirm`)
-    budget = here_s(jobs) if scheduler or check_jobs(jobs) > 1 else float("inf")
+    budget = 0.0 if scheduler else here_s(jobs) if check_jobs(jobs) > 1 else float("inf")
     pace = {"calls": 0, "t0": None, "guessing": False, "frozen": False}
 
     def adaptive(values):

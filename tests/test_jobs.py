@@ -134,3 +134,37 @@ def test_map_here_first_while_short(workers_used):
         assert not workers_used
         assert pool.map(_square, range(6), here_s=0) == [x * x for x in range(6)]
         assert workers_used == [5]
+
+
+def test_same_results_on_a_dask_cluster(monkeypatch):
+    # --scheduler: the curve, the crossover and the check come back the same from Dask workers
+    import distributed  # the test extra installs dask[distributed]
+
+    sent = []
+    real = parallel.Pool._map_dask
+
+    def counted(self, fn, res):
+        sent.append(getattr(fn, "func", fn).__name__)
+        return real(self, fn, res)
+
+    monkeypatch.setattr(parallel.Pool, "_map_dask", counted)
+
+    from loopsim import checkformula, crossover, hardware, pipeline, spec
+
+    hw = hardware.load("trn2-core")
+    kernel = spec.load_kernel("matmul")
+    point = crossover.Point(pipeline.read("projection"), (), "B", hw, (("dtype", "bf16"),))
+    P = hw.P("bf16")
+
+    def three(**where):
+        return (capacity.curve(kernel, hw, samples=4, **where),
+                crossover.search(point, P, hw.bw, **where),
+                checkformula.check_formula("matmul", RIGHT + " + 2*min(M//1000, 1)", sets={"TK": 128},
+                                           vary=["M=1..2048"], examples=15, **where))
+
+    one = three(jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert three(scheduler=cluster.scheduler_address) == one
+    assert one[1][0] == 234 and not one[2].held
+    assert {"_task_points", "_tried", "_simulate"} <= set(sent)
