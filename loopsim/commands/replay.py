@@ -5,8 +5,6 @@ optionally a boolean ``write``."""
 
 from __future__ import annotations
 
-import gc
-
 from ..errors import InputError
 
 #: requests fed to the replay kernels at a time: their per-request scratch (miss flags, OPT's next
@@ -41,7 +39,4 @@ def run(args) -> int:
         for k in ("requests", "misses", "miss_bytes", "writeback_bytes"):
             print(f"  {k:<16}{d[k]:>20,}")
         print(f"  miss ratio      {d['misses'] / d['requests'] if d['requests'] else 0:>20.4%}")
-    # The process ends next. numba left hundreds of thousands of objects (its typing tables) that
-    # the interpreter's final collections would walk (~0.15 s); frozen, they are skipped.
-    gc.freeze()
     return 0
