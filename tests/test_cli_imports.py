@@ -52,3 +52,25 @@ def test_as_written_answers_import_no_replay_plot_or_graph_library(argv):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     top = set(eval(out.stdout.strip().splitlines()[-1]))
     assert not top & {"numba", "llvmlite", "matplotlib", "networkx", "hypothesis", "tqdm"}
+
+
+def _blas_threads_seen(env_value: str | None) -> str:
+    """OPENBLAS_NUM_THREADS as a whole-process run (argv from sys.argv) leaves it, and whether
+    numpy was imported only after main() set it."""
+    import os
+
+    code = ("import sys, os, contextlib, io\nsys.argv = ['loopsim', 'list']\nfrom loopsim.cli import main\n"
+            "assert 'numpy' not in sys.modules\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main()\n"
+            "assert 'numpy' in sys.modules\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = env_value
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return out.stdout.strip()
+
+
+def test_a_run_starts_no_blas_thread_pool_unless_the_user_asks():
+    assert _blas_threads_seen(None) == "1"
+    assert _blas_threads_seen("4") == "4"
