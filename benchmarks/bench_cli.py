@@ -1,12 +1,13 @@
 """Whole-process times of the command line, before and after (issue 13 items 1 and 6).
 
 Prints figures; asserts nothing. Each command runs in a fresh interpreter and is timed by its CPU
-seconds (user + system: on a shared machine wall time mostly measures the other tenants; on an idle
-one the two are within a few per cent for these single-threaded runs); warm figures are the
+seconds (user + system: on a shared machine wall time mostly measures the other tenants) and, in a
+second table, its wall seconds (what a user waits for on an idle machine); warm figures are the
 median of --repeat runs after one warm-up (numba's cache and .pyc files in place), cold figures
 the first run with an empty numba cache and no .pyc files (what a fresh install meets).
 PYTHONDONTWRITEBYTECODE is removed from the children's environment: with it set, every "warm" run
-would compile loopsim from source again, which no installed copy does:
+would compile loopsim from source again, which no installed copy does. The child runs what the
+``loopsim`` console script runs, ``main()`` reading ``sys.argv``:
 
     python benchmarks/bench_cli.py [--before REF] [--repeat 5]
 """
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _before import BEFORE, ROOT, table, tree  # noqa: E402
@@ -37,25 +39,29 @@ COMMANDS = {
 COLD = ("entitle projection --set B=1", "entitle matmul --policy lru")
 
 
-def once(root: str, argv: list[str], env: dict | None = None) -> float:
-    """CPU seconds (user + system) of one whole process running ``loopsim ARGV``."""
-    code = "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))"
+def once(root: str, argv: list[str], env: dict | None = None) -> tuple[float, float]:
+    """(CPU seconds (user + system), wall seconds) of one whole process running ``loopsim ARGV``."""
+    code = "import sys; from loopsim.cli import main; sys.exit(main())"
     e = {**os.environ, **(env or {}), "PYTHONPATH": root}
     e.pop("PYTHONDONTWRITEBYTECODE", None)  # warm means .pyc files in place
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, env=e, cwd=root)
+    wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     dt = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode not in (0, 3):
         raise SystemExit(f"{' '.join(argv)} under {root}: exit {p.returncode}\n{p.stderr.decode()[-1500:]}")
-    return dt
+    return dt, wall
 
 
-def figures(root: str, repeat: int) -> dict[str, float]:
+def figures(root: str, repeat: int) -> dict[str, tuple[float, float]]:
+    """{figure: (CPU s, wall s)}, warm figures the medians of ``repeat`` runs."""
     out = {}
     for name, argv in COMMANDS.items():
         once(root, argv)
-        out[name] = statistics.median(once(root, argv) for _ in range(repeat))
+        runs = [once(root, argv) for _ in range(repeat)]
+        out[name] = tuple(statistics.median(r[i] for r in runs) for i in (0, 1))
     for name in COLD:
         with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as pyc_dir:
             out["cold: " + name] = once(root, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir,
@@ -71,10 +77,11 @@ def main() -> int:
     old = tree(args.before)
     before = figures(old, args.repeat)
     after = figures(ROOT, args.repeat)
-    print(f"whole process, CPU seconds (user + system; median of {args.repeat} warm; cold = empty numba cache and no "
-          f".pyc); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "
-          f"{args.before}, after = working tree")
-    table([(k, before[k], after[k], "s") for k in after])
+    for i, what in enumerate(("CPU seconds (user + system; ", "wall seconds (")):
+        print(f"whole process, {what}median of {args.repeat} warm; cold = empty numba cache and no "
+              f".pyc); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "
+              f"{args.before}, after = working tree")
+        table([(k, before[k][i], after[k][i], "s") for k in after])
     return 0
 
 
