@@ -112,9 +112,10 @@ LOOPSIM_SCRIPT = """
 import sys, json, io, contextlib
 from loopsim.cli import main
 path, cap, policy = sys.argv[1:4]
+sys.argv = ["loopsim", "replay", path, "--capacity", cap, "--policy", policy, "--json"]
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
-    rc = main(["replay", path, "--capacity", cap, "--policy", policy, "--json"])
+    rc = main()  # as the console script calls it: main() reads sys.argv
 print(json.loads(buf.getvalue())["misses"])
 """
 
