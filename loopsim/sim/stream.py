@@ -26,8 +26,9 @@ CHUNK = 1 << 22
 OPT_RECORD_BYTES = 512 << 20
 #: a trace this long gets a one-line note on stderr with the expected time
 NOTE_ABOVE = 1 << 28
-#: rough single-core cost per request (generation + replay) on the machines we measured, s
-_SECONDS_PER_REQUEST = {"as-written": 4e-9, "lru": 12e-9, "opt": 60e-9}
+#: rough single-core cost per request slot (generation + replay), s: 16384^3 matmul, 32^3 tiles
+#: (0.94 G slots) on a 2-vCPU EPYC VM, 2026-12-01 (docs/performance.md): lru 10.9 s, opt 30.8 s
+_SECONDS_PER_REQUEST = {"as-written": 4e-9, "lru": 12e-9, "opt": 33e-9}
 
 
 @dataclass(frozen=True, slots=True)
