@@ -1,4 +1,5 @@
-"""Op graphs: the ``[ops]`` table of a spec as a networkx DiGraph, validated when built.
+"""Op graphs: the ``[ops]`` table of a spec as an :class:`OpGraph`, validated when built (networkx
+is imported only to draw one).
 
 Nodes are ops (attribute ``op``: an :class:`OpNode`) plus one node per program input
 (``kind="input"``) and per program output (``kind="output"``); an edge carries the tensor that
@@ -196,10 +197,43 @@ def _matmul_operands(path: str, kname: str, mm) -> tuple[tuple[str, str], tuple[
     return (a.tensor, b.tensor), (da == 1, db == 0)
 
 
+@dataclass(frozen=True, slots=True)
+class OpGraph:
+    """The validated op graph, held without networkx (which only drawing needs).
+
+    ``nodes``: (name, kind, payload) in insertion order; kind is "input", "op" or "output",
+    payload the :class:`OpNode` of an op, else the tensor's name. ``edges``: (source, target,
+    tensor). Input nodes are named ``in:T``, output nodes ``out:T``."""
+
+    nodes: tuple[tuple[str, str, object], ...]
+    edges: tuple[tuple[str, str, str], ...]
+
+    def order(self) -> list[str]:
+        """Node names in a topological order (raises graphlib.CycleError on a cycle)."""
+        from graphlib import TopologicalSorter
+
+        ts = TopologicalSorter({n: () for n, _, _ in self.nodes})
+        for u, v, _ in self.edges:
+            ts.add(v, u)
+        return list(ts.static_order())
+
+    def to_networkx(self):
+        """The same graph as a networkx DiGraph (node attributes kind and op or tensor, edge
+        attribute tensor), for drawing."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for name, kind, payload in self.nodes:
+            g.add_node(name, kind=kind, **({"op": payload} if kind == "op" else {"tensor": payload}))
+        for u, v, t in self.edges:
+            g.add_edge(u, v, tensor=t)
+        return g
+
+
 def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
-          tensors: Mapping[str, Tensor]):
-    """The validated op graph (a networkx DiGraph). ``tensors``: the spec's tensors by name."""
-    import networkx as nx
+          tensors: Mapping[str, Tensor]) -> OpGraph:
+    """The validated op graph. ``tensors``: the spec's tensors by name."""
+    from graphlib import CycleError
 
     def declared(t: str, where: str) -> Tensor:
         if t not in tensors:
@@ -219,11 +253,8 @@ def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
         producer[op.out] = op.name
     for t in inputs:
         declared(t, "kernel.inputs")
-    g = nx.DiGraph()
-    for t in inputs:
-        g.add_node(f"in:{t}", kind="input", tensor=t)
-    for op in op_nodes:
-        g.add_node(op.name, kind="op", op=op)
+    nodes = [(f"in:{t}", "input", t) for t in inputs] + [(op.name, "op", op) for op in op_nodes]
+    edges = []
     consumed = set()
     for op in op_nodes:
         for t in op.inputs:
@@ -235,41 +266,40 @@ def build(path: str, op_nodes: tuple[OpNode, ...], inputs: tuple[str, ...],
             else:
                 raise SpecError(f"{path}: ops.{op.name} reads {t}, but no op produces {t} and it is "
                                 "not in kernel.inputs")
-            g.add_edge(src, op.name, tensor=t)
+            edges.append((src, op.name, t))
             consumed.add(t)
     for op in op_nodes:
         if tensors[op.out].output:
-            g.add_node(f"out:{op.out}", kind="output", tensor=op.out)
-            g.add_edge(op.name, f"out:{op.out}", tensor=op.out)
+            nodes.append((f"out:{op.out}", "output", op.out))
+            edges.append((op.name, f"out:{op.out}", op.out))
         elif op.out not in consumed:
             raise SpecError(f"{path}: ops.{op.name} produces {op.out}, which no op reads and which "
                             f"is not an output (tensors.{op.out}.output = true)")
     for t in tensors.values():
         if t.output and t.name not in producer:
             raise SpecError(f"{path}: tensors.{t.name} is an output but no op produces it")
+    g = OpGraph(tuple(nodes), tuple(dict.fromkeys(edges)))
     try:
-        cycle = nx.find_cycle(g)
-    except nx.NetworkXNoCycle:
-        cycle = None
-    if cycle:
-        chain = " -> ".join([f"ops.{u}" for u, _ in cycle] + [f"ops.{cycle[0][0]}"])
-        raise SpecError(f"{path}: the ops form a cycle: {chain}")
+        order = g.order()
+    except CycleError as e:  # e.args[1]: the cycle's nodes, the first repeated at the end
+        chain = " -> ".join(f"ops.{n}" for n in e.args[1])
+        raise SpecError(f"{path}: the ops form a cycle: {chain}") from None
     for t in inputs:
         if t not in consumed:
             raise SpecError(f"{path}: kernel.inputs lists {t}, which no op reads")
-    _check_shapes(path, g, tensors, producer)
+    _check_shapes(path, g, order, tensors, producer)
     return g
 
 
-def _check_shapes(path: str, g, tensors: Mapping[str, Tensor], producer: Mapping[str, str]) -> None:
+def _check_shapes(path: str, g: OpGraph, order: list[str], tensors: Mapping[str, Tensor],
+                  producer: Mapping[str, str]) -> None:
     """Each op's output shape as its inputs imply, checked against the declared output, in
     topological order so that a mismatch is reported at the first op that sees it."""
-    import networkx as nx
-
-    for name in nx.topological_sort(g):
-        if g.nodes[name]["kind"] != "op":
+    ops = {name: op for name, kind, op in g.nodes if kind == "op"}
+    for name in order:
+        if name not in ops:
             continue
-        op: OpNode = g.nodes[name]["op"]
+        op: OpNode = ops[name]
         shapes = [tuple(reversed(tensors[t].shape)) if tr else tensors[t].shape
                   for t, tr in zip(op.inputs, op.transposed)]
         shown = [f"{t}.T" if tr else t for t, tr in zip(op.inputs, op.transposed)]
@@ -281,7 +311,7 @@ def _check_shapes(path: str, g, tensors: Mapping[str, Tensor], producer: Mapping
             raise SpecError(f"{path}: {e}{extra}") from None
         got = tensors[op.out].shape
         if want != got:
-            users = sorted(v for _, v, d in g.out_edges(name, data=True) if d["tensor"] == op.out)
+            users = sorted(v for u, v, t in g.edges if u == name and t == op.out)
             to = ", ".join(f"ops.{u}" if not u.startswith("out:") else "the output" for u in users)
             raise SpecError(f"{path}: ops.{name} ({op.kind}) makes {op.out} of shape {list(want)} "
                             f"from {', '.join(shown)}, but tensors.{op.out} is declared "
@@ -289,10 +319,13 @@ def _check_shapes(path: str, g, tensors: Mapping[str, Tensor], producer: Mapping
 
 
 def draw(g, labels: Mapping[str, str], title: str, ax=None):
-    """Draw the op graph left to right; ``labels`` maps a tensor name to its edge label.
-    Returns the Axes. matplotlib is imported here, not at ``import loopsim``."""
+    """Draw the op graph (an :class:`OpGraph`) left to right; ``labels`` maps a tensor name to
+    its edge label. Returns the Axes. networkx and matplotlib are imported here, not at
+    ``import loopsim``."""
     import networkx as nx
     from matplotlib.figure import Figure
+
+    g = g.to_networkx()
 
     if ax is None:  # a bare Figure: no pyplot state, no backend switch
         ax = Figure(figsize=(max(6.0, 2.2 * g.number_of_nodes()), 3.8)).subplots()

@@ -51,7 +51,7 @@ class Stage:
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A validated op graph and its schedule of kernels. ``graph``: networkx DiGraph (graph.py)."""
+    """A validated op graph and its schedule of kernels. ``graph``: a :class:`loopsim.graph.OpGraph`."""
 
     name: str
     path: str

@@ -44,6 +44,9 @@ def test_a_command_imports_only_its_own_module():
     ["entitle", "projection", "--hardware", "trn2-core", "--set", "B=1"],
     # matmul_kouter reads partial sums back: counted from its statements, not from a trace
     ["compare", "matmul", "matmul_kouter", "nki_tutorial/1_tiled", "--hardware", "trn2-core"],
+    # programs of several ops: the op graph is validated without networkx, schedules without a trace
+    ["entitle", "mlp_fused", "--hardware", "trn2-core"],
+    ["compare", "attention_unfused", "mlp_unfused", "swiglu_mlp", "layernorm", "--hardware", "trn2-core"],
 ])
 def test_as_written_answers_import_no_replay_plot_or_graph_library(argv):
     code = ("import sys, contextlib, io\nfrom loopsim.cli import main\n"

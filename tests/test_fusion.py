@@ -333,6 +333,9 @@ def test_cycle_between_ops_names_both(tmp_path, capsys):
     assert main(["entitle", str(f), "--hardware", "trn2-core"]) == 2
     err = capsys.readouterr().err
     assert "cycle" in err and "ops.up" in err and "ops.act" in err
+    # the chain is closed and follows the data: each op reads what the one before it makes
+    chain = err.strip().split("cycle: ")[1].split(" -> ")
+    assert chain[0] == chain[-1] and len(chain) >= 3, chain
 
 
 def test_layernorm_residency_counts_each_buffer_once():
