@@ -70,6 +70,30 @@ def _size(loops, acc, relevant, tm, gs) -> int:
                     for ax in range(len(acc.index)))
 
 
+def _sorted_events(kernel: Kernel, sts):
+    """The events of ``sts`` ((statement, loops, path, access, kind, request or None) per
+    statement), each statement numbered by its place in ``sts``, over the capped iterations, in
+    the trace's order within each object: ((object ids, kinds, statement numbers, order keys),
+    the enumerated-in-full loops (:func:`_relevant`), the kernel's block grids); None past
+    :data:`MAX_EVENTS`."""
+    tm = kernel.tensor_map
+    edges = loop_edges(kernel)
+    relevant = _relevant([(s, loops, acc) for s, loops, _, acc, _, _ in sts], tm, edges)
+    gs = grids(kernel)
+    if sum(_size(loops, acc, relevant, tm, gs) for _, loops, _, acc, _, _ in sts) > MAX_EVENTS:
+        return None
+    width = 2 * max((len(p) for _, _, p, _, _, _ in sts), default=1) - 1
+    cols = [_events(s, loops, path, acc, kind, j, relevant, edges, tm, gs[acc.tensor], width, r)
+            for j, (s, loops, path, acc, kind, r) in enumerate(sts)]
+    cols = [c for c in cols if c[0].size]
+    if not cols:
+        return (np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int32),
+                np.zeros((0, width), np.int32)), relevant, gs
+    obj, kind, who, key = (np.concatenate(x) for x in zip(*cols))
+    order = np.lexsort(tuple(key[:, c] for c in reversed(range(key.shape[1]))) + (obj,))
+    return (obj[order], kind[order], who[order], key[order]), relevant, gs
+
+
 def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
     """(object ids, counts) of the blocks read back and how many times each is read back (ids as
     :func:`loopsim.tiles.grids` numbers them; an id may appear more than once; both empty when
@@ -78,31 +102,22 @@ def read_backs(kernel: Kernel) -> tuple[np.ndarray, np.ndarray] | None:
     sts = []
     for stmt, loops, path in _statements(kernel.body):
         if isinstance(stmt, Matmul) and stmt.out.tensor in outs:
-            sts.append((stmt, loops, path, stmt.out, ACC))
+            sts.append((stmt, loops, path, stmt.out, ACC, None))
         elif isinstance(stmt, Store) and stmt.tile.tensor in outs:
-            sts.append((stmt, loops, path, stmt.tile, STORE))
-    tm = kernel.tensor_map
-    edges = loop_edges(kernel)
-    relevant = _relevant([(s, loops, acc) for s, loops, _, acc, _ in sts], tm, edges)
-    gs = grids(kernel)
-    if sum(_size(loops, acc, relevant, tm, gs) for _, loops, _, acc, _ in sts) > MAX_EVENTS:
+            sts.append((stmt, loops, path, stmt.tile, STORE, None))
+    found = _sorted_events(kernel, sts)
+    if found is None:
         return None
-    width = 2 * max((len(p) for _, _, p, _, _ in sts), default=1) - 1
-    depth = width // 2 + 1
+    (obj, kind, who, key), relevant, _ = found
+    if not obj.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    depth = key.shape[1] // 2 + 1
     # per statement and level: n - 1 for a loop taken for two iterations, else 1 (also past its depth)
     stand = np.ones((len(sts), depth), np.int64)
-    for j, (_, loops, _, _, _) in enumerate(sts):
+    for j, (_, loops, _, _, _, _) in enumerate(sts):
         for d, l in enumerate(loops):
             if id(l) not in relevant:
                 stand[j, d] = l.trips - 1 if l.trips > 1 else 1
-    cols = [_events(s, loops, path, acc, kind, j, relevant, edges, tm, gs[acc.tensor], width)
-            for j, (s, loops, path, acc, kind) in enumerate(sts)]
-    cols = [c for c in cols if c[0].size]
-    if not cols:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    obj, kind, who, key = (np.concatenate(x) for x in zip(*cols))
-    order = np.lexsort(tuple(key[:, j] for j in reversed(range(width))) + (obj,))
-    obj, kind, who, key = obj[order], kind[order], who[order], key[order]
     i = np.flatnonzero((obj[:-1] == obj[1:]) & (kind[:-1] == STORE) & (kind[1:] == ACC))
     k1, f = key[i], stand[who[i]]
     p = np.argmax(k1 != key[i + 1], axis=1)  # the first key column where the two events differ
@@ -185,18 +200,10 @@ def produced_peak(kernel: Kernel, partitions: int | None) -> int | None:
         return None
     sts = [(stmt, loops, path, acc, kind, r) for stmt, loops, path in _statements(kernel.body)
            for r, (acc, kind) in enumerate(requests(stmt)) if acc.tensor in made]
-    tm = kernel.tensor_map
-    edges = loop_edges(kernel)
-    relevant = _relevant([(s, loops, acc) for s, loops, _, acc, _, _ in sts], tm, edges)
-    gs = grids(kernel)
-    if sum(_size(loops, acc, relevant, tm, gs) for _, loops, _, acc, _, _ in sts) > MAX_EVENTS:
+    found = _sorted_events(kernel, sts)
+    if found is None:
         return None
-    width = 2 * max(len(p) for _, _, p, _, _, _ in sts) - 1
-    cols = [_events(s, loops, path, acc, kind, 0, relevant, edges, tm, gs[acc.tensor], width, r)
-            for s, loops, path, acc, kind, r in sts]
-    obj, kind, _, key = (np.concatenate(x) for x in zip(*cols))
-    order = np.lexsort(tuple(key[:, c] for c in reversed(range(key.shape[1]))) + (obj,))
-    obj, kind, key = obj[order], kind[order], key[order]
+    (obj, kind, _, key), _, gs = found
     # an SBUF accumulator's block starts as zeros: its first request, when a read, is dropped
     zeroed = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Accumulate)}
     first = np.r_[True, obj[1:] != obj[:-1]] if obj.size else np.zeros(0, bool)
