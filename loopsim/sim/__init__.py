@@ -241,14 +241,20 @@ def replay(obj, write, cost, capacity, policy, size=None, dead=None, chunk=None)
     return st.result(size, miss)
 
 
+def opt_chunk(chunk: int, n: int, n_objects: int, record_bytes: int) -> int:
+    """Requests per chunk of a chunked OPT replay of ``n`` requests: at least ``chunk``, and few
+    enough chunks that its next-use record (one int64 per object per chunk) stays within
+    ``record_bytes``."""
+    return max(chunk, -(-n // max(1, record_bytes // (8 * max(n_objects, 1)))))
+
+
 def _feed_chunks(st: "State", obj, write, dead, n_objects: int, chunk: int) -> None:
     """Feed ``st`` the whole trace ``chunk`` requests at a time (see :func:`replay`). OPT first
     walks the chunks backwards recording, per chunk, each object's first request after it; the
     forward pass then computes each chunk's next uses from its record."""
     n = obj.shape[0]
     if st.policy == "opt":
-        chunks_max = max(1, _RECORD_BYTES // (8 * max(n_objects, 1)))
-        chunk = max(chunk, -(-n // chunks_max))
+        chunk = opt_chunk(chunk, n, n_objects, _RECORD_BYTES)
     chunk = max(1, min(int(chunk), n))
     starts = range(0, n, chunk)
     miss = np.empty(chunk, np.bool_)

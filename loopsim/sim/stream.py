@@ -49,14 +49,13 @@ def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None
     chunk (default :data:`CHUNK`; for OPT at least enough to keep its record within
     :data:`OPT_RECORD_BYTES`)."""
     from ..trace import Walker
-    from . import _gen
+    from . import _gen, opt_chunk
 
     n_obj = nest.n_objects
     if chunk is None:
         chunk = CHUNK
         if policy == "opt":
-            max_chunks = max(1, OPT_RECORD_BYTES // (8 * max(n_obj, 1)))
-            chunk = max(chunk, -(-nest.slots // max_chunks))
+            chunk = opt_chunk(chunk, nest.slots, n_obj, OPT_RECORD_BYTES)
     chunk = max(int(chunk), nest.max_events, 1)
     if nest.slots > NOTE_ABOVE:
         secs = nest.slots * _SECONDS_PER_REQUEST[policy]
