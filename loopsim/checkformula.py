@@ -386,7 +386,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
     # examples run here, in order, while the rest at the pace so far would take under ``budget``
     # CPU seconds (parallel.here_s); past that, and only while every example so far passed, the
     # rest are drawn as guesses (``speculate``) and simulated by the workers (:func:`_confirm`)
-    budget = 0.0 if scheduler else here_s(jobs) if check_jobs(jobs) > 1 else float("inf")
+    budget = here_s(jobs, scheduler) if scheduler or check_jobs(jobs) > 1 else float("inf")
     pace = {"calls": 0, "t0": None, "guessing": False, "frozen": False}
 
     def adaptive(values):

@@ -64,14 +64,14 @@ def search(wq: Callable[[int], tuple[int, int]], P, BW, *, jobs: int | None = 1,
     evaluates them (what was reached before an error)."""
     import time
 
-    from .parallel import SERIAL_S, Pool
+    from .parallel import Pool, here_s
 
     known: dict[int, tuple[int, int]] = {}
     t0 = time.process_time()
     with Pool(jobs, scheduler) as pool:
         while True:
             # --jobs not given: one value at a time here while the search is short
-            alone = jobs is None and scheduler is None and time.process_time() - t0 < SERIAL_S
+            alone = time.process_time() - t0 < here_s(jobs, scheduler)
             need = crossover_next(known, P, BW, 1 if alone else pool.workers)
             if not need:
                 break

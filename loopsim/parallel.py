@@ -252,10 +252,11 @@ def _run_here(fn, res: _Results, budget_s: float) -> None:
 SERIAL_S = 0.5
 
 
-def here_s(jobs: int | None) -> float:
+def here_s(jobs: int | None, scheduler: str | None = None) -> float:
     """``here_s`` for :meth:`Pool.map` from ``--jobs``: not given (None), :data:`SERIAL_S`; given,
-    0 (only the first item runs here, so that the workers inherit what it imports)."""
-    return SERIAL_S if jobs is None else 0.0
+    0 (only the first item runs here, so that the workers inherit what it imports). With a Dask
+    ``scheduler`` given, 0."""
+    return SERIAL_S if jobs is None and scheduler is None else 0.0
 
 
 def _connect(address: str, timeout_s: float):

@@ -31,10 +31,10 @@ def run(args) -> int:
     if args.dim not in sf.params:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")
+    from dataclasses import replace
+
     from ..crossover import Point, search
     from ..parallel import Progress
-
-    from dataclasses import replace
 
     point = Point(sf, tuple(sets.items()), args.dim, hw, tuple(analyze_kw(args).items()),
                   args.lnc, args.split, parse_buffers(args.buffers), args.compulsory)
