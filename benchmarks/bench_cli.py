@@ -41,7 +41,7 @@ COLD = ("entitle projection --set B=1", "entitle matmul --policy lru")
 
 def once(root: str, argv: list[str], env: dict | None = None) -> tuple[float, float]:
     """(CPU seconds (user + system), wall seconds) of one whole process running ``loopsim ARGV``."""
-    code = "import sys; from loopsim.cli import main; sys.exit(main())"
+    code = "import sys; from loopsim.cli.main import main; sys.exit(main())"
     e = {**os.environ, **(env or {}), "PYTHONPATH": root}
     e.pop("PYTHONDONTWRITEBYTECODE", None)  # warm means .pyc files in place
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -11,8 +11,9 @@ import argparse
 import time
 from pathlib import Path
 
-from loopsim import hardware, pipeline
-from loopsim.nki.load import load_kernel
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends.nki.load import load_kernel
 
 KERNEL = Path(__file__).resolve().parent.parent / "tests" / "nki_kernels" / "matmul_isa.py"
 

@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from loopsim.replayfile import load_trace, write_trace  # noqa: E402
+from loopsim.sim.replayfile import load_trace, write_trace  # noqa: E402
 from _before import BEFORE, tree  # noqa: E402
 from loopsim.sim import next_use, replay  # noqa: E402
 
@@ -110,7 +110,7 @@ print(round(omr * reader.get_num_of_req()))
 # the command a user runs: `loopsim replay TRACE.npz --capacity C --policy P --json`
 LOOPSIM_SCRIPT = """
 import sys, json, io, contextlib
-from loopsim.cli import main
+from loopsim.cli.main import main
 path, cap, policy = sys.argv[1:4]
 sys.argv = ["loopsim", "replay", path, "--capacity", cap, "--policy", policy, "--json"]
 buf = io.StringIO()

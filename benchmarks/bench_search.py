@@ -17,9 +17,9 @@ import platform
 import statistics
 import time
 
-from loopsim.parallel import Pool, default_jobs
-from loopsim.search import engine, space
-from loopsim.search import evaluate as ev
+from loopsim.analyses.parallel import Pool, default_jobs
+from loopsim.analyses.search import engine, space
+from loopsim.analyses.search import evaluate as ev
 
 
 def machine() -> str:

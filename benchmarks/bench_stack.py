@@ -5,7 +5,7 @@
 
 The trace is loopsim's own: the NKI tutorial matmul (tilings/matmul.toml, loops m, n, k, both
 operand tiles loaded inside k) at M = N = K = 8192 with TM = 128, TK = 32, TN = 52 (a ragged last
-N tile), built by loopsim.trace: 64 x 158 x 256 iterations of (load A, load B, use A, use B) plus
+N tile), built by loopsim.sim.trace: 64 x 158 x 256 iterations of (load A, load B, use A, use B) plus
 the stores, 10.36 M requests. Capacities: ``--capacities`` points spaced geometrically from the
 smallest that runs the kernel to the whole footprint, in bytes per partition of trn2-core.
 
@@ -27,8 +27,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from loopsim import spec, trace  # noqa: E402
-from loopsim.counts import working_set  # noqa: E402
+from loopsim.frontends import spec  # noqa: E402
+from loopsim.sim import trace  # noqa: E402
+from loopsim.count.counts import working_set  # noqa: E402
 from loopsim.sim import replay  # noqa: E402
 from loopsim.sim.stack import lru_curve, stack_distances  # noqa: E402
 

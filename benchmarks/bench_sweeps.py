@@ -54,7 +54,7 @@ def default_jobs() -> int:
 
 def once(argv: list[str]) -> tuple[float, float, bytes]:
     """(wall s, CPU s of the process and its workers, stdout) of ``loopsim ARGV``."""
-    code = "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from loopsim.cli.main import main; sys.exit(main(sys.argv[1:]))"
     env = {**os.environ, "PYTHONPATH": ROOT}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)

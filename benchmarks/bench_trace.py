@@ -31,8 +31,9 @@ from _before import BEFORE, ROOT, run_json, table, tree  # noqa: E402
 
 CHILD = r"""
 import json, time, tracemalloc
-from loopsim import spec, trace
-from loopsim.counts import count
+from loopsim.frontends import spec
+from loopsim.sim import trace
+from loopsim.count.counts import count
 from loopsim.sim import replay
 M, N, K = %d, %d, %d
 k = spec.load_kernel("matmul", {"M": M, "N": N, "K": K, "TM": 32, "TK": 32, "TN": 32})
@@ -66,8 +67,8 @@ print(json.dumps(out))
 
 COLD = r"""
 import json, time
-from loopsim import spec
-from loopsim.counts import count
+from loopsim.frontends import spec
+from loopsim.count.counts import count
 k = spec.load_kernel("matmul", {"M": %d, "N": %d, "K": %d, "TM": 32, "TK": 32, "TN": 32})
 t = time.process_time()
 count(k, policy="lru", capacity=64 * 1024, partitions=128)
@@ -85,7 +86,7 @@ def cold(code: str, root: str) -> dict:
 def big(policy: str) -> None:
     """The 16384^3 matmul with 32^3 tiles through the CLI: time and peak memory of the process."""
     cmd = ["/usr/bin/time", "-f", "%e %M %U", sys.executable, "-c",
-           "import sys; from loopsim.cli import main; sys.exit(main(sys.argv[1:]))",
+           "import sys; from loopsim.cli.main import main; sys.exit(main(sys.argv[1:]))",
            "entitle", "matmul", "--hardware", "trn2-core", "--set", "M=16384", "--set", "N=16384",
            "--set", "K=16384", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--policy",
            policy, "--json"]

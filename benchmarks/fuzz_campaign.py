@@ -1,5 +1,5 @@
 """The long fuzz campaign (issue 14): tests/test_fuzz.py's generators with many more examples, each
-example one in-process ``loopsim.cli.main`` run held to the error contract (exit 0/1/3, or 2 with one
+example one in-process ``loopsim.cli.main.main`` run held to the error contract (exit 0/1/3, or 2 with one
 ``loopsim: error:`` line; no traceback). Prints the example count and the time; a failure prints
 hypothesis's smallest falsifying input. Not part of the test suite (docs/errors.md).
 

@@ -25,7 +25,7 @@ import pytest  # noqa: E402
 @pytest.fixture
 def split_projection(tmp_path):
     """Path of the bundled projection spec with ``[lnc] split = "b"`` over 2 cores."""
-    from loopsim import spec
+    from loopsim.frontends import spec
 
     text = spec.locate("projection").read_text().replace(
         "[nest]", '[lnc]\nsplit = "b"\ncores = 2\n\n[nest]', 1)

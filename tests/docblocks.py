@@ -5,7 +5,7 @@ A block is a fenced code block whose first line starts with ``$ `` (shell) or ``
 
 * shell: each ``$ COMMAND`` line is followed by the command's output (stdout and stderr, as a
   terminal shows them) up to the next ``$`` line. ``loopsim ...`` runs in this process through
-  ``loopsim.cli.main`` (exactly what the console script calls, without a new interpreter's start
+  ``loopsim.cli.main.main`` (exactly what the console script calls, without a new interpreter's start
   per command); ``loopsim ... | FILTER`` pipes that output through ``FILTER`` in bash; ``echo $?``
   prints the previous command's exit status; anything else runs in bash. A command ending in
   ``<<'EOF'`` takes the following lines up to ``EOF`` as its here-document.
@@ -131,7 +131,7 @@ def _steps(b: Block) -> list[tuple[str, list[str]]]:
 
 
 def _run_loopsim(argv: list[str]) -> tuple[str, int]:
-    from loopsim.cli import main
+    from loopsim.cli.main import main
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
@@ -292,10 +292,10 @@ def refresh_file(path: Path, cwd: Path) -> int:
 
 
 def cli_reference() -> str:
-    """docs/cli.md: every command's ``--help``, generated from ``loopsim.cli.create_parser()``."""
+    """docs/cli.md: every command's ``--help``, generated from ``loopsim.cli.main.create_parser()``."""
     import argparse
 
-    from loopsim.cli import COMMANDS, create_parser
+    from loopsim.cli.main import COMMANDS, create_parser
 
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"
@@ -303,7 +303,7 @@ def cli_reference() -> str:
         p = create_parser()
         sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
         parts = ["# CLI reference", "",
-                 "Generated from the argument parsers (`loopsim.cli.create_parser()`) by "
+                 "Generated from the argument parsers (`loopsim.cli.main.create_parser()`) by "
                  "`python -m tests.refresh_docs`;",
                  "do not edit by hand: `tests/test_docs.py` fails when this file and the parsers "
                  "differ.", "",

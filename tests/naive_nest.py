@@ -2,16 +2,16 @@
 kernel's loops (no broadcasting, no mixed radix), and random matmul nests for hypothesis.
 
 The interpreter walks the loops recursively and, for every statement execution, lists the blocks
-each tile covers element range by element range. It shares nothing with loopsim.trace except the
-block grid (loopsim.tiles.grids), which it uses only to name blocks.
+each tile covers element range by element range. It shares nothing with loopsim.sim.trace except the
+block grid (loopsim.ir.tiles.grids), which it uses only to name blocks.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from loopsim.ir import ACC, STORE, Access, Kernel, Load, Loop, Matmul, Store, Tensor
-from loopsim.tiles import grids
+from loopsim.ir.kernel import ACC, STORE, Access, Kernel, Load, Loop, Matmul, Store, Tensor
+from loopsim.ir.tiles import grids
 
 
 def interpret(kernel: Kernel, held: list | None = None):
@@ -53,7 +53,7 @@ def interpret(kernel: Kernel, held: list | None = None):
     def past_edge(loop, env):
         # an iteration whose tile (by the first access in the body indexing the loop variable,
         # counting the variables bound so far) starts at or past the tensor's edge does not run
-        from loopsim.ir import walk
+        from loopsim.ir.kernel import walk
         for stmt, _ in walk(loop.body):
             if isinstance(stmt, Loop):
                 continue
@@ -91,7 +91,7 @@ def interpret(kernel: Kernel, held: list | None = None):
                 for o in blocks(a, env, loops):
                     events.append((o, kind, again))
             if isinstance(node, Matmul):
-                from loopsim.tiles import matmul_roles
+                from loopsim.ir.tiles import matmul_roles
                 r = matmul_roles(node, kernel)
                 k0, k1 = tile_range(node.stationary, r.k_stationary, env, loops)
                 m0, m1 = tile_range(node.stationary, r.m_stationary, env, loops)

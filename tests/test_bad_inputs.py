@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from loopsim import spec
-from loopsim.cli import main
+from loopsim.frontends import spec
+from loopsim.cli.main import main
 
 BASE = spec.locate("matmul").read_text(encoding="utf-8")
 COPY = spec.locate("copy").read_text(encoding="utf-8")
@@ -151,7 +151,7 @@ SHEET_MESSAGES = {
 
 @pytest.mark.parametrize("name", SHEET_CASES)
 def test_named_sheet_case(tmp_path, capsys, name):
-    from loopsim import hardware
+    from loopsim.targets import hardware
 
     text = (hardware._bundled_dir() / "toy.toml").read_text(encoding="utf-8")
     for old, new in SHEET_CASES[name]:
@@ -189,7 +189,7 @@ def test_no_work_has_no_rate(capsys):
 
 
 def test_memory_exhaustion_is_one_line_with_the_size(capsys, monkeypatch):
-    from loopsim import trace
+    from loopsim.sim import trace
 
     def build(*args, **kwargs):  # what numpy raises when the trace's arrays do not fit
         raise MemoryError("Unable to allocate 7.28 TiB for an array with shape (1000000000000,) "

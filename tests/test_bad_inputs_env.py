@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loopsim import numba_env
+from loopsim.base import numba_env
 
 ROOT = Path(__file__).resolve().parent.parent
 #: an opt replay (numba: next_use_kernel and opt_kernel) on a small matmul whose trace is long
@@ -22,7 +22,7 @@ ARGV = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=5
 def loopsim(argv=ARGV, env=None, stdout=subprocess.PIPE):
     e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     e.pop("NUMBA_DISABLE_JIT", None)
-    return subprocess.run([sys.executable, "-m", "loopsim.cli", *argv], env=e, stdout=stdout,
+    return subprocess.run([sys.executable, "-m", "loopsim.cli.main", *argv], env=e, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=300)
 
 

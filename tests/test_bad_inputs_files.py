@@ -11,8 +11,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from loopsim.cli import main
-from loopsim.outfile import remove_leftovers, write_atomic
+from loopsim.cli.main import main
+from loopsim.base.outfile import remove_leftovers, write_atomic
 
 REPLAY = ["--capacity", "100", "--policy", "lru", "--json"]
 

@@ -1,4 +1,4 @@
-"""The matmul I/O lower bound (loopsim.bound): hand-computed values, and no simulated Q below it."""
+"""The matmul I/O lower bound (loopsim.count.bound): hand-computed values, and no simulated Q below it."""
 
 import math
 from dataclasses import replace
@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import hardware, spec
-from loopsim.bound import lower_bound, pebble_words
-from loopsim.errors import CapacityError
-from loopsim.ir import Loop, Matmul
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.count.bound import lower_bound, pebble_words
+from loopsim.base.errors import CapacityError
+from loopsim.ir.kernel import Loop, Matmul
+from loopsim.model.pipeline import analyze_kernel as analyze
 from loopsim.render.json import analysis_dict
 
 getcontext().prec = 60
@@ -121,7 +122,7 @@ def test_no_simulated_q_below_the_bound(name, policy, m, n, k, kib_per_partition
 def test_bound_keys_in_entitle_compare_and_capacity(capsys):
     import json
 
-    from loopsim.cli import main
+    from loopsim.cli.main import main
 
     # entitle/compare: trn2-core tutorial matmul, bound = compulsory 3 * 1024^2 * 2 bytes
     assert main(["entitle", "matmul", "-H", "trn2-core", "--json"]) == 0

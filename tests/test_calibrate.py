@@ -6,8 +6,9 @@ from fractions import Fraction
 
 import pytest
 
-from loopsim import calibrate, hardware
-from loopsim.cli import main
+from loopsim.analyses import calibrate
+from loopsim.targets import hardware
+from loopsim.cli.main import main
 
 BW_KNOWN = 250_000_000_000      # the "known sheet": 250 GB/s, 60 TFLOP/s bf16
 P_KNOWN = 60_000_000_000_000

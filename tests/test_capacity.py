@@ -5,8 +5,11 @@ import os
 
 import pytest
 
-from loopsim import capacity, hardware, spec, trace
-from loopsim.cli import main
+from loopsim.analyses import capacity
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.sim import trace
+from loopsim.cli.main import main
 
 TRN2 = hardware.load("trn2-core")
 
@@ -74,7 +77,9 @@ def test_split_nest_counts_each_core_with_its_own_sbuf(split_projection):
 def test_progress_counts_every_point_of_the_curve():
     # the command's progress bar is told how many points there are, then ticked once per point
     # (the LRU curve is one stack-distance pass: its ticks come together)
-    from loopsim import capacity, hardware, spec
+    from loopsim.analyses import capacity
+    from loopsim.targets import hardware
+    from loopsim.frontends import spec
 
     seen = {"total": None, "ticks": 0}
 

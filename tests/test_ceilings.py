@@ -7,11 +7,14 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from loopsim import ceilings, hardware, lnc, spec
-from loopsim.cli import main
-from loopsim.errors import CapacityError, HardwareError, SpecError
-from loopsim.ir import Matmul
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets.neuron import ceilings
+from loopsim.targets import hardware
+from loopsim.count import lnc
+from loopsim.frontends import spec
+from loopsim.cli.main import main
+from loopsim.base.errors import CapacityError, HardwareError, SpecError
+from loopsim.ir.kernel import Matmul
+from loopsim.model.pipeline import analyze_kernel as analyze
 from loopsim.render.json import analysis_dict
 
 TRN1 = hardware.load("trn1-core")
@@ -129,7 +132,7 @@ def test_ragged_tiles_count_as_they_are():
 def _oracle(kernel, hw, cores_of=lambda env: 0, n_cores=1):
     """Brute force: walk every loop iteration in Python; per instruction real k, m, n and
     max(n, N_min) cycles, summed per core."""
-    from loopsim.tiles import matmul_roles
+    from loopsim.ir.tiles import matmul_roles
     busy = [0] * n_cores
     W = 0
     tm = kernel.tensor_map

@@ -1,13 +1,14 @@
-"""Property-testing a user's Q formula (loopsim.checkformula, ``loopsim check``)."""
+"""Property-testing a user's Q formula (loopsim.analyses.checkformula, ``loopsim check``)."""
 
 import pytest
 
-from loopsim import expr, spec
-from loopsim.checkformula import assert_formula, check_formula, parse_vary
-from loopsim.cli import main
-from loopsim.errors import InputError
-from loopsim.pipeline import analyze_kernel as analyze
-from loopsim import hardware
+from loopsim.ir import expr
+from loopsim.frontends import spec
+from loopsim.analyses.checkformula import assert_formula, check_formula, parse_vary
+from loopsim.cli.main import main
+from loopsim.base.errors import InputError
+from loopsim.model.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
 
 RIGHT = "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)"  # curriculum Day 5 for the tutorial loop order
 NAIVE = "2*(M*K + K*N + M*N)"  # every byte once: wrong as soon as N > TN or M > TM

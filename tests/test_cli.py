@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from loopsim.cli import main
+from loopsim.cli.main import main
 
 
 def run_json(capsys, *argv):
@@ -62,7 +62,7 @@ def test_hardware_listing_and_sheet(capsys):
 
 
 def test_replay_of_a_captured_trace(tmp_path, capsys):
-    from loopsim.replayfile import write_trace
+    from loopsim.sim.replayfile import write_trace
     # 3 objects of 100 bytes cycled 4 times through room for 2: lru misses all 12 requests
     obj = np.array([0, 1, 2] * 4)
     size = np.full(12, 100)
@@ -122,7 +122,7 @@ def test_crossover_of_a_chain_of_ops(capsys, name, extra_q):
     # W = 4BDF; Q = 2(2BD + 2DF + extra*2BF) with the h and g round trips unfused (extra = 2).
     # Compute-bound when W/P >= Q/BW, i.e. B >= P*D*F / (D*F*BW - P*D - extra*P*F).
     from fractions import Fraction
-    from loopsim import hardware
+    from loopsim.targets import hardware
     hw = hardware.load("trn2-core")
     D, F = 1024, 4096
     b = Fraction(hw.P("bf16") * D * F, D * F * hw.bw - hw.P("bf16") * D - extra_q * hw.P("bf16") * F)

@@ -9,23 +9,23 @@ import sys
 
 import pytest
 
-from loopsim.cli import COMMANDS
+from loopsim.cli.main import COMMANDS
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_help_table_matches_each_command_module(name):
     p = argparse.ArgumentParser()
     sub = p.add_subparsers()
-    importlib.import_module(f"loopsim.commands.{name}").register(sub)
+    importlib.import_module(f"loopsim.cli.commands.{name}").register(sub)
     (action,) = sub._choices_actions
     assert (action.dest, action.help) == (name, COMMANDS[name])
 
 
 def _command_modules_after(argv: list[str]) -> list[str]:
-    code = ("import sys, contextlib, io\nfrom loopsim.cli import main\n"
+    code = ("import sys, contextlib, io\nfrom loopsim.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(%r)\n    except SystemExit:\n        pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('loopsim.commands.')))" % argv)
+            "print(sorted(m for m in sys.modules if m.startswith('loopsim.cli.commands.')))" % argv)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return eval(out.stdout.strip().splitlines()[-1])
 
@@ -36,8 +36,8 @@ def test_help_imports_no_command_module():
 
 def test_a_command_imports_only_its_own_module():
     mods = _command_modules_after(["hardware"])
-    assert "loopsim.commands.hardware" in mods
-    assert not [m for m in mods if m.split(".")[-1] in COMMANDS and m != "loopsim.commands.hardware"]
+    assert "loopsim.cli.commands.hardware" in mods
+    assert not [m for m in mods if m.split(".")[-1] in COMMANDS and m != "loopsim.cli.commands.hardware"]
 
 
 @pytest.mark.parametrize("argv", [
@@ -49,7 +49,7 @@ def test_a_command_imports_only_its_own_module():
     ["compare", "attention_unfused", "mlp_unfused", "swiglu_mlp", "layernorm", "--hardware", "trn2-core"],
 ])
 def test_as_written_answers_import_no_replay_plot_or_graph_library(argv):
-    code = ("import sys, contextlib, io\nfrom loopsim.cli import main\n"
+    code = ("import sys, contextlib, io\nfrom loopsim.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(%r)\n"
             "print(sorted({m.split('.')[0] for m in sys.modules}))" % argv)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -62,7 +62,7 @@ def _blas_threads_seen(env_value: str | None) -> str:
     numpy was imported only after main() set it."""
     import os
 
-    code = ("import sys, os, contextlib, io\nsys.argv = ['loopsim', 'list']\nfrom loopsim.cli import main\n"
+    code = ("import sys, os, contextlib, io\nsys.argv = ['loopsim', 'list']\nfrom loopsim.cli.main import main\n"
             "assert 'numpy' not in sys.modules\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main()\n"
             "assert 'numpy' in sys.modules\n"

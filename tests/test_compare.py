@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from loopsim import hardware, parallel, sweep
-from loopsim.cli import main
-from loopsim.errors import InputError
+from loopsim.targets import hardware
+from loopsim.analyses import parallel, sweep
+from loopsim.cli.main import main
+from loopsim.base.errors import InputError
 
 TRN2 = hardware.load("trn2-core")
 
@@ -79,7 +80,7 @@ def test_text_and_csv(capsys):
 
 
 def test_nki_tutorial_tells_its_story(capsys):
-    from loopsim import spec
+    from loopsim.frontends import spec
 
     tut = sorted(str(p) for p in spec._bundled_dir().glob("nki_tutorial/*.toml"))
     rows = _json(capsys, ["compare", *tut, "--hardware", "trn1-core", "--json"])

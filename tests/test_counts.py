@@ -6,10 +6,11 @@ import math
 import pytest
 from hypothesis import assume, given, strategies as st
 
-from loopsim import hardware, spec
-from loopsim.counts import count, live_peak, working_set
-from loopsim.errors import CapacityError, SpecError
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.count.counts import count, live_peak, working_set
+from loopsim.base.errors import CapacityError, SpecError
+from loopsim.model.pipeline import analyze_kernel as analyze
 
 from naive_nest import matmul_kernel, matmul_nests
 
@@ -104,8 +105,8 @@ def test_partial_sums_cost_a_write_and_a_later_read():
 def _as_written_reference(kernel):
     """Sum of executed load/store tile bytes, from the plain interpreter."""
     from naive_nest import interpret
-    from loopsim import trace
-    from loopsim.ir import ACC, LOAD, STORE
+    from loopsim.sim import trace
+    from loopsim.ir.kernel import ACC, LOAD, STORE
     events, _, _ = interpret(kernel)
     ob = trace.build(kernel).obj_bytes
     return sum(int(ob[o]) for o, k in events if k in (LOAD, STORE, ACC))
@@ -119,7 +120,7 @@ def test_as_written_q_is_the_sum_of_executed_transfers(kernel):
 @given(matmul_nests(), st.sampled_from(["as-written", "lru", "opt"]), st.integers(0, 6))
 def test_simulated_q_at_least_compulsory(kernel, policy, extra):
     need = working_set(kernel, None)
-    from loopsim import trace
+    from loopsim.sim import trace
     tr = trace.build(kernel)
     need = max(need, int(tr.obj_bytes.max()))
     c = count(kernel, policy=policy, capacity=need * (1 + extra), trace=tr)
@@ -129,7 +130,7 @@ def test_simulated_q_at_least_compulsory(kernel, policy, extra):
 
 @given(matmul_nests(), st.lists(st.integers(1, 8), min_size=2, max_size=4))
 def test_lru_q_never_rises_with_capacity(kernel, factors):
-    from loopsim import trace
+    from loopsim.sim import trace
     tr = trace.build(kernel)
     base = max(working_set(kernel, None), int(tr.obj_bytes.max()))
     qs = [count(kernel, policy="lru", capacity=base * f, trace=tr).hbm_bytes for f in sorted(factors)]
@@ -199,7 +200,7 @@ def test_capacity_too_small_says_how_much_is_needed():
 def test_loops_that_miss_part_of_the_product_are_refused():
     k = spec.load_kernel("matmul")
     from dataclasses import replace
-    from loopsim.ir import Loop
+    from loopsim.ir.kernel import Loop
     outer = k.body[0]
     half = replace(outer, extent=512)
     bad = replace(k, body=(half,))
@@ -212,7 +213,7 @@ def test_kernel_counts_match_the_reference_simulator(kernel, policy, extra):
     # the whole path (nest -> trace -> numba replay -> per-tensor bytes) against the plain-Python
     # LRU/Belady of tests/naive.py fed the same requests, on random small nests and capacities
     import naive
-    from loopsim import trace
+    from loopsim.sim import trace
     tr = trace.build(kernel)
     cost = tr.object_cost(None)
     cap = max(working_set(kernel, None), int(cost.max())) * (1 + extra)

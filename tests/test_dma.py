@@ -4,8 +4,11 @@ import json
 
 import pytest
 
-from loopsim import dma, hardware, pipeline, spec
-from loopsim.hardware import names
+from loopsim.targets.neuron import dma
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends import spec
+from loopsim.targets.hardware import names
 
 GB = 10**9
 
@@ -126,11 +129,11 @@ def test_as_dict_round_numbers():
     assert sum(b["bytes"] for b in d["bands"]) == d["bytes"]
 
 
-# --- the DMA ceiling in the verdict (loopsim.pipeline) ----------------------------------------
+# --- the DMA ceiling in the verdict (loopsim.model.pipeline) ----------------------------------------
 
 
 def test_verdict_carries_the_dma_ceiling():
-    from loopsim import pipeline
+    from loopsim.model import pipeline
 
     hw = hardware.load("trn1-core")  # DMA 272 GB/s < HBM share 410 GB/s: the DMA binds
     a = pipeline.analyze(pipeline.load("copy"), hw)
@@ -148,7 +151,7 @@ def test_verdict_carries_the_dma_ceiling():
 
 
 def _calibrated(name: str) -> str:
-    from loopsim import calibrate
+    from loopsim.analyses import calibrate
 
     hw = hardware.load(name)
     fit = calibrate.fit([calibrate.Measurement("copy", 0, 2 * 4096 * 4096 * 2, "bf16", 300e-6)], hw)
@@ -157,7 +160,7 @@ def _calibrated(name: str) -> str:
 
 
 def test_dma_command(capsys, split_projection):
-    from loopsim.cli import main
+    from loopsim.cli.main import main
 
     assert main(["dma", "matmul", "-H", "trn2-core", "--json"]) == 0
     (k,) = json.loads(capsys.readouterr().out)["kernels"]

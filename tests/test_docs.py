@@ -46,7 +46,7 @@ def test_every_documented_file_exists_and_has_blocks():
 
 
 def test_cli_reference_is_generated_from_the_parsers():
-    from loopsim.cli import COMMANDS
+    from loopsim.cli.main import COMMANDS
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert text == docblocks.cli_reference(), "refresh with: python -m tests.refresh_docs"
@@ -63,7 +63,7 @@ $ echo $?
 ```
 
 ```pycon
->>> from loopsim import hardware
+>>> from loopsim.targets import hardware
 >>> hw = hardware.load("trn2-core")
 >>> hw.P("bf16") == 128 * 128 * 2 * 2_400_000_000
 >>> for d in ("bf16", "fp32"):

@@ -1,13 +1,15 @@
-"""Closed-form Q (loopsim.formula) against the curriculum, hand derivations and the simulator."""
+"""Closed-form Q (loopsim.count.formula) against the curriculum, hand derivations and the simulator."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import expr, hardware, spec
-from loopsim.cli import main
-from loopsim.counts import count
-from loopsim.formula import as_written, derive, lru_regimes
+from loopsim.ir import expr
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.cli.main import main
+from loopsim.count.counts import count
+from loopsim.count.formula import as_written, derive, lru_regimes
 
 TRN2 = hardware.load("trn2-core")
 FAMILY = ["matmul", "matmul_hoisted", "matmul_kouter", "matmul_blocked", "matmul_small_tiles"]
@@ -203,7 +205,7 @@ def test_split_nest_reports_the_split_kernels_simulated_q(split_projection):
     assert sum(r + w_ for r, w_ in d.simulated_as_written.values()) == q
     assert d.regimes.simulated_Q == q
     assert d.as_dict()["as_written"]["agrees"] is False
-    from loopsim.commands.formula import format_text
+    from loopsim.cli.commands.formula import format_text
 
     text = format_text(d, hardware.load("trn2-lnc2"))
     assert f"simulated Q = {q:,} bytes (DIFFERS)" in text

@@ -15,9 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import hardware, pipeline, program, spec, trace
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends import program, spec
+from loopsim.sim import trace
 from loopsim.render.json import analysis_dict
-from loopsim.cli import main
+from loopsim.cli.main import main
 from tests.test_ops_once import spelled_text
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -343,7 +346,7 @@ def test_layernorm_residency_counts_each_buffer_once():
     # D on the partitions, ceil(4096/128) = 32 elements x 2 B = 64 B each; one x block of 128
     # rows holds D x 2 = 8192 B; the layernorm output block another 8192 B, which the store DMA
     # reads in place (no staging copy). Peak: 64 + 64 + 8192 + 8192 = 16,512 bytes.
-    from loopsim import hardware
-    from loopsim.pipeline import analyze, load
+    from loopsim.targets import hardware
+    from loopsim.model.pipeline import analyze, load
     rep = analyze(load("layernorm", {"B": 2048, "D": 4096}), hardware.load("trn2-core"))
     assert rep.counts.residency.peak_cost == 64 + 64 + 8192 + 8192

@@ -1,5 +1,5 @@
 """Fuzz test of the error contract (issue 14): hypothesis generates malformed specs, sheets, traces,
-profiles and argument lists, and every run of ``loopsim.cli.main`` either succeeds or exits 2 with
+profiles and argument lists, and every run of ``loopsim.cli.main.main`` either succeeds or exits 2 with
 exactly one ``loopsim: error:`` line; no exception escapes (a traceback would).
 
 Runs in-process (no subprocess per example). The example count per test is LOOPSIM_FUZZ_EXAMPLES
@@ -19,8 +19,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopsim import hardware, spec
-from loopsim.cli import main
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.cli.main import main
 
 EXAMPLES = int(os.environ.get("LOOPSIM_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import hardware
-from loopsim.errors import HardwareError
-from loopsim.hardware import Hardware, load, loads, names
+from loopsim.targets import hardware
+from loopsim.base.errors import HardwareError
+from loopsim.targets.hardware import Hardware, load, loads, names
 
 GB = 10**9
 TB = 10**12
@@ -244,14 +244,14 @@ def test_path_loading(tmp_path):
 
 def test_fallback_directory_matches_repo():
     # running from a checkout: the sheets come from the repo's hardware/ directory
-    assert set(names()) == {p.stem for p in (Path(hardware.__file__).parent.parent / "hardware").glob("*.toml")}
+    assert set(names()) == {p.stem for p in (Path(hardware.__file__).parents[2] / "hardware").glob("*.toml")}
 
 
 # --- malformed sheets, each with its pinned one-line message ----------------------------------
 
 
 def _read(name: str) -> str:
-    return (Path(hardware.__file__).parent.parent / "hardware" / f"{name}.toml").read_text(encoding="utf-8")
+    return (Path(hardware.__file__).parents[2] / "hardware" / f"{name}.toml").read_text(encoding="utf-8")
 
 
 CLOCK = 'clock_hz = { value = 2400000000, source = "S2", paraphrase'

@@ -5,17 +5,19 @@ import re
 
 import pytest
 
-from loopsim import hardware, spec, trace
-from loopsim.errors import SpecError
-from loopsim.ir import PRODUCE, USE
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.sim import trace
+from loopsim.base.errors import SpecError
+from loopsim.ir.kernel import PRODUCE, USE
+from loopsim.model.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 FULL = "nki_tutorial/4_fully_optimized"
 
 
 def _analysis(name, sets, policy="as-written"):
-    """The one place these tests analyse a kernel (switch to loopsim.pipeline when it lands)."""
+    """The one place these tests analyse a kernel (switch to loopsim.model.pipeline when it lands)."""
     return analyze(spec.load_kernel(name, sets), TRN2, policy=policy)
 
 
@@ -114,7 +116,7 @@ def test_acc_spills_under_a_small_sbuf(tmp_path):
     # sum is written back (dirty) and read again, so C moves more than its size; with room for
     # both C tiles it is written exactly once.
     k = spec.load_kernel(_tiny(tmp_path, NEST))
-    from loopsim.counts import count
+    from loopsim.count.counts import count
     tight = count(k, policy="lru", capacity=256 + 1024 + 1024, partitions=128)
     roomy = count(k, policy="lru", capacity=1 << 20, partitions=128)
     C = 256 * 512 * 2
@@ -155,7 +157,7 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     sys.path.insert(0, str(Path(__file__).parent))
     from naive import opt
     from naive_nest import interpret, matmul_kernel
-    from loopsim.counts import working_set
+    from loopsim.count.counts import working_set
 
     k = matmul_kernel(256, 1024, 256, 128, 512, 128, order="mnk", a_level=0, b_level=0)
     tr = trace.build(k)
@@ -175,6 +177,6 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     with_hold = fetched(obj, write, miss)
     without = fetched([obj[i] for i in plain], [write[i] for i in plain], miss0)
     assert without < with_hold
-    from loopsim.counts import count
+    from loopsim.count.counts import count
     t = count(k, policy="opt", capacity=cap).tensor_map  # the tool's OPT is the held replay
     assert t["A"].read_bytes + t["B"].read_bytes + t["C"].read_bytes == with_hold

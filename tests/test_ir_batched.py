@@ -5,17 +5,18 @@ import re
 
 import pytest
 
-from loopsim import hardware, spec
-from loopsim.errors import SpecError
-from loopsim.ir import Matmul
-from loopsim.pipeline import analyze_kernel as analyze
-from loopsim.tiles import matmul_roles
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.base.errors import SpecError
+from loopsim.ir.kernel import Matmul
+from loopsim.model.pipeline import analyze_kernel as analyze
+from loopsim.ir.tiles import matmul_roles
 
 TRN2 = hardware.load("trn2-core")
 
 
 def _analysis(kernel, policy="as-written"):
-    """The one place these tests analyse a kernel (switch to loopsim.pipeline when it lands)."""
+    """The one place these tests analyse a kernel (switch to loopsim.model.pipeline when it lands)."""
     return analyze(kernel, TRN2, policy=policy)
 
 

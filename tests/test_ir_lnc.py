@@ -5,15 +5,17 @@ HBM twice)."""
 
 import pytest
 
-from loopsim import hardware, lnc, spec
-from loopsim.errors import SpecError
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.count import lnc
+from loopsim.frontends import spec
+from loopsim.base.errors import SpecError
+from loopsim.model.pipeline import analyze_kernel as analyze
 
 LNC2 = hardware.load("trn2-lnc2")
 
 
 def _analysis(kernel, policy="as-written"):
-    """The one place these tests analyse a kernel (switch to loopsim.pipeline when it lands)."""
+    """The one place these tests analyse a kernel (switch to loopsim.model.pipeline when it lands)."""
     return analyze(kernel, LNC2, policy=policy)
 
 

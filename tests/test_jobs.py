@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from loopsim import capacity, parallel
-from loopsim.cli import main
-from loopsim.entitle import crossover, crossover_next
+from loopsim.analyses import capacity, parallel
+from loopsim.cli.main import main
+from loopsim.model.entitle import crossover, crossover_next
 
 
 @pytest.fixture
@@ -149,7 +149,10 @@ def test_same_results_on_a_dask_cluster(monkeypatch):
 
     monkeypatch.setattr(parallel.Pool, "_map_dask", counted)
 
-    from loopsim import checkformula, crossover, hardware, pipeline, spec
+    from loopsim.analyses import checkformula, crossover
+    from loopsim.targets import hardware
+    from loopsim.model import pipeline
+    from loopsim.frontends import spec
 
     hw = hardware.load("trn2-core")
     kernel = spec.load_kernel("matmul")

@@ -2,8 +2,9 @@
 
 import json
 
-from loopsim import hardware, spec
-from loopsim.cli import main
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.cli.main import main
 
 
 def test_list_names_every_bundled_spec_and_sheet_once(capsys):

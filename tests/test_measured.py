@@ -6,10 +6,10 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from loopsim import measured
-from loopsim.cli import main
-from loopsim.entitle import Entitlement
-from loopsim.errors import InputError
+from loopsim.model import measured
+from loopsim.cli.main import main
+from loopsim.model.entitle import Entitlement
+from loopsim.base.errors import InputError
 
 
 def _run(capsys, argv, rc=0):

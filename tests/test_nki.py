@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from loopsim import ceilings, hardware, pipeline, spec
-from loopsim.cli import main
-from loopsim.errors import SpecError
-from loopsim.nki.load import load_kernel, parse_arg, parse_grid, parse_kwarg, parse_options
+from loopsim.targets.neuron import ceilings
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends import spec
+from loopsim.cli.main import main
+from loopsim.base.errors import SpecError
+from loopsim.frontends.nki.load import load_kernel, parse_arg, parse_grid, parse_kwarg, parse_options
 
 HERE = Path(__file__).parent
 KERNELS = HERE / "nki_kernels"
@@ -160,7 +163,7 @@ def program_facts(prog) -> dict:
 
 @pytest.mark.parametrize("func", ["flash_isa", "flash_lang"])
 def test_fused_attention_with_online_softmax_matches_spec(func):
-    from loopsim import program
+    from loopsim.frontends import program
 
     L, d = 2048, 128
     args = {"q": ((d, L), "bf16"), "k": ((d, L), "bf16"), "v": ((L, d), "bf16")}
@@ -173,7 +176,7 @@ def test_fused_attention_with_online_softmax_matches_spec(func):
 
 
 def test_module_cli_prints_the_nest_read_and_one_line_errors(capsys):
-    from loopsim.nki.__main__ import main as nki_main
+    from loopsim.frontends.nki.__main__ import main as nki_main
 
     ref = f"{KERNELS / 'add_grid.py'}::add_isa"
     assert nki_main([ref, "--arg", "x=256x4096", "--arg", "y=256x4096", "--grid", "2",

@@ -1,11 +1,13 @@
 """Each op said once: a program's op graph and inputs derived from its nest statements
-(loopsim.graph.derive_ops), checked against the same programs with [ops] spelled out."""
+(loopsim.ir.graph.derive_ops), checked against the same programs with [ops] spelled out."""
 
 import pytest
 
-from loopsim import hardware, pipeline, spec
-from loopsim.cli import main
-from loopsim.errors import SpecError
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends import spec
+from loopsim.cli.main import main
+from loopsim.base.errors import SpecError
 
 TRN2 = hardware.load("trn2-core")
 SPELLED = {  # each bundled program as it was written before: its ops spelled out a second time

@@ -1,4 +1,4 @@
-"""loopsim.parallel: results in item order on one process, two, and an in-process Dask cluster;
+"""loopsim.analyses.parallel: results in item order on one process, two, and an in-process Dask cluster;
 the search finds the same tilings (and prunes the same work) whatever runs it."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from loopsim.cli import main
+from loopsim.cli.main import main
 
-from loopsim.errors import InputError
-from loopsim.parallel import Interrupted, Pool, check_jobs, pmap
-from loopsim.search import engine
+from loopsim.base.errors import InputError
+from loopsim.analyses.parallel import Interrupted, Pool, check_jobs, pmap
+from loopsim.analyses.search import engine
 
 
 def _square(x: int) -> int:

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from loopsim import hardware, plot, spec
-from loopsim.errors import InputError
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.render import plot
+from loopsim.frontends import spec
+from loopsim.base.errors import InputError
+from loopsim.model.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 # trn2-core by hand: P = 128 x 128 PEs x 2 FLOPs x 2.4 GHz, BW = 3 TB/s shared by 8 cores
@@ -193,7 +195,7 @@ def test_save_refuses_bad_paths_and_leaves_nothing(tmp_path, name):
 
 
 def test_cli_plot_and_its_errors(tmp_path, capsys):
-    from loopsim.cli import main
+    from loopsim.cli.main import main
 
     out = tmp_path / "nki.svg"
     tut = sorted(str(p) for p in spec._bundled_dir().glob("nki_tutorial/*.toml"))
@@ -213,7 +215,7 @@ def test_cli_plot_and_its_errors(tmp_path, capsys):
 
 
 def test_cli_plot_names_the_tilings_that_cannot_run(tmp_path, capsys):
-    from loopsim.cli import main
+    from loopsim.cli.main import main
 
     # 163,840 bytes = 1,280 per partition: matmul's working tiles fit, copy's 128 x 2048 bf16
     # tile (4,096 bytes per partition) does not, so copy has no point; the summary says so
@@ -225,7 +227,7 @@ def test_cli_plot_names_the_tilings_that_cannot_run(tmp_path, capsys):
 
 
 def _curve(Qs, compulsory, caps):
-    from loopsim.capacity import CapacityCurve, CapacityRow
+    from loopsim.analyses.capacity import CapacityCurve, CapacityRow
 
     rows = [CapacityRow(c, "lru", q, (("A", q / compulsory),), compulsory) for c, q in zip(caps, Qs)]
     return CapacityCurve("k", "trn2-core", 128, compulsory, caps[0], caps[-1], 29360128,

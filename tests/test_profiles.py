@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from loopsim import measured
-from loopsim.cli import main
+from loopsim.model import measured
+from loopsim.cli.main import main
 
 P_TRN2 = 128 * 128 * 2 * 2_400_000_000  # trn2-core bf16: 78.6432 TFLOP/s
 T = 2.05e-3

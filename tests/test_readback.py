@@ -1,4 +1,4 @@
-"""Partial-sum read-backs counted from the statements (loopsim.readback) against the trace's
+"""Partial-sum read-backs counted from the statements (loopsim.count.readback) against the trace's
 ACC requests (the walker keeps an accumulation exactly when it reads a stored partial sum back),
 on random matmul nests: loop orders, blocked loops whose blocks run past the edge, ragged tiles,
 stores at any depth, twice, and loops that index nothing."""
@@ -7,9 +7,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim import lnc, spec, trace
-from loopsim.ir import ACC, Access, Kernel, Load, Loop, Matmul, Store, Tensor
-from loopsim.readback import read_backs
+from loopsim.count import lnc
+from loopsim.frontends import spec
+from loopsim.sim import trace
+from loopsim.ir.kernel import ACC, Access, Kernel, Load, Loop, Matmul, Store, Tensor
+from loopsim.count.readback import read_backs
 
 
 def from_trace(kernel):
@@ -97,7 +99,9 @@ def test_a_split_kernel_matches_the_trace(split_projection):
 
 def test_dma_report_is_the_same_from_the_trace_fallback(monkeypatch):
     # past MAX_EVENTS the DMA report counts read-backs from the trace's ACC requests instead
-    from loopsim import dma, hardware, readback
+    from loopsim.targets.neuron import dma
+    from loopsim.targets import hardware
+    from loopsim.count import readback
 
     k, hw = spec.load_kernel("matmul_kouter", {"M": 384, "K": 640}), hardware.load("trn2-core")
     want = dma.report(k, hw)
@@ -117,8 +121,10 @@ def test_produced_peak_matches_the_trace(name, data):
     # against program.produced_peak on the trace, bundled schedules at random smaller shapes
     from hypothesis import assume
 
-    from loopsim import pipeline, program, readback
-    from loopsim.errors import LoopsimError
+    from loopsim.model import pipeline
+    from loopsim.frontends import program
+    from loopsim.count import readback
+    from loopsim.base.errors import LoopsimError
 
     sf = spec.read(name)
     sets = {p: data.draw(st.sampled_from([v, v // 2, v // 4, 3 * v // 4, 96, 200]).filter(lambda x: x > 0),

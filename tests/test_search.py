@@ -9,12 +9,13 @@ import math
 
 import pytest
 
-from loopsim import hardware, spec
-from loopsim.cli import main
-from loopsim.parallel import Pool
-from loopsim.search import engine, pareto, space
-from loopsim.search import evaluate as ev
-from loopsim.search.writer import write_spec
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.cli.main import main
+from loopsim.analyses.parallel import Pool
+from loopsim.analyses.search import engine, pareto, space
+from loopsim.analyses.search import evaluate as ev
+from loopsim.analyses.search.writer import write_spec
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,7 @@ def test_arrange_keeps_w_and_moves_only_loads_and_stores(hw):
 
 
 def test_tensor_engine_floor_is_the_combined_ceiling_for_clean_tiles(hw):
-    from loopsim import ceilings
+    from loopsim.targets.neuron import ceilings
 
     for tk, tm, tn in ((128, 128, 512), (64, 128, 32), (128, 32, 256)):
         tpl = space.template("matmul", {"M": 512, "N": 1024, "K": 256})

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim.errors import InputError
-from loopsim.replayfile import load_trace, replay_summary, write_trace
+from loopsim.base.errors import InputError
+from loopsim.sim.replayfile import load_trace, replay_summary, write_trace
 from loopsim.sim import POLICIES, Replay, next_use, replay
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -364,7 +364,7 @@ def test_written_traces_are_mapped_not_read(tmp_path):
     """write_trace aligns each member's data, so the reader views it in the mapped file."""
     import mmap
 
-    from loopsim.replayfile import _read_arrays
+    from loopsim.sim.replayfile import _read_arrays
 
     p = tmp_path / "t.npz"
     write_trace(p, arr([2**40, 7, 2**40]), arr([4, 8, 4]), arr([True, False, False], bool))
@@ -440,7 +440,7 @@ def _run(code, **env):
 
 
 def test_import_does_not_load_numba():
-    p = _run("import sys, loopsim, loopsim.sim, loopsim.replayfile; print('numba' in sys.modules)")
+    p = _run("import sys, loopsim, loopsim.sim, loopsim.sim.replayfile; print('numba' in sys.modules)")
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "False"
 

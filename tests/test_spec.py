@@ -5,9 +5,10 @@ import re
 
 import pytest
 
-from loopsim import expr, spec
-from loopsim.errors import SpecError
-from loopsim.ir import Load, Loop, Matmul, Store
+from loopsim.ir import expr
+from loopsim.frontends import spec
+from loopsim.base.errors import SpecError
+from loopsim.ir.kernel import Load, Loop, Matmul, Store
 
 
 def write(tmp_path, body, params=None, tensors=None, extra=""):
@@ -94,8 +95,8 @@ BAD = [
 def test_invalid_specs_are_refused_with_a_precise_message(tmp_path, body, params, tensors, sets, msg):
     p = write(tmp_path, body, params, tensors)
     with pytest.raises(SpecError, match=msg):
-        from loopsim import hardware
-        from loopsim.pipeline import analyze_kernel as analyze
+        from loopsim.targets import hardware
+        from loopsim.model.pipeline import analyze_kernel as analyze
         analyze(spec.load_kernel(p, sets), hardware.load("trn2-core"))
 
 
@@ -121,8 +122,8 @@ def test_malformed_toml_and_missing_files(tmp_path):
 
 
 def test_tile_limits_of_the_sheet():
-    from loopsim import hardware
-    from loopsim.pipeline import analyze_kernel as analyze
+    from loopsim.targets import hardware
+    from loopsim.model.pipeline import analyze_kernel as analyze
     hw = hardware.load("trn2-core")
     for sets, msg in [({"TK": 256}, r"K_t=256 exceeds trn2-core's limit of 128"),
                       ({"TM": 256}, r"M_t=256 exceeds trn2-core's limit of 128"),

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim.errors import InputError
+from loopsim.base.errors import InputError
 from loopsim.sim import replay
 from loopsim.sim.stack import lru_curve, stack_distances
 

@@ -9,10 +9,11 @@ from hypothesis import given, settings, strategies as st
 
 import naive
 from naive_nest import interpret, matmul_kernel, matmul_nests
-from loopsim import program, spec, trace
-from loopsim.counts import count
-from loopsim.errors import SpecError
-from loopsim.ir import Access, Kernel, Load, Loop, Matmul, Store, Tensor
+from loopsim.frontends import program, spec
+from loopsim.sim import trace
+from loopsim.count.counts import count
+from loopsim.base.errors import SpecError
+from loopsim.ir.kernel import Access, Kernel, Load, Loop, Matmul, Store, Tensor
 from loopsim.sim import State, next_use, replay
 
 
@@ -147,7 +148,7 @@ def test_as_written_closed_form_equals_the_trace_count(kernel, partitions):
 
 
 def test_as_written_closed_form_claims_the_tutorial_matmul():
-    from loopsim.written import as_written_counts
+    from loopsim.count.written import as_written_counts
 
     k = spec.load_kernel("matmul", {"M": 1000, "N": 700, "K": 900})
     f = as_written_counts(k)
@@ -161,7 +162,7 @@ def test_as_written_count_imports_no_numba():
     import subprocess
     import sys
 
-    code = ("import sys; from loopsim import spec; from loopsim.counts import count; "
+    code = ("import sys; from loopsim.frontends import spec; from loopsim.count.counts import count; "
             "count(spec.load_kernel('matmul'), capacity=2**30, partitions=128); "
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

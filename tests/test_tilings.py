@@ -2,8 +2,9 @@
 
 import pytest
 
-from loopsim import hardware, spec
-from loopsim.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware
+from loopsim.frontends import spec
+from loopsim.model.pipeline import analyze_kernel as analyze
 
 TRN2 = hardware.load("trn2-core")
 p = 2  # bf16 bytes

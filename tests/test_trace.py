@@ -3,10 +3,11 @@
 import numpy as np
 from hypothesis import given
 
-from loopsim import spec, trace
-from loopsim.counts import shape_flops
-from loopsim.ir import ACC, LOAD, STORE, USE
-from loopsim.tiles import grids
+from loopsim.frontends import spec
+from loopsim.sim import trace
+from loopsim.count.counts import shape_flops
+from loopsim.ir.kernel import ACC, LOAD, STORE, USE
+from loopsim.ir.tiles import grids
 
 from naive_nest import interpret, matmul_kernel, matmul_nests
 
@@ -75,7 +76,7 @@ def test_iterations_past_the_edge_of_a_blocked_loop_do_not_run():
     # M = 300 in blocks of BM = 256 split into TM = 128 tiles: the second block has one real
     # tile (256..299) and one phantom (384 >= 300). B[k, n] is loaded inside the mi loop without
     # indexing mi, so it is loaded once per real (mb, mi): 3 times, never 4.
-    from loopsim.ir import Access, Kernel, Load, Loop, Matmul, Store, Tensor
+    from loopsim.ir.kernel import Access, Kernel, Load, Loop, Matmul, Store, Tensor
     M, N, K, BM, TM = 300, 512, 128, 256, 128
     mm = Matmul(Access("C", (("mb", "mi"), ("n",))), Access("A", (("k",), ("mb", "mi"))),
                 Access("B", (("k",), ("n",))))
@@ -94,9 +95,9 @@ def test_iterations_past_the_edge_of_a_blocked_loop_do_not_run():
 def test_lnc_split_of_a_ragged_loop_loads_no_phantom_tiles():
     # matmul M = 300 split across 2 cores: core 0 runs m-tiles 0 and 1, core 1 runs tile 2 only;
     # B[k, n] is loaded once per real m tile: r_B = ceil(300/128) = 3, as on one core
-    from loopsim import hardware
-    from loopsim.lnc import with_split
-    from loopsim.pipeline import analyze_kernel as analyze
+    from loopsim.targets import hardware
+    from loopsim.count.lnc import with_split
+    from loopsim.model.pipeline import analyze_kernel as analyze
     k = with_split(spec.load_kernel("matmul", {"M": 300}), 2)
     rep = analyze(k, hardware.load("trn2-lnc2"))
     assert rep.counts.tensor_map["B"].r == 3

@@ -6,9 +6,12 @@ import math
 
 import pytest
 
-from loopsim import hardware, pipeline, spec, sweep
-from loopsim.cli import main
-from loopsim.verdict import Verdict, binding, decide, in_sequence, rank_key
+from loopsim.targets import hardware
+from loopsim.model import pipeline
+from loopsim.frontends import spec
+from loopsim.analyses import sweep
+from loopsim.cli.main import main
+from loopsim.model.verdict import Verdict, binding, decide, in_sequence, rank_key
 
 TRN2 = hardware.load("trn2-core")
 P = 128 * 128 * 2 * 2_400_000_000  # trn2-core bf16 FLOP/s
@@ -311,8 +314,8 @@ def test_a_statement_in_a_ragged_blocked_loop_does_not_run_past_the_edge():
     # does not index mi, runs 3 times (not 2 x 2), as the trace and the DMA report count it
     import numpy as np
 
-    from loopsim.executions import executions
-    from loopsim.ir import Access, Kernel, Load, Loop, Tensor
+    from loopsim.count.executions import executions
+    from loopsim.ir.kernel import Access, Kernel, Load, Loop, Tensor
 
     A = Tensor("A", (300, 64))
     B = Tensor("B", (300, 64))

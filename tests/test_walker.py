@@ -14,13 +14,15 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from loopsim import lnc, program, spec, trace
+from loopsim.count import lnc
+from loopsim.frontends import program, spec
+from loopsim.sim import trace
 from loopsim.sim import State, _jit
 
 from naive_nest import interpret, matmul_nests
 
-TILINGS = sorted(str(p.relative_to(Path(spec.__file__).parent.parent / "tilings"))[:-5]
-                 for p in (Path(spec.__file__).parent.parent / "tilings").rglob("*.toml"))
+TILINGS = sorted(str(p.relative_to(Path(spec.__file__).parents[2] / "tilings"))[:-5]
+                 for p in (Path(spec.__file__).parents[2] / "tilings").rglob("*.toml"))
 #: tilings whose token loop an LNC split can take (a matmul with a token index)
 SPLITTABLE = ("matmul", "matmul_hoisted", "matmul_kouter", "matmul_small_tiles", "projection",
               "nki_tutorial/1_tiled", "nki_tutorial/4_fully_optimized")

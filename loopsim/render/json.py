@@ -1,4 +1,4 @@
-"""An :class:`loopsim.pipeline.Analysis` as plain JSON-ready values (the same numbers the text shows).
+"""An :class:`loopsim.model.pipeline.Analysis` as plain JSON-ready values (the same numbers the text shows).
 
 Keys carry their units: FLOPs and bytes are integers, times seconds, rates FLOP/s, BW bytes/s.
 Non-finite floats become null when printed (:func:`clean`).

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..fmt import fmt_time, si
-from .json import lowest
+from loopsim.base.fmt import fmt_time, si
+from loopsim.render.json import lowest
 
 
 def headline(a) -> list[str]:
@@ -122,7 +122,7 @@ def ceilings_lines(c, indent: str = "  ") -> list[str]:
 
 def program_lines(a) -> list[str]:
     """A schedule of kernels: per kernel Q, SBUF, PSUM and T; intermediates; steps."""
-    from .json import notes
+    from loopsim.render.json import notes
 
     lines = ["", "  schedule: " + " | ".join(f"{s.name} [{', '.join(s.stage.ops)}]" for s in a.stages)]
     for s in a.stages:

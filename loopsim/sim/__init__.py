@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopsim.errors import InputError, InternalError
-from loopsim.numba_env import prepare as _prepare_numba_cache
+from loopsim.base.errors import InputError, InternalError
+from loopsim.base.numba_env import prepare as _prepare_numba_cache
 
 _prepare_numba_cache()  # a usable numba cache before any kernel module loads (loopsim/numba_env.py)
 

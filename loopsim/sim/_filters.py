@@ -9,7 +9,7 @@ purpose, so call it under ``np.errstate(over="ignore")``.
 
 import numpy as np
 
-from ._jit import njit
+from loopsim.sim._jit import njit
 
 _JIT = dict(cache=True, nogil=True)
 

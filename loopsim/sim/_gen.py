@@ -1,6 +1,6 @@
 """Jitted trace generator: walks a compiled loop nest and writes its tile requests in order.
 
-Private: :mod:`loopsim.trace` compiles a kernel's nest into the flat int64 tables below and calls
+Private: :mod:`loopsim.sim.trace` compiles a kernel's nest into the flat int64 tables below and calls
 :func:`walk` through its checked wrappers. One call fills a buffer with the next requests of the
 trace and stops before a statement whose requests would not fit, leaving its place (program
 counter, loop counters, partial-sum state) in the arrays it was given, so the next call resumes

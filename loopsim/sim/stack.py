@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check_nonneg, _int_array
-from ..errors import InputError
+from loopsim.sim import _check_nonneg, _int_array
+from loopsim.base.errors import InputError
 
 __all__ = ["LRUCurve", "lru_curve", "stack_distances"]
 
@@ -111,7 +111,7 @@ def stack_distances(obj, cost) -> np.ndarray:
     _check_ids(obj, cost.shape[0], "stack_distances")
     if cost.size and int(cost.sum()) < 0:  # wrapped: distances could overflow
         raise InputError("stack_distances: the costs sum beyond int64")
-    from . import _stack  # numba loads here, on first use
+    from loopsim.sim import _stack  # numba loads here, on first use
 
     return _stack.stack_distance_kernel(obj, cost, cost.shape[0])
 
@@ -183,7 +183,7 @@ def lru_curve(obj, write, cost, capacities, size=None, group=None, *, distances=
         distances = _int_array("distances", distances, "lru_curve")
         if distances.shape != obj.shape:
             raise InputError(f"lru_curve: distances shape={distances.shape} must equal obj shape={obj.shape}")
-    from . import _stack
+    from loopsim.sim import _stack
 
     order = np.argsort(np.asarray(caps, dtype=np.int64), kind="stable")
     sorted_caps = np.asarray(caps, dtype=np.int64)[order]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import ACC, LOAD, STORE
+from loopsim.ir.kernel import ACC, LOAD, STORE
 
 #: requests per chunk (LRU, as-written): arrays of a few tens of MiB, reused
 CHUNK = 1 << 22
@@ -45,11 +45,11 @@ class Streamed:
 
 
 def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None = None) -> Streamed:
-    """Replay ``nest`` (a :class:`loopsim.trace.Nest`) under ``policy`` with ``chunk`` requests per
+    """Replay ``nest`` (a :class:`loopsim.sim.trace.Nest`) under ``policy`` with ``chunk`` requests per
     chunk (default :data:`CHUNK`; for OPT at least enough to keep its record within
     :data:`OPT_RECORD_BYTES`)."""
-    from ..trace import Walker
-    from . import _gen, opt_chunk
+    from loopsim.sim.trace import Walker
+    from loopsim.sim import _gen, opt_chunk
 
     n_obj = nest.n_objects
     if chunk is None:
@@ -94,7 +94,7 @@ def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None
                 _gen.last_index(obj[:m], n_obj, total, last)
             total += m
 
-    from . import State
+    from loopsim.sim import State
 
     record = nu = None
     if policy == "opt":

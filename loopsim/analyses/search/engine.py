@@ -1,0 +1,403 @@
+"""The search: branch and bound over tile sizes, blocks, loop orders and load placements.
+
+1. The space's points group by their matmul tile sizes. Every tiling in a group takes at least
+   ``max(W/P, Q_lb/BW, Tensor Engine floor of the tiles)`` seconds (:mod:`.evaluate`), Q_lb the
+   I/O lower bound of :mod:`loopsim.count.bound`; groups are visited from the smallest bound up.
+2. A unit of work is one binding of every parameter. Its structures (loop orders x load
+   placements) get their closed-form Q; those whose (bound T, Q) cannot reach the current N-th
+   best are pruned, the rest get a full verdict from the closed forms (or, where the closed forms
+   do not claim the nest, from the exact count).
+3. The search stops when the N-th best T is below the bound of the next group.
+4. The top N and the Pareto points are confirmed by the exact count (:func:`.evaluate.verdict`).
+
+Determinism: units run in batches of a fixed size, each against the cutoff known before the batch,
+so the same units are pruned and the same tilings found on one process, many, or a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+from loopsim.targets import hardware as hw_mod
+from loopsim.count.bound import lower_bound, matmul_shape
+from loopsim.count.counts import check_tiles, kernel_dtype, shape_flops
+from loopsim.base.errors import InputError, InternalError, SpecError
+from loopsim.analyses.search import evaluate as ev
+from loopsim.analyses.search import pareto, space
+
+#: units per batch; fixed, so that pruning does not depend on the number of workers
+BATCH = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What to search (picklable; every worker rebuilds its context from it)."""
+
+    spec: str
+    sets: tuple[tuple[str, int], ...]
+    hardware: str
+    space: tuple[str, ...] = ()          # --space items as given
+    policy: str = "as-written"
+    sbuf_bytes: int | None = None
+    dtype: str | None = None
+    structures: bool = True              # search loop orders and load placements
+    top: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    index: int
+    values: tuple[tuple[str, int], ...]
+    bound: float      # seconds no tiling of this unit can beat
+
+
+@dataclass(frozen=True, slots=True)
+class Cand:
+    """A tiling found: its parameter values, structure index and verdict (no report)."""
+
+    unit: int
+    structure: int
+    values: tuple[tuple[str, int], ...]
+    verdict: ev.Verdict
+
+    @property
+    def key(self) -> tuple:
+        return (*self.verdict.key(), self.unit, self.structure)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitResult:
+    index: int
+    candidates: int        # structures given a bound or a verdict
+    verdicts: int          # structures given a full verdict
+    infeasible: int
+    invalid: str           # why the unit is not a tiling ('' when it is)
+    top: tuple[Cand, ...]
+    front: tuple[Cand, ...]
+    why_infeasible: str = ""   # one reason, when some structure is infeasible
+
+
+class Context:
+    """Everything derived from a :class:`Problem` once per process."""
+
+    def __init__(self, p: Problem):
+        self.problem = p
+        self.hw = hw_mod.load(p.hardware)
+        self.tpl = space.template(p.spec, dict(p.sets))
+        self.values = space.space_values(self.tpl, self.hw, list(p.space))
+        self.user = set(space.parse_space(list(p.space), self.tpl))
+        base = self.tpl.kernel
+        self.chain = space.chain_of(base) if base is not None else None
+        if self.chain is not None and p.structures:
+            self.structs = tuple(space.structures(self.chain))
+        elif self.chain is not None:
+            self.structs = (space.as_written(self.chain),)
+        else:
+            self.structs = (None,)
+        self.fast = self.chain is not None and ev.fast_claims(self.chain, p.policy)
+        self.axes = space.index_axes(base) if base is not None else ()
+        loop_vars = [v for v, _, _ in self.tpl.loop_text]
+        self.distinct_vars = len(set(loop_vars)) == len(loop_vars)
+        self.roles = space.tile_roles(base, self.tpl) if base is not None else {}
+        self.dtype = p.dtype or (kernel_dtype(base) if base is not None else None)
+        self.shape = matmul_shape(base) if base is not None else None
+        self.W = shape_flops(base) if base is not None else 0
+        self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
+        from loopsim.count.counts import capacity_units
+
+        self.capacity = capacity_units(self.hw, p.sbuf_bytes)
+        self.skipped_groups = 0  # tile sizes whose one instruction does not fit SBUF
+
+    def floor(self, tiles: dict[str, int]) -> float:
+        """Seconds no tiling with these tile parameter values can beat."""
+        if self.tpl.kernel is None or self.dtype is None:
+            return 0.0
+        t = self.W / self.hw.P(self.dtype)
+        if self.lb is not None:
+            t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
+        role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
+        if self.shape is not None and set(role) == {"K", "M", "N"}:
+            from loopsim.count.lnc import kernel_cores
+
+            _, m, n, k = self.shape
+            t = max(t, ev.tensor_engine_floor(self.hw, self.dtype, m, n, k, role["K"], role["M"],
+                                              role["N"], kernel_cores(self.tpl.kernel)))
+        return t
+
+    def kernel(self, values) -> object:
+        return space.bind(self.tpl, dict(values))
+
+    def arranged(self, values, structure: int):
+        k = self.kernel(values)
+        s = self.structs[structure]
+        return k if s is None else space.arrange(self.chain, s, k)
+
+
+_CONTEXTS: dict[Problem, Context] = {}
+
+
+def context(p: Problem) -> Context:
+    c = _CONTEXTS.get(p)
+    if c is None:
+        _CONTEXTS.clear()
+        c = _CONTEXTS[p] = Context(p)
+    return c
+
+
+# ---------------------------------------------------------------------------------------------
+# one unit (runs on a worker)
+
+
+def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
+    """Evaluate every structure of one binding against ``cutoff`` ((rounded T, Q) of the N-th
+    best known before the batch; None: nothing known)."""
+    p, unit, cutoff = job
+    ctx = context(p)
+    n_s = len(ctx.structs)
+    if cutoff is not None and ev.round_T(unit.bound) > cutoff[0]:
+        return UnitResult(unit.index, 0, 0, 0, "", (), ())
+    kernel = ctx.kernel(unit.values)
+    if kernel is None:
+        return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
+    if ctx.tpl.kernel is not None:
+        try:
+            check_tiles(kernel, ctx.hw.k_tile_max, ctx.hw.pe_cols, ctx.hw.moving_max, ctx.hw.name)
+        except SpecError as e:
+            return UnitResult(unit.index, 0, 0, 0, str(e), (), ())
+    top: list[Cand] = []
+    found: list[Cand] = []
+    verdicts = infeasible = 0
+    why = ""
+    cut = cutoff
+
+    def keep(c: Cand) -> None:
+        nonlocal cut, infeasible, why
+        if not c.verdict.feasible:
+            infeasible += 1
+            why = why or "; ".join(c.verdict.reasons)
+            return
+        found.append(c)
+        top.append(c)
+        top.sort(key=lambda x: x.key)
+        del top[p.top:]
+        if len(top) == p.top:
+            k = (top[-1].verdict.key()[1], top[-1].verdict.Q)
+            cut = k if cut is None else min(cut, k)
+
+    if ctx.fast and space.clean(kernel):
+        need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
+        if need > ctx.capacity:
+            unit_ = " per partition" if ctx.hw.partitions else ""
+            return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
+                              f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
+                              f"{ctx.capacity:,}")
+        m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+        qs = [ev.chain_q(m, s) for s in ctx.structs]
+        lbs = [ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))) for q in qs]
+        for i in sorted(range(n_s), key=lambda i: (lbs[i], qs[i], i)):
+            if cut is not None and (lbs[i], qs[i]) > cut:
+                break
+            verdicts += 1
+            keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i])))
+    else:
+        for i, s in enumerate(ctx.structs):
+            k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
+            v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+            verdicts += 1
+            keep(Cand(unit.index, i, unit.values, _strip(v)))
+    return UnitResult(unit.index, n_s, verdicts, infeasible, "", tuple(top), tuple(_fronts(found)),
+                      why)
+
+
+def _strip(v: ev.Verdict) -> ev.Verdict:
+    """The verdict without its report (reports stay on the worker)."""
+    return ev.Verdict(v.T, v.limit, v.feasible, v.reasons, v.W, v.Q, v.sbuf_peak_bytes,
+                      v.compulsory_Q, v.exact)
+
+
+def _fronts(cands: list[Cand]) -> list[Cand]:
+    """Candidates on the front of T against SBUF peak or of T against Q."""
+    a = pareto.front(cands, lambda c: ev.round_T(c.verdict.T), lambda c: c.verdict.sbuf_peak_bytes,
+                     lambda c: c.key)
+    b = pareto.front(cands, lambda c: ev.round_T(c.verdict.T), lambda c: c.verdict.Q,
+                     lambda c: c.key)
+    return list({(c.unit, c.structure): c for c in a + b}.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+
+
+@dataclass
+class Outcome:
+    """What a search found. ``top`` and the fronts are exact (confirmed) candidates with their
+    verdicts (reports included); counts are structures (candidates)."""
+
+    problem: Problem
+    values: dict
+    space_size: int
+    evaluated: int = 0
+    verdicts: int = 0
+    infeasible: int = 0
+    units: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+    top: list = field(default_factory=list)
+    front_sbuf: list = field(default_factory=list)
+    front_q: list = field(default_factory=list)
+    lower_bound_Q: int | None = None
+    structures_searched: bool = True
+
+
+def plan(ctx: Context):
+    """Units in the order of their bounds: (bound, tile values) groups, each with its bindings."""
+    tiles = [n for n in ctx.values if n in ctx.roles]
+    blocks = [n for n in ctx.values if n not in ctx.roles]
+    groups = []
+    for g, combo in enumerate(space.combos(tuple(tiles), ctx.values)):
+        groups.append((ev.round_T(ctx.floor(combo)), g, ctx.floor(combo), combo))
+    groups.sort(key=lambda x: x[:2])
+    return groups, tuple(blocks)
+
+
+def units(ctx: Context, groups, blocks):
+    """Every binding of the space in bound order; bindings that are not tilings (a step above its
+    extent) or, among the default values, not clean (a step that does not divide) are skipped."""
+    from loopsim.count.counts import working_set
+    from loopsim.count.counts import capacity_units
+
+    index = 0
+    cap = capacity_units(ctx.hw, ctx.problem.sbuf_bytes)
+    for _, _, bound, tile_vals in groups:
+        first = True
+        for combo in space.combos(blocks, ctx.values):
+            values = {**tile_vals, **combo}
+            if ctx.tpl.kernel is not None:
+                params = space.resolve(ctx.tpl, values)
+                sizes = space.loop_sizes(ctx.tpl, params)
+                if sizes is None:
+                    continue
+                if not (ctx.user & values.keys()):
+                    if ctx.distinct_vars:
+                        if not space.clean_sizes(ctx.axes, sizes):
+                            continue
+                    else:
+                        k = space.bind(ctx.tpl, values)
+                        if k is None or not space.clean(k):
+                            continue
+                if first:  # one instruction's tiles depend on the tile sizes only
+                    first = False
+                    k = space.bind(ctx.tpl, values)
+                    if k is not None and working_set(k, ctx.hw.partitions) > cap:
+                        ctx.skipped_groups += 1
+                        break
+            yield Unit(index, tuple(sorted(values.items())), bound)
+            index += 1
+
+
+def search(p: Problem, pool, progress=None) -> Outcome:
+    """Run the search on ``pool`` (:class:`loopsim.analyses.parallel.Pool`); see the module docstring."""
+    from loopsim.analyses.parallel import Interrupted
+
+    t0 = time.perf_counter()
+    ctx = context(p)
+    if p.top < 1:
+        raise InputError(f"--top {p.top} must be >= 1")
+    for name, vals in ctx.values.items():
+        if not vals:
+            raise InputError(f"--space {name}: no values")
+    out = Outcome(p, ctx.values, space.size(ctx.values) * len(ctx.structs),
+                  lower_bound_Q=ctx.lb.Q_bytes if ctx.lb else None,
+                  structures_searched=p.structures and ctx.chain is not None)
+    groups, blocks = plan(ctx)
+    stream = units(ctx, groups, blocks)
+    top: list[Cand] = []
+    found: list[Cand] = []
+    pending = next(stream, None)
+    reasons: list[str] = []
+    infeasible_why = ""
+    while pending is not None:
+        cutoff = None
+        if len(top) >= p.top:
+            cutoff = (top[p.top - 1].verdict.key()[1], top[p.top - 1].verdict.Q)
+            if ev.round_T(pending.bound) > cutoff[0]:
+                break
+        batch = [pending] + list(itertools.islice(stream, BATCH - 1))
+        pending = next(stream, None)
+        try:
+            results = pool.map(run_unit, [(p, u, cutoff) for u in batch], progress=progress,
+                               note=lambda r: _note(top))
+        except Interrupted as e:
+            results = [e.done[i] for i in sorted(e.done)]
+            out.interrupted = True
+            pending = None
+        for r in results:
+            out.units += 1
+            out.evaluated += r.candidates
+            out.verdicts += r.verdicts
+            out.infeasible += r.infeasible
+            if r.invalid and len(reasons) < 3:
+                reasons.append(r.invalid)
+            infeasible_why = infeasible_why or r.why_infeasible
+            top = sorted(top + list(r.top), key=lambda c: c.key)[:p.top]
+            found = _fronts(found + list(r.front))
+    if not top:
+        if out.interrupted:
+            raise KeyboardInterrupt
+        where = f"{ctx.tpl.spec.path} on {ctx.hw.name}"
+        if out.evaluated == 0 and not ctx.skipped_groups:
+            why = f" ({reasons[0]})" if reasons and reasons[0] != "not a tiling" else ""
+            raise InputError(f"{where}: the search space is empty: no binding of "
+                             f"{', '.join(ctx.values) or 'its parameters'} is a tiling (steps must "
+                             f"divide extents, tiles stay within the sheet's limits){why}")
+        why = infeasible_why or "one matmul instruction's tiles do not fit"
+        raise InputError(f"{where}: no feasible tiling among {out.evaluated:,} candidates "
+                         f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
+    out.top = [confirm(ctx, c) for c in top]
+    exact = {(c.unit, c.structure): c for c in out.top}
+    fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
+    out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
+                                  lambda c: c.verdict.sbuf_peak_bytes, lambda c: c.key)
+    out.front_q = pareto.front(fr, lambda c: ev.round_T(c.verdict.T), lambda c: c.verdict.Q,
+                               lambda c: c.key)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _note(top: list[Cand]) -> str | None:
+    if not top:
+        return None
+    from loopsim.base.fmt import fmt_time
+
+    return f"best T {fmt_time(top[0].verdict.T)}"
+
+
+def confirm(ctx: Context, c: Cand) -> Cand:
+    """The candidate with its exact verdict; a closed form that disagrees is a bug, not an answer."""
+    p = ctx.problem
+    if c.verdict.exact and c.verdict.report is not None:
+        return c
+    k = ctx.arranged(c.values, c.structure)
+    v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+    if (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(v.T)) != \
+            (c.verdict.Q, c.verdict.feasible, c.verdict.sbuf_peak_bytes, ev.round_T(c.verdict.T)):
+        raise InternalError(f"search: the closed form of {dict(c.values)} structure {c.structure} "
+                            f"gives Q={c.verdict.Q:,}, T={c.verdict.T:.6g} s; the exact count gives "
+                            f"Q={v.Q:,}, T={v.T:.6g} s")
+    return Cand(c.unit, c.structure, c.values, v)
+
+
+def structure_of(ctx: Context, c: Cand) -> dict | None:
+    s = ctx.structs[c.structure]
+    return None if s is None else s.describe(ctx.chain)
+
+
+def kernel_of(ctx: Context, c: Cand):
+    return ctx.arranged(c.values, c.structure)
+
+
+def capacity_bytes(ctx: Context) -> int:
+    return ctx.hw.sbuf_bytes if ctx.problem.sbuf_bytes is None else ctx.problem.sbuf_bytes

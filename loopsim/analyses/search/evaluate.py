@@ -1,0 +1,269 @@
+"""One verdict per tiling, exact or from closed forms, and the bounds that prune the search.
+
+:func:`verdict` is the one exact evaluation (the trace count and every ceiling); the search reports
+only tilings it has confirmed. :func:`model_verdict` gives the same numbers for a clean chain of
+loads, matmuls and stores without building a trace or even the kernel: Q from the closed form of
+:func:`chain_q`, the SBUF peak from :func:`chain_peak`, the ceilings computed once per binding.
+:func:`tensor_engine_floor` bounds the Tensor Engine time of every tiling with given tile sizes.
+
+T is the attainable time, seconds: the largest of W/P, Q/BW and every lower ceiling (Tensor Engine
+fill and issue, PSUM evacuation, link). ``feasible``: the live buffers fit SBUF and the
+accumulators fit PSUM. Tilings rank by (not feasible, T, Q, SBUF peak).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from loopsim.targets.neuron import ceilings as ceil_mod
+from loopsim.model import verdict as verdict_mod
+from loopsim.count.counts import capacity_units, kernel_dtype, shape_flops
+from loopsim.base.errors import CapacityError
+from loopsim.ir.kernel import Kernel, Matmul
+from loopsim.analyses.search.space import Chain, Structure
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the search ranks a tiling by. Seconds, bytes (SBUF peak over all partitions), FLOPs.
+    ``report`` is the exact report when the verdict is exact (None from the closed forms)."""
+
+    T: float
+    limit: str
+    feasible: bool
+    reasons: tuple[str, ...]
+    W: int
+    Q: int
+    sbuf_peak_bytes: int
+    compulsory_Q: int
+    exact: bool
+    report: object = None
+
+    def key(self) -> tuple:
+        """The ranking order: feasible first, then T (to 12 significant digits, so that float
+        noise does not split ties), then Q, then SBUF peak."""
+        return (not self.feasible, round_T(self.T), self.Q, self.sbuf_peak_bytes)
+
+
+def round_T(t: float) -> float:
+    return float(f"{t:.12g}") if math.isfinite(t) else t
+
+
+def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
+            dtype: str | None = None) -> Verdict:
+    """The exact verdict of a kernel or program on ``hw`` (:func:`loopsim.model.pipeline.analyze`: the
+    trace count, or the replay for lru and opt, the entitlement and every ceiling). A tiling SBUF
+    cannot run at all is infeasible."""
+    from loopsim.model import pipeline
+    from loopsim.frontends.program import Program
+
+    prog = k if isinstance(k, Program) else Program.single(k, None)
+    try:
+        a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)
+    except CapacityError as e:
+        return Verdict(math.inf, "capacity", False, (str(e),), 0, 0, 0, 0, True, None)
+    return Verdict(a.T, a.limit, a.feasible, tuple(a.infeasible_reasons), a.W, a.Q,
+                   a.sbuf_peak_bytes, a.counts.compulsory_bytes, True, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# closed forms for clean chains
+
+
+def fast_claims(chain: Chain, policy: str) -> bool:
+    """The closed forms hold for this chain (given a clean binding, :func:`space.clean`): as-written
+    policy, compute statements are matmuls, every matmul output is stored by exactly one store and
+    never loaded, every store writes a matmul output, and no loop is split across cores."""
+    if policy != "as-written" or not all(isinstance(s, Matmul) for s in chain.compute):
+        return False
+    outs = [s.out.tensor for s in chain.compute]
+    stored = [s.tile.tensor for s in chain.stores]
+    loaded = {ld.tile.tensor for ld in chain.loads}
+    return (sorted(set(outs)) == sorted(stored) and len(stored) == len(set(stored))
+            and not loaded & set(outs) and all(l.split == 1 for l in chain.loops))
+
+
+@dataclass(frozen=True, slots=True)
+class _Stmt:
+    tensor_bytes: int
+    variables: frozenset[str]
+    cost: int          # SBUF cost of its tile (bytes per partition, or bytes on flat sheets)
+    elements: int      # elements of the tensor (evacuated once per store of a matmul output)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainModel:
+    """A clean chain at one binding of its parameters, reduced to what its structures change:
+    per load and store its tensor's bytes, index variables and tile cost; the trips of every
+    loop; the ceilings of the chain (the same for every structure, but the PSUM evacuation)."""
+
+    chain: Chain
+    trips: dict
+    loads: tuple[_Stmt, ...]
+    stores: tuple[_Stmt, ...]
+    W: int
+    P: float
+    BW: float
+    ceilings: object
+    evac_roof: float | None
+    dma_bw: float | None       # the DMA engines' bandwidth, bytes/s (None: no DMA ceiling)
+    tile_reasons: tuple[str, ...]
+    capacity: int
+    partitions: int | None
+    compulsory_Q: int
+
+
+def loads_cost(chain: Chain, kernel: Kernel, partitions: int | None) -> int:
+    """SBUF cost of every load's tile at once: all are live in the innermost body, whatever the
+    structure, so a binding whose loads exceed SBUF has no feasible structure."""
+    from loopsim.ir.kernel import Loop, walk
+    from loopsim.ir.tiles import full_tile, partition_cost
+
+    tm = kernel.tensor_map
+    loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
+    return sum(partition_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables),
+                                        tm[ld.tile.tensor]), tm[ld.tile.tensor], partitions)
+               for ld in chain.loads)
+
+
+def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = None,
+                dtype: str | None = None) -> ChainModel:
+    """The model of ``chain`` at the loop sizes of ``kernel`` (the chain's nest, bound clean)."""
+    from loopsim.ir.kernel import Loop, walk
+    from loopsim.ir.tiles import full_tile, partition_cost
+    from loopsim.analyses.search.space import arrange, structures
+
+    tm = kernel.tensor_map
+    loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
+    parts = hw.partitions
+
+    def stmt(s) -> _Stmt:
+        t = tm[s.tile.tensor]
+        ls = tuple(loops[v] for v in s.tile.variables)
+        return _Stmt(t.bytes, s.tile.variables, partition_cost(full_tile(s.tile, ls, t), t, parts),
+                     t.elements)
+
+    from loopsim.count.counts import tile_reasons
+
+    dt = dtype or kernel_dtype(kernel)
+    first = arrange(chain, next(structures(chain)), kernel)
+    ceil = ceil_mod.compute(first, hw, dtype=dt)
+    roof = hw.engine_roof(ceil.psum.engine, "fp32") if ceil.psum.engine else None
+    tiles = tuple(f"tile: {r}" for r in tile_reasons(kernel, hw.k_tile_max, hw.pe_cols,
+                                                      hw.moving_max, hw.name))
+    return ChainModel(chain, {v: l.trips for v, l in loops.items()},
+                      tuple(stmt(s) for s in chain.loads), tuple(stmt(s) for s in chain.stores),
+                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, dma_bw(hw), tiles,
+                      capacity_units(hw, sbuf_bytes), parts, kernel.compulsory_bytes)
+
+
+def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
+    return math.prod(m.trips[v] for v in s.order[:depth] if v not in st.variables)
+
+
+def _store_depth(s: Structure, st: _Stmt) -> int:
+    return max((i + 1 for i, v in enumerate(s.order) if v in st.variables), default=0)
+
+
+def chain_q(m: ChainModel, s: Structure) -> int:
+    """As-written Q (bytes) of the chain arranged as ``s``.
+
+    Over its index loops a statement's tile covers its tensor once (the binding is clean), so a
+    load moves the tensor's bytes once per iteration of the enclosing loops that do not index it
+    (R). A store writes its tensor R_s times; a tile stored inside a loop that does not index it (a
+    reduction loop outside the store) is re-accumulated after every store but the last: R_s - 1
+    read-backs of the partial sums.
+    """
+    pos = {v: i + 1 for i, v in enumerate(s.order)}
+    q = 0
+    for st, lv in zip(m.loads, s.levels):
+        q += st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0)
+    for st in m.stores:
+        r = _reps(m, s, st, _store_depth(s, st))
+        q += st.tensor_bytes * (2 * r - 1)  # r writes, r - 1 read-backs
+    return q
+
+
+def chain_peak(m: ChainModel, s: Structure) -> int:
+    """Peak SBUF cost of the live buffers as written (:func:`loopsim.count.counts.live_peak`): a loaded
+    tile lives to the end of its loop's body, a store stages its tile; in a chain the peak is at the
+    end of some level's body, where every load of that level and outside it is live."""
+    n = len(s.order)
+    pos = {v: i + 1 for i, v in enumerate(s.order)}
+    pre = [0] * (n + 1)
+    post = [0] * (n + 1)
+    for st, lv in zip(m.loads, s.levels):
+        pre[pos[lv] if lv else 0] += st.cost
+    for st in m.stores:
+        post[_store_depth(s, st)] += st.cost
+    peak = live = 0
+    for d in range(n + 1):
+        live += pre[d]
+        peak = max(peak, live + post[d])
+    return peak
+
+
+def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
+    """The verdict of the chain arranged as ``s``, from the model alone (equal to :func:`verdict`
+    of the arranged kernel; the tests compare them structure by structure)."""
+    q = chain_q(m, s) if q is None else q
+    times = {"compute": m.W / m.P, "memory": q / m.BW}
+    if m.dma_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
+        times["dma"] = q / m.dma_bw
+    ceil = m.ceilings
+    if ceil.instructions:
+        times["tensor_engine"] = ceil.get("combined").T
+    ps = ceil.psum
+    if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
+        elems = sum(st.elements * _reps(m, s, st, _store_depth(s, st)) for st in m.stores)
+        times[ps.engine] = elems / m.evac_roof
+    peak = chain_peak(m, s)
+    reasons = list(m.tile_reasons)
+    if peak > m.capacity:
+        unit = " per partition" if m.partitions else ""
+        reasons.append(f"SBUF: needs {peak:,} bytes{unit}, has {m.capacity:,}")
+    if not ps.fits:
+        reasons.append(f"PSUM: {ps.verdict()}")
+    v = verdict_mod.decide(times, {}, reasons)
+    T, limit = v.T, v.limit
+    return Verdict(T, limit, not reasons, tuple(reasons), m.W, q, peak * (m.partitions or 1),
+                   m.compulsory_Q, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# bounds
+
+
+def dma_bw(hw) -> float | None:
+    """The DMA ceiling's bandwidth (bytes/s) as the verdict applies it: none with measured roofs
+    or on a sheet without one."""
+    bw = getattr(hw, "dma_bw", None)
+    return bw if bw and hw.roofs != "measured" else None
+
+
+def memory_floor(hw, q: int) -> float:
+    """Seconds moving ``q`` bytes takes at least: over HBM and through the DMA engines."""
+    bw = dma_bw(hw)
+    return max(q / hw.bw, q / bw if bw else 0.0)
+
+
+def tensor_engine_floor(hw, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
+                        cores: int = 1) -> float:
+    """Seconds the Tensor Engine needs at least for an m x k by k x n matmul whose instructions
+    have K_t <= kt, M_t <= mt, N_t <= nt, on ``cores`` physical cores.
+
+    Every instruction holds the array for max(N_i, N_min) cycles and covers K_i M_i N_i <= kt mt N_i
+    of the kmn products, so the cycles are at least max(kmn / (kt mt), N_min kmn / (kt mt nt)); the
+    busiest core runs at least 1/cores of them. The clock and dtype factors are those of
+    :mod:`loopsim.targets.neuron.ceilings`; for a clean cover with these tiles the bound is its ``combined``
+    ceiling.
+    """
+    spec_hw = hw.with_roofs("spec")
+    p_ref = spec_hw.P("bf16")
+    f = spec_hw.P(dtype) / p_ref
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
+    slow = max(1.0, f) / f
+    work = m * n * k
+    cycles = max(work / (kt * mt), hw.mm_init_cycles * work / (kt * mt * nt)) / cores
+    return cycles * cycle_s * slow

@@ -1,0 +1,416 @@
+"""The space a search walks: parameter values, loop orders and load placements of one spec.
+
+Three pure transforms of :class:`loopsim.ir.kernel.Kernel` define it:
+
+``bind(template, values)``
+    the spec's nest at other parameter values (tile and block sizes); the nest text is parsed once,
+    its loop extents and steps are re-evaluated from their expressions.
+``arrange(chain, order, levels)``
+    a chain nest (every loop body holds at most one loop) with its loops in another order and each
+    load at another level. A load may sit in the body of any loop from the innermost loop that
+    defines one of its indices down to the compute statements that use it (hoisting moves it
+    outwards); a store sits right after the body of the innermost loop that defines its indices, so
+    an output tile leaves PSUM as soon as its loops let it. Compute statements stay innermost. Every
+    statement keeps its accesses, so W is unchanged by construction.
+``default_values(template, hw)``
+    powers of two for every tile and block parameter: a matmul tile parameter (the step of the
+    innermost loop of its K, M or N index) up to the sheet's limit (partitions for K_t, PE columns
+    for M_t, the moving-tile limit for N_t), any other up to the largest dimension; the points kept
+    are those where every loop's step divides its extent (:func:`clean`), so tiles and blocks are
+    divisors of what they tile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping
+
+from loopsim.ir import expr
+from loopsim.frontends import program as program_mod
+from loopsim.frontends import spec as spec_mod
+from loopsim.base.errors import InputError, SpecError
+from loopsim.ir.kernel import Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
+
+Program = program_mod.Program
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A spec read once. ``raw`` holds its parameters as written with ``--set`` applied (ints and
+    expression strings), ``dims`` the parameters its tensor shapes name (problem sizes, never
+    searched), ``loop_text`` each loop variable's (extent, step) text, ``kernel`` the nest at the
+    spec's own values (None for a program of ops)."""
+
+    ref: str
+    spec: spec_mod.SpecFile
+    raw: tuple[tuple[str, int | str], ...]
+    sets: tuple[tuple[str, int], ...]
+    dims: frozenset[str]
+    kernel: Kernel | None
+    loop_text: tuple[tuple[str, str, str], ...]
+
+    @property
+    def params(self) -> dict[str, int]:
+        return dict(self.kernel.params) if self.kernel is not None else \
+            spec_mod.bind_params(self.spec, dict(self.sets))
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """Parameters a search may vary: plain integers of the spec that are neither problem sizes
+        nor fixed with ``--set``, in the spec's order."""
+        fixed = dict(self.sets)
+        return tuple(n for n, v in self.spec.params.items()
+                     if isinstance(v, int) and n not in self.dims and n not in fixed)
+
+
+def template(ref: str, sets: Mapping[str, int]) -> Template:
+    """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters."""
+    sf = spec_mod.read(ref)
+    params = spec_mod.bind_params(sf, dict(sets))
+    raw = sf.params
+    raw.update(sets)
+    dims = frozenset(n for t in sf.data["tensors"].values() if isinstance(t, dict)
+                     for d in t.get("shape", []) if isinstance(d, str)
+                     for n in expr.parse(d, "shape").names)
+    if program_mod.is_program(sf):
+        return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, ())
+    kernel = spec_mod.kernel_from(sf, params)
+    texts = []
+    for line in sf.data["nest"]["body"].splitlines():
+        m = spec_mod._FOR.match(line.split("#", 1)[0].strip())
+        if m:
+            texts.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
+    return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, kernel, tuple(texts))
+
+
+_EXPRS: dict[str, expr.Expr] = {}
+
+
+def _value(text: str, env: Mapping[str, int]) -> int:
+    e = _EXPRS.get(text)
+    if e is None:
+        e = _EXPRS[text] = expr.parse(text, "nest")
+    v = e.evaluate(env)
+    if v.denominator != 1:
+        raise SpecError(f"'{text}' is not an integer ({v})")
+    return int(v)
+
+
+def resolve(tpl: Template, values: Mapping[str, int]) -> dict[str, int]:
+    """All parameters of the spec with ``values`` in place of the spec's (expressions re-evaluated)."""
+    raw = dict(tpl.raw)
+    raw.update(values)
+    out = {k: v for k, v in raw.items() if isinstance(v, int)}
+    pending = [(k, v) for k, v in raw.items() if not isinstance(v, int)]
+    while pending:  # the spec resolved once already, so every round makes progress
+        later = []
+        for k, text in pending:
+            try:
+                out[k] = _value(text, out)
+            except expr.ExprError:
+                later.append((k, text))
+        if len(later) == len(pending):
+            raise SpecError(f"{tpl.spec.path}: params: cannot evaluate {later[0][0]}={later[0][1]!r}")
+        pending = later
+    return {k: out[k] for k in raw}
+
+
+def loop_sizes(tpl: Template, params: Mapping[str, int]) -> list[tuple[str, int, int]] | None:
+    """Each loop's (variable, extent, step) at ``params``, in program order; None when one is not
+    positive or a step exceeds its extent (a single clipped trip: not a tiling worth counting)."""
+    out = []
+    for var, e_text, s_text in tpl.loop_text:
+        e, s = _value(e_text, params), _value(s_text, params)
+        if e <= 0 or s <= 0 or s > e:
+            return None
+        out.append((var, e, s))
+    return out
+
+
+def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
+    """The spec's kernel (or program) at ``values``; None when that point is not a tiling: a value
+    or a loop step that is not positive, or a loop whose step exceeds its extent."""
+    params = resolve(tpl, values)
+    if any(v <= 0 for v in params.values()):
+        return None
+    if tpl.kernel is None:
+        try:
+            return program_mod.build(tpl.spec, params)
+        except SpecError:
+            return None
+    sizes = loop_sizes(tpl, params)
+    if sizes is None:
+        return None
+    it = iter(sizes)
+
+    def rebuild(body: tuple[Node, ...]) -> tuple[Node, ...]:
+        out = []
+        for n in body:
+            if isinstance(n, Loop):
+                _, e, s = next(it)  # program order: a loop before the loops of its body
+                out.append(replace(n, extent=e, step=s, body=rebuild(n.body)))
+            else:
+                out.append(n)
+        return tuple(out)
+
+    try:
+        return replace(tpl.kernel, body=rebuild(tpl.kernel.body), params=tuple(params.items()))
+    except SpecError:
+        return None
+
+
+def index_axes(kernel: Kernel) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Every indexed tensor axis of the nest: (dimension, index variables), deduplicated."""
+    tm = kernel.tensor_map
+    return tuple(dict.fromkeys((tm[a.tensor].shape[ax], terms)
+                               for s, _ in kernel.statements() for a, _ in s.accesses()
+                               for ax, terms in enumerate(a.index) if terms))
+
+
+def clean_sizes(axes, sizes: list[tuple[str, int, int]]) -> bool:
+    """:func:`clean` from the loop sizes alone (``axes`` from :func:`index_axes`), for a nest whose
+    loop variables are all distinct."""
+    sizes = {v: (e, s) for v, e, s in sizes}
+    for dim, terms in axes:
+        span = dim
+        for e, s in sorted((sizes[v] for v in terms), key=lambda es: -es[1]):
+            if e != span or e % s:
+                return False
+            span = s
+    return True
+
+
+def clean(kernel: Kernel) -> bool:
+    """Every tile index is an exact cover of its dimension: the outermost loop of the index spans
+    the dimension, each inner loop spans the step of the one outside it, and every step divides its
+    extent. Then no tile is ragged and no iteration runs past a tensor's edge (the closed forms of
+    :mod:`loopsim.analyses.search.evaluate` hold)."""
+    tm = kernel.tensor_map
+    for stmt, loops in kernel.statements():
+        by_var = {l.var: l for l in loops}
+        for acc, _ in stmt.accesses():
+            t = tm[acc.tensor]
+            for axis, terms in enumerate(acc.index):
+                if not terms:
+                    continue
+                ls = sorted((by_var[v] for v in terms), key=lambda l: -l.step)
+                span = t.shape[axis]
+                for l in ls:
+                    if l.extent != span or l.extent % l.step:
+                        return False
+                    span = l.step
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# chains: loop orders and load placements
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A nest whose loop bodies each hold at most one loop: its loops outer to inner (headers;
+    their bodies are rebuilt), its loads and stores, and the compute statements of the innermost
+    body. ``kernel`` is the nest it came from."""
+
+    kernel: Kernel
+    loops: tuple[Loop, ...]
+    loads: tuple[Load, ...]
+    stores: tuple[Store, ...]
+    compute: tuple[Statement, ...]
+
+
+def chain_of(kernel: Kernel) -> Chain | None:
+    """The chain of ``kernel``, or None when some loop body holds two loops or a compute statement
+    is not innermost (then only parameters are searched)."""
+    loops: list[Loop] = []
+    body = kernel.body
+    loads, stores, compute = [], [], []
+    while True:
+        inner = [n for n in body if isinstance(n, Loop)]
+        if len(inner) > 1:
+            return None
+        for n in body:
+            if isinstance(n, Load):
+                loads.append(n)
+            elif isinstance(n, Store):
+                stores.append(n)
+            elif not isinstance(n, Loop):
+                if inner:
+                    return None
+                compute.append(n)
+        if not inner:
+            break
+        loops.append(inner[0])
+        body = inner[0].body
+    if not compute:
+        return None
+    return Chain(kernel, tuple(loops), tuple(loads), tuple(stores), tuple(compute))
+
+
+def _depth(stmt: Statement, order: tuple[Loop, ...]) -> int:
+    """1 + position of the innermost loop of ``order`` whose variable ``stmt`` indexes (0: none)."""
+    vs = {v for a, _ in stmt.accesses() for v in a.variables}
+    return max((i + 1 for i, l in enumerate(order) if l.var in vs), default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """One loop order (variables outer to inner) and one level per load (the loop variable whose
+    body holds it, '' for the top level)."""
+
+    order: tuple[str, ...]
+    levels: tuple[str, ...]
+
+    def describe(self, chain: Chain) -> dict:
+        return {"order": list(self.order),
+                "loads": {str(ld): lv or "(top)" for ld, lv in zip(chain.loads, self.levels)}}
+
+
+def structures(chain: Chain) -> Iterator[Structure]:
+    """Every loop order and every legal placement of every load, in a fixed order (the spec's own
+    order first)."""
+    n = len(chain.loops)
+    for perm in itertools.permutations(chain.loops):
+        spans = [range(_depth(ld, perm), n + 1) for ld in chain.loads]
+        for depths in itertools.product(*spans):
+            yield Structure(tuple(l.var for l in perm),
+                            tuple(perm[d - 1].var if d else "" for d in depths))
+
+
+def as_written(chain: Chain) -> Structure:
+    """The structure of the nest the chain came from."""
+    level = {}
+    for node, loops in walk(chain.kernel.body):
+        if isinstance(node, Load):
+            level[id(node)] = loops[-1].var if loops else ""
+    return Structure(tuple(l.var for l in chain.loops), tuple(level[id(ld)] for ld in chain.loads))
+
+
+def arrange(chain: Chain, s: Structure, kernel: Kernel | None = None) -> Kernel:
+    """The chain's nest with loops in ``s.order`` and loads at ``s.levels``; loops and params are
+    taken from ``kernel`` (the chain's kernel at other parameter values) when given."""
+    k = kernel or chain.kernel
+    by_var = {n.var: n for n, _ in walk(k.body) if isinstance(n, Loop)}
+    order = tuple(by_var[v] for v in s.order)
+    n = len(order)
+    pos = {v: i + 1 for i, v in enumerate(s.order)}
+    pre: list[list[Node]] = [[] for _ in range(n + 1)]
+    post: list[list[Node]] = [[] for _ in range(n + 1)]
+    for ld, lv in zip(chain.loads, s.levels):
+        pre[pos[lv] if lv else 0].append(ld)
+    pre[n].extend(chain.compute)
+    for st in chain.stores:
+        post[_depth(st, order)].append(st)
+    body: tuple[Node, ...] = tuple(pre[n] + post[n])
+    for d in range(n - 1, -1, -1):
+        body = tuple(pre[d]) + (replace(order[d], body=body),) + tuple(post[d])
+    return replace(k, body=body)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameter values
+
+
+def tile_roles(kernel: Kernel, tpl: Template) -> dict[str, str]:
+    """Free parameters that set a matmul tile: name -> "K", "M" or "N" (the step of the innermost
+    loop of that index of the matmul, when the step is written as the parameter's name)."""
+    from loopsim.ir.tiles import matmul_roles
+
+    step_text = {v: s for v, _, s in tpl.loop_text}
+    free = set(tpl.free)
+    out: dict[str, str] = {}
+    for stmt, loops in kernel.statements():
+        if not isinstance(stmt, Matmul):
+            continue
+        r = matmul_roles(stmt, kernel)
+        step = {l.var: l.step for l in loops}
+        for acc, axis, role in ((stmt.stationary, r.k_stationary, "K"),
+                                (stmt.stationary, r.m_stationary, "M"),
+                                (stmt.moving, r.n_moving, "N")):
+            terms = acc.index[axis]
+            if terms:
+                inner = min(terms, key=lambda v: step[v])
+                name = step_text.get(inner, "")
+                if name in free:
+                    out.setdefault(name, role)
+    return out
+
+
+def role_limit(role: str, hw) -> int | None:
+    """The sheet's limit on a matmul tile of ``role`` (None when the sheet has none)."""
+    return {"K": hw.k_tile_max, "M": hw.pe_cols, "N": hw.moving_max}[role]
+
+
+def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
+    out, v = [], 1
+    while v <= hi:
+        if v >= lo:
+            out.append(v)
+        v *= 2
+    return tuple(out)
+
+
+def default_values(tpl: Template, hw) -> dict[str, tuple[int, ...]]:
+    """Every free parameter over powers of two: a tile parameter up to its hardware limit, any
+    other up to the largest problem size."""
+    params = tpl.params
+    top = max((params[d] for d in tpl.dims if d in params), default=1)
+    roles = tile_roles(tpl.kernel, tpl) if tpl.kernel is not None else {}
+    out = {}
+    for name in tpl.free:
+        lim = role_limit(roles[name], hw) if name in roles else None
+        out[name] = powers_of_two(1, min(lim, top) if lim else top)
+    return out
+
+
+def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, ...]]:
+    """``--space TN=128,256,512`` (listed values) or ``--space TN=64..512`` (the powers of two
+    in that range and both ends). Names must be parameters of the spec not fixed by ``--set``."""
+    out: dict[str, tuple[int, ...]] = {}
+    names = tpl.spec.params
+    for item in items or ():
+        name, eq, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not eq or not name.isidentifier() or not text:
+            raise InputError(f"--space {item}: expected NAME=INT,INT,... or NAME=LO..HI")
+        if name not in names:
+            raise InputError(f"--space {name}: {tpl.spec.path} has no parameter {name}; it has: "
+                             f"{', '.join(names)}")
+        if name in dict(tpl.sets):
+            raise InputError(f"--space {name} and --set {name} both given; use one")
+        if name in out:
+            raise InputError(f"--space {name}: given twice; list all its values in one --space")
+        try:
+            if ".." in text:
+                lo_t, _, hi_t = text.partition("..")
+                lo, hi = int(lo_t.replace("_", "")), int(hi_t.replace("_", ""))
+                if lo > hi:
+                    raise InputError(f"--space {name}={text}: {lo} > {hi}")
+                vals = sorted({lo, hi, *powers_of_two(lo, hi)})
+            else:
+                vals = [int(v.strip().replace("_", "")) for v in text.split(",")]
+        except ValueError:
+            raise InputError(f"--space {name}={text}: values must be integers") from None
+        for v in vals:
+            if v <= 0:
+                raise InputError(f"--space {name}={text}: {v} must be > 0")
+        out[name] = tuple(dict.fromkeys(vals))
+    return out
+
+
+def space_values(tpl: Template, hw, items: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """The values of every searched parameter: the defaults, with ``--space`` replacing some."""
+    vals = default_values(tpl, hw)
+    vals.update(parse_space(items, tpl))
+    return {n: v for n, v in vals.items() if v}
+
+
+def combos(names: tuple[str, ...], vals: Mapping[str, tuple[int, ...]]) -> Iterator[dict[str, int]]:
+    for c in itertools.product(*(vals[n] for n in names)):
+        yield dict(zip(names, c))
+
+
+def size(vals: Mapping[str, tuple[int, ...]]) -> int:
+    return math.prod(len(v) for v in vals.values())

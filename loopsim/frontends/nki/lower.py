@@ -1,0 +1,270 @@
+"""A trace record -> loopsim IR: loops as loops, tiles as affine accesses, ops as op statements.
+
+A recorded loop ``for i in nl.affine_range(n)`` whose index appears in tile starts as ``c·i``
+becomes ``for i in n·c by c`` (the IR's loop variables run in elements); an index used with two
+different coefficients cannot be one IR loop and is refused. A load into a buffer allocated
+outside the loops that fill it (``for k: dma_copy(tiles[k], A[k·128 ...])``) becomes one load of
+the union, placed at the buffer's level: the same bytes, and the whole buffer live while it is
+used, as the allocation states. A kernel whose matmuls or ops make tensors that are never stored
+becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an :class:`loopsim.ir.kernel.Kernel`.
+"""
+
+from __future__ import annotations
+
+from loopsim.ir import kernel as ir
+from loopsim.ir.ops import KINDS, OpStatement
+from loopsim.frontends.nki.errors import TraceError
+from loopsim.frontends.nki.symbolic import LoopVar, Sym
+from loopsim.frontends.nki.events import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef
+from loopsim.frontends.nki.record import Recorder
+
+
+def _where(rec: Recorder, line: int) -> str:
+    return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
+
+
+def classify(lg, where: str) -> str:
+    """The loopsim op kind of a derived value from the engine ops that made it."""
+    ops = set(lg.data_ops) | set(lg.stat_ops)
+    n = len(lg.sources)
+    named = [o for o in lg.data_ops if o not in ARITH]
+    if "exp" in ops and ("max" in ops or "maximum" in ops) and n == 1:
+        return "online_softmax" if lg.running else "softmax"
+    if len(set(named)) == 1 and named[0] in KINDS and KINDS[named[0]].arity == n:
+        return named[0]
+    if not named and n == 2 and set(lg.data_ops) <= {"add"}:
+        return "add"
+    if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
+        return "mul"
+    chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
+    raise TraceError(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
+                     f"{'s' * (n != 1)}) match no loopsim op kind (known: {', '.join(KINDS)})")
+
+
+def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
+    """The IR of a finished record: an ir.Kernel, or a Program when tensors stay on chip."""
+    items = []  # (event, ref, tensor-dims) gathered for the step map
+
+    def refs(ev):
+        if isinstance(ev, LoadEv):
+            return [_absorb(ev)]
+        if isinstance(ev, StoreEv):
+            return [ev.ref]
+        if isinstance(ev, MatmulEv):
+            return [ev.out, ev.stationary, ev.moving]
+        if isinstance(ev, OpEv) and _emitted(ev):
+            return [ev.out, *ev.value.sources]
+        if isinstance(ev, AccumulateEv):
+            return [ev.out, ev.src]
+        return []
+
+    def walk(body):
+        for n in body:
+            if isinstance(n, LoopRec):
+                yield from walk(n.body)
+            else:
+                yield n
+
+    events = list(walk(rec.root))
+    whole = _whole_dims(events)
+    step: dict = {}
+    for ev in events:
+        for r in refs(ev):
+            for s in r.starts:
+                for v, c in s.terms.items():
+                    if c <= 0:
+                        raise TraceError(f"{_where(rec, ev.line)}: tile start {s} must grow with loop {v.name}")
+                    if step.setdefault(v, c) != c:
+                        raise TraceError(f"{_where(rec, ev.line)}: loop {v.name} moves tiles by {step[v]} "
+                                         f"elements in one place and by {c} in another; loopsim's IR "
+                                         "gives a loop one step")
+    # tensors
+    used: dict = {}
+    for ev in events:
+        for r in refs(ev):
+            lg = r.logical.find()
+            used.setdefault(id(lg), (lg, []))[1].append(r)
+    tensors: dict[str, ir.Tensor] = {}
+    order = {id(lg): i for i, lg in enumerate(rec.logicals)}  # arguments first, as declared
+    for lg, rs in sorted(used.values(), key=lambda u: order.get(id(u[0]), len(order))):
+        if lg.kind == "const":
+            raise TraceError(f"{_where(rec, lg.line)}: a constant tile is used as a tensor")
+        if lg.kind == "hbm":
+            shape = lg.shape
+        else:
+            shape = tuple(max(sum(c * (v.trips - 1) for v, c in r.starts[d].terms.items()) +
+                              r.starts[d].const + r.sizes[d] for r in rs)
+                          for d in range(len(rs[0].starts)))
+        pa = lg.pa_strong if lg.pa_strong is not None else (lg.pa_weak or 0)
+        dt = lg.dtype if lg.dtype in ir.DTYPES else "bf16"
+        tensors[lg.name] = ir.Tensor(lg.name, shape, dt, output=lg.kind == "hbm" and lg.output,
+                                     partition_axis=pa if pa < len(shape) else 0)
+    # loop variable names: unique, not a tensor or parameter name
+    taken = set(tensors) | {p for p, _ in params}
+    names: dict = {}
+
+    def name_of(v) -> str:
+        if v not in names:
+            base, n, i = v.name, v.name, 1
+            while n in taken:
+                n = f"{base}_{i}"
+                i += 1
+            taken.add(n)
+            names[v] = n
+        return names[v]
+
+    def access(r: TileRef, line: int) -> ir.Access:
+        lg = r.logical.find()
+        t = tensors[lg.name]
+        idx = []
+        for d, (s, n) in enumerate(zip(r.starts, r.sizes)):
+            if s.const:
+                raise TraceError(f"{_where(rec, line)}: tile of {lg.name} starts at a constant "
+                                 f"offset ({s}) in dimension {d}: loopsim's IR indexes tiles by "
+                                 "loop variables only")
+            if not s.terms:
+                if n != t.shape[d]:
+                    raise TraceError(f"{_where(rec, line)}: a fixed {n}-element slice of {lg.name}'s "
+                                     f"dimension {d} (of {t.shape[d]}) outside any loop is not "
+                                     "modelled")
+                idx.append(())
+                continue
+            if n != min(s.terms.values()) and n != t.shape[d]:
+                raise TraceError(f"{_where(rec, line)}: tile of {lg.name} is {n} elements in "
+                                 f"dimension {d} but its loops step by {min(s.terms.values())}: "
+                                 "loopsim's IR needs tile size = loop step")
+            idx.append(tuple(name_of(v) for v, _ in sorted(s.terms.items(), key=lambda vc: -vc[1])))
+        return ir.Access(lg.name, tuple(idx))
+
+    def stmt(ev):
+        if isinstance(ev, LoadEv):
+            return ir.Load(access(_absorb(ev), ev.line), line=ev.line)
+        if isinstance(ev, StoreEv):
+            return ir.Store(access(ev.ref, ev.line), line=ev.line)
+        if isinstance(ev, MatmulEv):
+            return ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
+                             access(ev.moving, ev.line), line=ev.line)
+        if isinstance(ev, AccumulateEv):
+            return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
+        if isinstance(ev, OpEv) and _emitted(ev):
+            kind = classify(ev.value, _where(rec, ev.line))
+            return OpStatement(kind, access(ev.out, ev.line),
+                               tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
+        return None
+
+    def build(body, depth):
+        out, up = [], []
+        for n in body:
+            if isinstance(n, LoopRec):
+                inner, lifted = build(n.body, depth + 1)
+                here = [s for s, d in lifted if d == depth]
+                up += [(s, d) for s, d in lifted if d < depth]
+                out += here
+                if inner:
+                    v = n.var
+                    st = step.get(v, 1)
+                    out.append(ir.Loop(name_of(v), v.trips * st, st, tuple(inner), line=v.line))
+                continue
+            s = stmt(n)
+            if s is None:
+                continue
+            target = depth - len(n.absorbed) if isinstance(n, LoadEv) else depth
+            (out.append(s) if target == depth else up.append((s, target)))
+        return out, up
+
+    body, lifted = build(rec.root, 0)
+    body = [s for s, _ in lifted] + body
+    for g in reversed(rec.grid + whole):
+        st = step.get(g, 1)
+        body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
+    if not body:
+        raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
+    tlist = tuple(tensors.values())
+    kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
+                       rec.shown)
+    # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
+    # accumulation of a PSUM tile is part of the one kernel's nest)
+    made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
+            if k in (ir.PRODUCE, ir.ACC) and not kernel.tensor_map[a.tensor].output}
+    read = {a.tensor for s, _ in kernel.statements() if isinstance(s, (ir.Matmul, OpStatement))
+            for a, k in s.accesses() if k == ir.USE}
+    if not made & read:
+        return kernel
+    return _program(rec, kernel, params)
+
+
+def _whole_dims(events) -> list:
+    """A matmul whose output spans a whole dimension (``res[m, :] += a @ b``) gets a loop of one
+    trip over that dimension (``for res_n in N by N``), so that the IR can tell M from N by index."""
+    made: dict = {}
+
+    def spanning(ref: TileRef, d: int, v) -> TileRef:
+        starts = tuple(Sym({v: ref.sizes[d]}, 0) if i == d else x for i, x in enumerate(ref.starts))
+        return TileRef(ref.logical, starts, ref.sizes)
+
+    for ev in events:
+        if not isinstance(ev, MatmulEv):
+            continue
+        for d, operand in enumerate(("stationary", "moving")):
+            s, n = ev.out.starts[d], ev.out.sizes[d]
+            op, f = getattr(ev, operand), ev.free_dims[d]
+            if s.terms or s.const or op.starts[f].terms or op.starts[f].const:
+                continue
+            lg = ev.out.logical.find()
+            v = made.setdefault((id(lg), d, n), LoopVar(f"{lg.name}_{'mn'[d]}", 1, "whole", ev.line))
+            ev.out = spanning(ev.out, d, v)
+            setattr(ev, operand, spanning(op, f, v))
+    return list(made.values())
+
+
+def _emitted(ev: OpEv) -> bool:
+    lg = ev.value
+    return lg.materialised and lg.parent is None or (lg.materialised and lg.find().kind == "hbm")
+
+
+def _absorb(ev: LoadEv) -> TileRef:
+    if not ev.absorbed:
+        return ev.ref
+    starts, sizes = [], []
+    for s, n in zip(ev.ref.starts, ev.ref.sizes):
+        for v in ev.absorbed:
+            c = s.terms.get(v, 0)
+            n += c * (v.trips - 1)
+        starts.append(s.without(set(ev.absorbed)))
+        sizes.append(n)
+    return TileRef(ev.ref.logical, tuple(starts), tuple(sizes))
+
+
+def _program(rec: Recorder, kernel: ir.Kernel, params):
+    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage."""
+    from loopsim.ir import graph as graph_mod
+    from loopsim.frontends.program import Program, Stage
+
+    ops, made = [], {}
+    for s, _ in kernel.statements():
+        if isinstance(s, ir.Matmul):
+            kind, ins, tr = "matmul", (s.stationary.tensor, s.moving.tensor), None
+        elif isinstance(s, OpStatement):
+            kind, ins, tr = s.kind, tuple(a.tensor for a in s.inputs), None
+        else:
+            continue
+        out = s.out.tensor
+        if out in made:
+            if made[out][:2] != (kind, ins):
+                raise TraceError(f"{_where(rec, s.line)}: {out} is made by two different ops")
+            continue
+        if kind == "matmul":
+            from loopsim.ir.tiles import matmul_roles
+            r = matmul_roles(s, kernel)
+            tr = (r.k_stationary == 0, r.k_moving == 1)
+        else:
+            tr = (False,) * len(ins)
+        made[out] = (kind, ins, tr)
+        ops.append(graph_mod.OpNode(f"make_{out}", kind, ins, tr, out, ""))
+    tm = kernel.tensor_map
+    produced = set(made)
+    inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
+                   {i for o in ops for i in o.inputs})
+    g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)
+    stage = Stage(rec.func, tuple(o.name for o in ops), kernel)
+    return Program(rec.func, rec.shown, tuple(params), kernel.tensors, tuple(ops), inputs, (stage,), g)

@@ -1,0 +1,469 @@
+"""What a traced kernel did: loops, DMAs, matmuls and engine ops, and where each tile came from.
+
+Every on-chip buffer carries a *binding*: which logical tile it holds (an HBM tensor's tile, a
+matmul accumulator, or the result of engine ops) as an affine map from buffer coordinates to the
+logical tensor's coordinates. Statements are recorded against logical tiles, so a matmul reading
+``lhsT_tiles[k]`` is recorded as reading ``lhsT[128·k : 128·k + 128, ...]`` whichever loop filled
+the buffer. Engine ops are not statements one by one: their results are *derived* values carrying
+the tiles they came from and the ops applied, and become one loopsim op (``online_softmax``,
+``exp``, ``add``, ...) only where a matmul reads them or a store writes them out.
+
+Numbers are elements (sizes, offsets) and never tensor values: the record tracks shapes only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from loopsim.frontends.nki.errors import TraceError
+from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
+                     StoreEv, TileRef, fmt_tile, same_tile)
+from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, Sym
+from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
+
+class Recorder:
+    """State of one trace: the loop stack, the recorded body, tensors and buffers."""
+
+    def __init__(self, path: str, func: str):
+        self.path, self.func = path, func
+        self.shown = path  # the path as the user gave it, for messages
+        self.root: list = []
+        self.stack: list[LoopRec] = []
+        self.logicals: list[Logical] = []
+        self.grid: list[LoopVar] = []
+        self.names: set[str] = set()
+        self.running = False
+
+    # -- locations and names -------------------------------------------------------------
+    def line(self) -> int:
+        import sys
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_filename == self.path:
+                return f.f_lineno
+            f = f.f_back
+        return 0
+
+    def source_line(self) -> str:
+        import linecache
+        n = self.line()
+        return linecache.getline(self.path, n) if n else ""
+
+    def unique(self, name: str) -> str:
+        base = re.sub(r"\W", "_", name) or "t"
+        if not base[0].isalpha():
+            base = "t" + base
+        n, i = base, 1
+        while n in self.names:
+            n = f"{base}_{i}"
+            i += 1
+        self.names.add(n)
+        return n
+
+    def assigned_name(self, default: str) -> str:
+        m = re.match(r"\s*(\w+)\s*(\[.*\])?\s*[+]?=(?!=)", self.source_line())
+        return m.group(1) if m else default
+
+    @property
+    def body(self) -> list:
+        return self.stack[-1].body if self.stack else self.root
+
+    @property
+    def depth(self) -> int:
+        return len(self.stack)
+
+    def in_scope(self) -> set:
+        return {r.var for r in self.stack} | set(self.grid)
+
+    # -- loops ---------------------------------------------------------------------------
+    def loop(self, trips: int, kind: str, start: int = 0, step: int = 1):
+        m = re.match(r"\s*for\s+(\w+)\s+in\b", self.source_line())
+        var = LoopVar(m.group(1) if m else "i", trips, kind, self.line())
+        return _LoopIter(self, var, start, step)
+
+    def grid_var(self, axis: int, trips: int) -> LoopVar:
+        v = LoopVar(f"pid{axis}", trips, "grid", 0)
+        self.grid.append(v)
+        return v
+
+    # -- tensors and buffers --------------------------------------------------------------
+    def hbm(self, name: str, shape, dtype: str, *, line: int = 0) -> HbmTensor:
+        lg = Logical("hbm", self.unique(name), dtype, tuple(int(d) for d in shape), line)
+        self.logicals.append(lg)
+        return HbmTensor(self, lg)
+
+    def alloc(self, shape, dtype, space: str, name: str | None = None) -> Tile:
+        shape = tuple(shape)
+        for d in shape:
+            if isinstance(d, Sym) or isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+                raise TraceError(f"buffer shape {shape!r} must be positive integers")
+        b = Buffer(self, name or self.assigned_name("buf"), shape, dtype_name(dtype, "fp32" if space == "psum" else "bf16"),
+                   space, self.depth, self.line())
+        return Tile(b)
+
+    # -- binding and resolving tiles ------------------------------------------------------
+    def resolve(self, t: Tile, what: str) -> tuple[TileRef | None, list]:
+        """The logical tile a view holds (None: a constant) and, per kept axis of the view, the
+        logical dimension it runs along (None: a broadcast axis)."""
+        b = t.buf.binding
+        if b is None:
+            raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        starts, sizes, axis_of = [], [], [None] * len(t.offsets)
+        for d, dm in enumerate(b.dims):
+            s, n = dm.start, dm.size
+            if dm.axes:
+                n = 1
+                for a, scale in dm.axes:
+                    s = s + t.offsets[a] * scale
+                    n += scale * (t.sizes[a] - 1)
+                    if t.kept[a] and axis_of[a] is None:
+                        axis_of[a] = d
+            starts.append(s)
+            sizes.append(n)
+        kept_axes = [axis_of[a] for a in range(len(t.offsets)) if t.kept[a]]
+        ref = TileRef(b.logical, tuple(starts), tuple(sizes))
+        return ref, kept_axes
+
+    def bind(self, dst: Tile, ref: TileRef, axis_of: list) -> set:
+        """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
+        variables the buffer's coordinates absorb (a buffer filled by a loop)."""
+        kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        if len(kept) != len(axis_of):
+            raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
+        local = {r.var for r in self.stack[dst.buf.depth:]}
+        absorbed: set = set()
+        dims = []
+        for d in range(len(ref.starts)):
+            start = ref.starts[d]
+            axes = [(kept[i], 1) for i, dd in enumerate(axis_of) if dd == d]
+            for a, _ in axes:
+                start = start - dst.offsets[a]
+            for a in range(len(dst.offsets)):
+                # a buffer axis indexed by loops inside the allocation: the tile it holds moves
+                # with that index, by a whole number of elements per buffer coordinate
+                mine = {u: k for u, k in dst.offsets[a].terms.items() if u in local}
+                if not mine or any(a == x for x, _ in axes):
+                    continue
+                v, k = next(iter(mine.items()))
+                c = start.terms.get(v, 0)
+                if c == 0 or c % k or any(start.terms.get(u, 0) != c // k * ku for u, ku in mine.items()):
+                    continue  # not this logical dimension (or the same place each iteration)
+                axes.append((a, c // k))
+                start = start - dst.offsets[a] * (c // k)
+                absorbed.update(mine)
+            dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
+        dst.buf.binding = Binding(ref.logical, tuple(dims))
+        return absorbed
+
+    def check_scope(self, ref: TileRef, what: str) -> None:
+        out = ref.vars() - self.in_scope()
+        if out:
+            v = next(iter(out))
+            raise TraceError(f"{what} reads a tile written in loop {v.name} after that loop ended "
+                             "(the buffer holds one iteration's tile): not modelled")
+
+    # -- statements ----------------------------------------------------------------------
+    def dma(self, dst, src) -> None:
+        line = self.line()
+        if isinstance(src, HbmTensor):
+            src = src.full()
+        if isinstance(dst, HbmTensor):
+            dst = dst.full()
+        if isinstance(src, HbmView) and isinstance(dst, Tile):
+            lg = src.tensor.logical
+            lg.loaded = True
+            ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
+            axis_of = [d for d, (_, _, k) in enumerate(src.dims) if k]
+            if [ref.sizes[d] for d in axis_of] != [s for s, k in zip(dst.sizes, dst.kept) if k]:
+                raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+            absorbed = self.bind(dst, ref, axis_of)
+            self._vote(dst, weak=True)
+            order = [r.var for r in self.stack]
+            if absorbed and set(order[len(order) - len(absorbed):]) != absorbed:
+                raise TraceError(f"buffer {dst.buf.name} is filled by loops "
+                                 f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
+                                 "innermost loops around the DMA: not modelled")
+            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line)
+            self.body.append(ev)
+            return ev
+        elif isinstance(src, Tile) and isinstance(dst, HbmView):
+            self.store(dst, src, line)
+        elif isinstance(src, Tile) and isinstance(dst, Tile):
+            self.copy(dst, src)
+        else:
+            raise TraceError(f"a DMA from {src!r} to {dst!r} is not modelled (HBM <-> SBUF and "
+                             "SBUF <-> SBUF are)")
+
+    def store(self, dst: HbmView, src: Tile, line: int) -> None:
+        ref, axis_of = self.resolve(src, "store")
+        lg = dst.tensor.logical
+        dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
+        dkept = [d for d, (_, _, k) in enumerate(dst.dims) if k]
+        if [dref.sizes[d] for d in dkept] != list(src.shape):
+            raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
+        lg.output = True
+        if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
+            ref = self.materialise(ref, "store", into_store=True)
+        if ref is not None:
+            src_lg = ref.logical.find()
+            if src_lg.kind in ("acc", "op", "sum") and src_lg is not lg:
+                same = len(ref.starts) == len(dref.starts) and all(
+                    axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
+                    a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
+                if not same:
+                    raise TraceError(f"stores tile {src_lg.name}{fmt_tile(ref)} at {lg.name}{fmt_tile(dref)}: "
+                                     "an accumulator must be stored at the index it was computed for")
+                src_lg.parent = lg
+                if src_lg.pa_weak is not None and lg.pa_weak is None:
+                    lg.pa_weak = src_lg.pa_weak
+                if src_lg.pa_strong is not None:
+                    lg.pa_strong = src_lg.pa_strong
+        if lg.pa_weak is None:
+            kept = [a for a in range(len(src.offsets)) if src.kept[a]]
+            if src.buf.pax in kept:
+                lg.pa_weak = dkept[kept.index(src.buf.pax)]
+        self.body.append(StoreEv(dref, line))
+
+    def copy(self, dst: Tile, src: Tile, transpose: bool = False) -> None:
+        ref, axis_of = self.resolve(src, "copy")
+        if transpose:
+            axis_of = axis_of[::-1]
+        self._bind_value(dst, ref, axis_of)
+
+    def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
+        if ref is None:
+            dst.buf.binding = Binding(self._const(), ())
+            return
+        self.bind(dst, ref, axis_of)
+        self._vote(dst, weak=True)
+
+    def _const(self) -> Logical:
+        return Logical("const", "const", "fp32")
+
+    def memset(self, dst: Tile) -> None:
+        dst.buf.binding = Binding(self._const(), ())
+
+    def _vote(self, t: Tile, weak: bool) -> None:
+        b = t.buf.binding
+        lg = b.logical.find()
+        for d, dm in enumerate(b.dims):
+            if any(a == t.buf.pax and s == 1 for a, s in dm.axes) and lg.pa_weak is None:
+                lg.pa_weak = d
+
+    def matmul(self, dst: Tile, stationary: Tile, moving: Tile, *, transpose_x: bool = False) -> None:
+        line = self.line()
+        sref, s_axes = self.resolve(stationary, "matmul stationary operand")
+        mref, m_axes = self.resolve(moving, "matmul moving operand")
+        if transpose_x:
+            s_axes = s_axes[::-1]
+        for r, what in ((sref, "stationary"), (mref, "moving")):
+            if r is None:
+                raise TraceError(f"the matmul {what} operand is a constant tile: not modelled")
+        if len(s_axes) != 2 or len(m_axes) != 2 or None in s_axes or None in m_axes:
+            raise TraceError("matmul operands must be 2-D tiles of tensors")
+        sref = self.materialise(sref, "matmul")
+        mref = self.materialise(mref, "matmul")
+        self.check_scope(sref, "matmul")
+        self.check_scope(mref, "matmul")
+        ks, md = s_axes
+        km, nd = m_axes
+        if sref.sizes[ks] != mref.sizes[km]:
+            raise TraceError(f"matmul contraction sizes differ: {sref.sizes[ks]} vs {mref.sizes[km]}")
+        sref.logical.find().pa_strong = ks
+        mref.logical.find().pa_strong = km
+        starts = (sref.starts[md], mref.starts[nd])
+        sizes = (sref.sizes[md], mref.sizes[nd])
+        out_lg = None
+        if dst.buf.binding is not None:
+            cur, cur_axes = self.resolve(dst, "matmul output")
+            if cur is not None and cur.logical.find().kind == "acc" and cur_axes == [0, 1] and all(
+                    a.same(b) for a, b in zip(cur.starts, starts)) and tuple(cur.sizes) == sizes:
+                out_lg = cur.logical.find()
+        if out_lg is None:
+            out_lg = Logical("acc", self.unique(dst.buf.name), sref.logical.find().dtype, line=line)
+            self.logicals.append(out_lg)
+            self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
+        out = TileRef(out_lg, starts, sizes)
+        ev = MatmulEv(out, sref, mref, line, (md, nd))
+        self.body.append(ev)
+        return ev
+
+    def iadd(self, dst: Tile, other):
+        """``acc += nl.matmul(...)`` (or ``+=`` of another tile): accumulate into ``dst``."""
+        if isinstance(other, Tile) and other.buf.fresh_matmul is not None:
+            ev = other.buf.fresh_matmul
+            other.buf.fresh_matmul = None
+            if dst.buf.binding is not None:
+                cur, _ = self.resolve(dst, "accumulation")
+                if cur is not None and cur.logical.find().kind == "acc" and cur.logical.find() is not ev.out.logical:
+                    ev.out.logical.parent = cur.logical.find()
+                    return dst
+            self.bind(dst, ev.out, [0, 1])
+            return dst
+        self.op("add", "vector", dst, [dst, other])
+        return dst
+
+    def assign(self, dst: Tile, value) -> None:
+        if isinstance(value, Tile):
+            if value.buf is dst.buf:
+                return
+            fresh = value.buf.fresh_load
+            if fresh is not None and self.body and self.body[-1] is fresh[0]:
+                self.body.pop()  # t[...] = nl.load(src): the DMA writes the slot directly
+                self.dma(dst, fresh[1])
+                return
+            fresh = value.buf.fresh_op
+            if fresh is not None and (not self.body or not isinstance(self.body[-1], LoopRec)):
+                if self.body and isinstance(self.body[-1], OpEv) and self.body[-1].value is \
+                        value.buf.binding.logical:
+                    self.body.pop()  # t[...] = nl.add(t[...], ps): the op writes the slot
+                self.op(fresh[0], "vector", dst, fresh[1])
+                return
+            self.copy(dst, value)
+        elif isinstance(value, (int, float)):
+            self.memset(dst)
+        else:
+            raise TraceError(f"assigning {value!r} to a tile is not modelled")
+
+    # -- engine ops ----------------------------------------------------------------------
+    def elementwise(self, name: str, args: list, dtype=None) -> Tile:
+        tiles = [a for a in args if isinstance(a, Tile)]
+        if not tiles:
+            raise TraceError(f"{name} of no tile")
+        shape = max((t.shape for t in tiles), key=math.prod)
+        out = self.alloc(shape, dtype or tiles[0].dtype, "sbuf", self.assigned_name(name))
+        self.op(name, "vector", out, args)
+        out.buf.fresh_op = (name, list(args))
+        return out
+
+    def op(self, name: str, engine: str, dst: Tile, inputs: list, *, reduce: bool = False) -> None:
+        """An engine op writing ``dst`` from ``inputs`` (tiles or Python scalars).
+
+        Data inputs (tiles of tensors, or values derived from them) give the result's sources;
+        statistics (reductions, and values made only from statistics) and constants contribute
+        only the ops they record. ``tensor_tensor(acc, acc, psum, add)`` into a zeroed SBUF tile
+        is an SBUF accumulation of the matmul's PSUM tile (:class:`AccumulateEv`)."""
+        line = self.line()
+        sources: list[TileRef] = []
+        data_ops: list[str] = []
+        stat_ops: list[str] = []
+        running = False
+        first = first_stat = None
+        in_place = None  # the content of dst's own region read by the op
+        for x in inputs:
+            if not isinstance(x, Tile):
+                if isinstance(x, (Sym, IndexTile, Cond)):
+                    raise TraceError(f"{name} of a loop index is not modelled")
+                continue
+            ref, axes = self.resolve(x, name)
+            lg = ref.logical.find()
+            if x.buf is dst.buf:
+                in_place = lg
+            carried = x.buf.depth < self.depth
+            if lg.kind == "const":
+                data_ops += lg.data_ops
+                running = running or carried
+                continue
+            if lg.kind == "op" and not lg.materialised:
+                if lg.stat:
+                    stat_ops += lg.data_ops + lg.stat_ops
+                    running = running or carried or lg.running
+                    first_stat = first_stat or ref
+                    continue
+                running = running or lg.running
+                data_ops += lg.data_ops
+                stat_ops += lg.stat_ops
+                for s in lg.sources:
+                    if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
+                        sources.append(s)
+                first = first or (ref, axes)
+                continue
+            if ref.vars() - self.in_scope():
+                continue  # a tile of a finished loop: a reduction over that loop
+            if not any(same_tile(ref, q) for q in sources):
+                sources.append(TileRef(lg, ref.starts, ref.sizes))
+            first = first or (ref, axes)
+        if (name == "add" and not reduce and not data_ops and not stat_ops and len(sources) == 1
+                and sources[0].logical.find().kind == "acc" and dst.buf.space == "sbuf"
+                and in_place is not None and in_place.kind in ("const", "sum")):
+            self._accumulate(dst, sources[0], first[1], in_place, line)
+            return
+        (stat_ops if reduce else data_ops).append(name)
+        if first is None and first_stat is None:
+            c = self._const()
+            c.data_ops = tuple(data_ops)
+            dst.buf.binding = Binding(c, ())
+            return
+        val = Logical("op", dst.buf.name, dst.dtype, line=line)
+        val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
+        val.running, val.stat = running, reduce or first is None
+        if val.stat:
+            base = first[0] if first is not None else first_stat
+            dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(base.starts, base.sizes)))
+            return
+        fref, faxes = first
+        ref = TileRef(val, fref.starts, fref.sizes)
+        if len([k for k in dst.kept if k]) != len(faxes):
+            raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
+        self.bind(dst, ref, faxes)
+        self.body.append(OpEv(val, ref, line))
+
+    def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
+        out = current if current.kind == "sum" else None
+        if out is None:
+            out = Logical("sum", self.unique(dst.buf.name), dst.dtype, line=line)
+            self.logicals.append(out)
+        ref = TileRef(out, src.starts, src.sizes)
+        self.bind(dst, ref, axes)
+        self._vote(dst, weak=True)
+        self.body.append(AccumulateEv(ref, src, line))
+
+    def materialise(self, ref: TileRef, by: str, into_store: bool = False) -> TileRef:
+        """A derived value read by a matmul or a store becomes a tensor of its own (one op), or,
+        stored, an epilogue of the one accumulator it scales."""
+        lg = ref.logical.find()
+        if lg.kind != "op" or lg.materialised:
+            return TileRef(lg, ref.starts, ref.sizes)
+        if lg.stat:
+            raise TraceError(f"{by} of a per-row statistic ({', '.join(lg.stat_ops)}) is not modelled")
+        accs = {id(s.logical.find()) for s in lg.sources if s.logical.find().kind == "acc"}
+        if into_store and len(lg.sources) == 1 and accs and set(lg.data_ops) <= ARITH:
+            acc = lg.sources[0].logical.find()
+            lg.parent = acc
+            return TileRef(acc, ref.starts, ref.sizes)
+        if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1:
+            src = lg.sources[0].logical.find()
+            lg.parent = src
+            return TileRef(src, ref.starts, ref.sizes)
+        lg.materialised = True
+        lg.kind = "op"
+        lg.name = self.unique(lg.name)
+        self.logicals.append(lg)
+        return TileRef(lg, ref.starts, ref.sizes)
+
+
+class _LoopIter:
+    """Yields the loop's symbolic index once; the second ``next`` closes the loop's record."""
+
+    def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
+        self.rec, self.var, self.start, self.step, self.state = rec, var, start, step, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        rec = self.rec
+        if self.state == 0:
+            self.state = 1
+            node = LoopRec(self.var)
+            rec.body.append(node)
+            rec.stack.append(node)
+            return Sym({self.var: self.step}, self.start)
+        if self.state == 1:
+            if not rec.stack or rec.stack[-1].var is not self.var:
+                raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
+                                 "not run to its end): not modelled")
+            rec.stack.pop()
+            self.state = 2
+        raise StopIteration

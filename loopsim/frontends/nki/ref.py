@@ -1,0 +1,71 @@
+"""A kernel reference ``PATH.py::FUNCTION`` standing where a spec file stands.
+
+:func:`spec_file` reads the kernel's parameters WITHOUT executing anything (the file is parsed,
+never run): the integer defaults of the function's keyword parameters, the integer ``--kwarg``
+values, and the dimension names of ``--arg`` shapes. They are the reference's parameters, so
+``--set``, ``--vary`` and ``--dim`` apply to a traced kernel as to a spec. :func:`trace` then
+EXECUTES the file against the shim with the bound parameters (:func:`loopsim.frontends.nki.load.load_kernel`).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Mapping
+
+from loopsim.base.errors import SpecError
+from loopsim.frontends.spec import SpecFile
+from loopsim.frontends.nki.load import is_reference, split_reference
+
+__all__ = ["is_reference", "spec_file", "is_kernel_file", "trace"]
+
+
+def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None = None) -> SpecFile:
+    """The reference as a :class:`loopsim.frontends.spec.SpecFile` whose ``params`` can be bound with
+    :func:`loopsim.frontends.spec.bind_params`. ``options``: ``args``/``kwargs``/``grid`` as
+    :func:`loopsim.frontends.nki.load.parse_options` returns them; ``known``: values for dimension names."""
+    path, func = split_reference(ref)
+    opts = {"args": {}, "kwargs": {}, "grid": (), **dict(options or {})}
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"{path}: no such kernel file")
+    try:
+        tree = ast.parse(p.read_text(), filename=path)
+    except SyntaxError as e:
+        raise SpecError(f"{path}:{e.lineno}: syntax error: {e.msg}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot be read: {e}") from None
+    params: dict[str, int] = {}
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n.name == func), None)
+    if fn is not None:
+        a = fn.args
+        for arg, default in zip(a.args[len(a.args) - len(a.defaults):] + a.kwonlyargs,
+                                list(a.defaults) + list(a.kw_defaults)):
+            if isinstance(default, ast.Constant) and type(default.value) is int:
+                params[arg.arg] = default.value
+    params.update({n: v for n, v in opts["kwargs"].items() if type(v) is int})
+    named = sorted({d for shape, _ in opts["args"].values() for d in shape if isinstance(d, str)})
+    for n in named:
+        if n in (known or {}):
+            params[n] = known[n]
+        elif n not in params:
+            raise SpecError(f"{ref}: dimension {n} of an --arg has no value; give --set {n}=INT")
+    data = {"kernel": {"name": func, "about": f"traced from {ref}"}, "params": params,
+            "nki": {"path": path, "func": func, **opts}}
+    return SpecFile(ref, data, "")
+
+
+def is_kernel_file(sf: SpecFile) -> bool:
+    """Whether ``sf`` stands for a kernel file (made by :func:`spec_file`)."""
+    return "nki" in sf.data
+
+
+def trace(sf: SpecFile, params: Mapping[str, int]):
+    """Trace the kernel with its parameters bound: an ir.Kernel or a one-kernel Program.
+    EXECUTES the kernel file."""
+    from loopsim.frontends.nki.load import load_kernel
+
+    o = sf.data["nki"]
+    return load_kernel(o["path"], o["func"], args=o["args"], kwargs=o["kwargs"], grid=o["grid"],
+                       sets=dict(params))

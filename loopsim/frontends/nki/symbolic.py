@@ -1,0 +1,187 @@
+"""Symbolic loop indices: a recorded loop's variable and the affine expressions built from it.
+
+A kernel's loop body runs once, with every loop index a :class:`Sym` (``Σ coef·var + const``,
+integers, in elements of the index it is used in). Using one where Python needs a concrete value
+(``if i == 0:``, ``int(i)``, ``some_list[i]``) stops the trace: loopsim keeps loops as loops.
+"""
+
+from __future__ import annotations
+
+from loopsim.frontends.nki.errors import TraceError
+
+
+class LoopVar:
+    """One recorded loop: ``trips`` iterations; ``name`` from the kernel's ``for NAME in``."""
+
+    __slots__ = ("name", "trips", "kind", "line", "uid")
+    _count = 0
+
+    def __init__(self, name: str, trips: int, kind: str, line: int):
+        LoopVar._count += 1
+        self.uid = LoopVar._count
+        self.name, self.trips, self.kind, self.line = name, trips, kind, line
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Cond:
+    """A comparison of loop indices: fine inside a mask, refused as an ``if`` condition."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __bool__(self):
+        raise TraceError(f"control flow on a loop index ({self.text}): loopsim keeps loops as "
+                         "loops and cannot branch on an iteration; use a mask")
+
+    def __and__(self, other):
+        return self
+
+    __rand__ = __or__ = __ror__ = __and__
+
+    def __invert__(self):
+        return self
+
+
+def _comparisons(what: str):
+    """<, <=, >, >=, ==, != returning a :class:`Cond` (``what``: "{}" shows the left side)."""
+    def cmp(op):
+        def f(self, o):
+            return Cond(f"{what.format(self)} {op} {o}")
+        return f
+    return tuple(cmp(op) for op in ("<", "<=", ">", ">=", "==", "!="))
+
+
+def _as_sym(x) -> "Sym | None":
+    if isinstance(x, Sym):
+        return x
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return Sym({}, x)
+    return None
+
+
+class Sym:
+    """``Σ terms[var]·var + const`` over recorded loop variables."""
+
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms: dict, const: int = 0):
+        self.terms = {v: c for v, c in terms.items() if c}
+        self.const = const
+
+    @staticmethod
+    def of(x) -> "Sym":
+        s = _as_sym(x)
+        if s is None:
+            raise TraceError(f"index {x!r} must be an integer or a loop index expression")
+        return s
+
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def same(self, other: "Sym") -> bool:
+        return self.terms == other.terms and self.const == other.const
+
+    def without(self, names) -> "Sym":
+        return Sym({v: c for v, c in self.terms.items() if v not in names}, self.const)
+
+    def __add__(self, o):
+        s = _as_sym(o)
+        if s is None:
+            return NotImplemented
+        t = dict(self.terms)
+        for v, c in s.terms.items():
+            t[v] = t.get(v, 0) + c
+        return Sym(t, self.const + s.const)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Sym({v: -c for v, c in self.terms.items()}, -self.const)
+
+    def __sub__(self, o):
+        s = _as_sym(o)
+        return NotImplemented if s is None else self + (-s)
+
+    def __rsub__(self, o):
+        s = _as_sym(o)
+        return NotImplemented if s is None else s + (-self)
+
+    def __mul__(self, o):
+        if isinstance(o, bool) or not isinstance(o, int):
+            if isinstance(o, Sym) and o.is_const():
+                o = o.const
+            elif isinstance(o, Sym) and self.is_const():
+                return o * self.const
+            else:
+                raise TraceError(f"loop index expression {self} * {o!r} is not affine")
+        return Sym({v: c * o for v, c in self.terms.items()}, self.const * o)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        if isinstance(o, int) and o > 0 and self.const % o == 0 and all(c % o == 0 for c in self.terms.values()):
+            return Sym({v: c // o for v, c in self.terms.items()}, self.const // o)
+        raise TraceError(f"loop index expression ({self}) // {o!r} is not affine")
+
+    def __mod__(self, o):
+        raise TraceError(f"loop index expression ({self}) % {o!r} is not affine")
+
+    def _refuse(self, *_):
+        raise TraceError(f"loop index {self} used as a Python value: loopsim keeps loops as "
+                         "loops, so an index may only be combined affinely (i * 128 + c) and used "
+                         "to index tensors")
+
+    __index__ = __int__ = __float__ = __bool__ = __iter__ = __len__ = _refuse
+
+    __lt__, __le__, __gt__, __ge__, __eq__, __ne__ = _comparisons("{}")
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        parts = [f"{c}*{v.name}" if c != 1 else v.name for v, c in self.terms.items()]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+    __repr__ = __str__
+
+
+class IndexTile:
+    """``nl.arange(n)`` (and ``mgrid`` rows): ``n`` consecutive indices starting at ``offset``,
+    laid along ``axis`` of the index grid (None until ``[:, None]`` / ``[None, :]`` places it)."""
+
+    __slots__ = ("offset", "size", "axis")
+
+    def __init__(self, offset: Sym, size: int, axis: int | None = None):
+        self.offset, self.size, self.axis = offset, size, axis
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        slots = [i for i, k in enumerate(key) if k is not None]
+        if len(slots) != 1:
+            raise TraceError("an nl.arange index takes one ':' and Nones, like [:, None]")
+        return IndexTile(self.offset, self.size, slots[0])
+
+    def __add__(self, o):
+        if isinstance(o, IndexTile):
+            raise TraceError("adding two index tiles is not modelled; add a loop offset instead")
+        return IndexTile(self.offset + Sym.of(o), self.size, self.axis)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return IndexTile(self.offset - Sym.of(o), self.size, self.axis)
+
+    def __mul__(self, o):
+        raise TraceError("a strided index tile (nl.arange(n) * s) is not modelled")
+
+    __rmul__ = __mul__
+
+    __lt__, __le__, __gt__, __ge__, __eq__, __ne__ = _comparisons("index")
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TraceError("an index tile used as a Python truth value")

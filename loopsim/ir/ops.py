@@ -1,0 +1,170 @@
+"""Ops beyond matmul: what each kind computes, on which engine, and its nest statement.
+
+An op kind knows its arity, the shape of its output given its inputs, the engine (or engines) that
+run it and how many element-operations each engine does per element of its first input
+("passes"). Its time on an engine is ``passes × elements ÷ roof`` with the roof from the hardware
+sheet (:meth:`loopsim.targets.hardware.Hardware.engine_roof`, elements per second). FLOPs per element are
+nominal (reported beside the elements, never used for a time): the curriculum's W counts only the
+Tensor Engine's matmul FLOPs.
+
+How the kinds map onto NeuronCore engines (how NKI lowers them; a spec can move an op to another
+engine with ``engine = "..."`` in its ``[ops]`` entry):
+
+- activations (``gelu``, ``silu``, ``exp``) run on the Scalar Engine (the activation unit): one pass;
+- ``mul`` (the SwiGLU product silu(gate) * up) and ``add`` run on the Vector Engine: one pass;
+- ``softmax`` over a row: Vector max, Scalar exp(x - max), Vector sum and Vector scale by 1/sum
+  (3 Vector passes, 1 Scalar pass);
+- ``online_softmax`` (flash attention): per block of scores a running max and sum, the exp and the
+  rescale of the running statistics: 3 Vector passes, 1 Scalar pass per score. The rescale of the
+  output accumulator (its tile once per key block) is not counted;
+- ``layernorm``: Vector statistics (mean and variance) and Vector affine (gamma, beta), Scalar
+  normalise (x - mean) * rstd: 2 Vector passes, 1 Scalar pass; ``rmsnorm``: Vector sum of squares
+  and Vector scale, Scalar rstd * x: 2 Vector, 1 Scalar.
+
+In the nest language an op is a statement ``KIND OUT = IN, IN, ...``, e.g.
+``gelu g[b, f] = h[b, f]`` or ``mul z[b, f] = a[b, f], u[b, f]``. It reads its input tiles on chip
+(events USE) and writes its output tile on chip (PRODUCE): no HBM crossing as written. A tile an op
+reads that a matmul of the same kernel accumulated is read from PSUM (only the Vector and Scalar
+engines can), which costs no SBUF space and no HBM bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from loopsim.base.errors import SpecError
+from loopsim.ir.kernel import PRODUCE, USE, Access, Statement
+
+#: engines an op may run on; "tensor" is the Tensor Engine (matmul only)
+ENGINES = ("tensor", "vector", "scalar", "gpsimd")
+
+
+@dataclass(frozen=True, slots=True)
+class OpKind:
+    """One kind of op.
+
+    ``work``: (engine, element-operations per element of the first input) pairs;
+    ``flops_per_element``: nominal FLOPs per element (reported, not used for time);
+    ``shape_rule``: "elementwise" (every input and the output share one shape), "rowwise" (the
+    output has the first input's shape; further inputs are that shape or a vector of its last
+    dimension) or "matmul" ([M, K] @ [K, N] -> [M, N]).
+    """
+
+    name: str
+    arity: int
+    work: tuple[tuple[str, int], ...]
+    flops_per_element: int
+    shape_rule: str
+    about: str
+
+    @property
+    def engine(self) -> str:
+        """The engine that does most of its passes (the first listed among equals)."""
+        return max(self.work, key=lambda w: w[1])[0]
+
+
+_KINDS = (
+    OpKind("matmul", 2, (("tensor", 0),), 0, "matmul", "A @ B on the Tensor Engine (FLOPs 2MNK)"),
+    OpKind("gelu", 1, (("scalar", 1),), 8, "elementwise", "GELU activation (tanh form)"),
+    OpKind("silu", 1, (("scalar", 1),), 4, "elementwise", "SiLU activation x * sigmoid(x)"),
+    OpKind("exp", 1, (("scalar", 1),), 1, "elementwise", "elementwise exp"),
+    OpKind("mul", 2, (("vector", 1),), 1, "elementwise", "elementwise product (SwiGLU: silu(gate) * up)"),
+    OpKind("add", 2, (("vector", 1),), 1, "elementwise", "elementwise sum (residual)"),
+    OpKind("softmax", 1, (("vector", 3), ("scalar", 1)), 5, "rowwise",
+           "row softmax: max, exp(x - max), sum, scale by 1/sum"),
+    OpKind("online_softmax", 1, (("vector", 3), ("scalar", 1)), 5, "rowwise",
+           "flash-style softmax over key blocks: running max and sum, exp, rescale"),
+    OpKind("layernorm", 3, (("vector", 2), ("scalar", 1)), 8, "rowwise",
+           "layernorm over the last dimension: (x - mean) * rstd * gamma + beta"),
+    OpKind("rmsnorm", 2, (("vector", 2), ("scalar", 1)), 4, "rowwise",
+           "RMSNorm over the last dimension: x * rstd * gamma"),
+)
+
+#: op kind name -> OpKind
+KINDS: dict[str, OpKind] = {k.name: k for k in _KINDS}
+
+
+def kind(name: str, where: str) -> OpKind:
+    """The op kind called ``name``; a SpecError naming ``where`` if there is none."""
+    k = KINDS.get(name) if isinstance(name, str) else None
+    if k is None:
+        raise SpecError(f"{where}={name!r} is not a known op; known: {', '.join(KINDS)}")
+    return k
+
+
+def output_shape(k: OpKind, shapes: list[tuple[int, ...]], names: list[str], where: str) -> tuple[int, ...]:
+    """The output shape ``k`` computes from its input shapes (logical orientation), or a SpecError
+    naming the inputs whose shapes disagree."""
+    if len(shapes) != k.arity:
+        raise SpecError(f"{where}: {k.name} takes {k.arity} input{'s' * (k.arity > 1)}, got "
+                        f"{len(shapes)} ({', '.join(names) or 'none'})")
+    if k.shape_rule == "matmul":
+        a, b = shapes
+        if len(a) != 2 or len(b) != 2:
+            raise SpecError(f"{where}: matmul inputs must be 2-D; {names[0]} is {list(a)}, "
+                            f"{names[1]} is {list(b)}")
+        if a[1] != b[0]:
+            raise SpecError(f"{where}: matmul {names[0]} {list(a)} @ {names[1]} {list(b)}: "
+                            f"contraction sizes differ ({a[1]} vs {b[0]})")
+        return (a[0], b[1])
+    first = shapes[0]
+    for s, n in zip(shapes[1:], names[1:]):
+        ok = s == first or (k.shape_rule == "rowwise" and s == first[-1:])
+        if not ok:
+            want = f"{list(first)}" + (f" or [{first[-1]}]" if k.shape_rule == "rowwise" else "")
+            raise SpecError(f"{where}: {k.name} input {n} has shape {list(s)} but {names[0]} has "
+                            f"{list(first)}; expected {want}")
+    return first
+
+
+# ---------------------------------------------------------------------------------------------
+# The nest statement
+
+
+@dataclass(frozen=True, slots=True)
+class OpStatement(Statement):
+    """``KIND out = in, ...``: an op on tiles already on chip, writing its output tile on chip."""
+
+    kind: str
+    out: Access
+    inputs: tuple[Access, ...]
+
+    def accesses(self):
+        return tuple((a, USE) for a in self.inputs) + ((self.out, PRODUCE),)
+
+    def sbuf_outputs(self) -> tuple[Access, ...]:
+        """The SBUF buffer the op creates (its output tile), for the as-written live count."""
+        return (self.out,)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.out} = {', '.join(map(str, self.inputs))}"
+
+
+_TILE = re.compile(r"[A-Za-z_]\w*\s*\[[^\]]*\]")
+
+
+def _parser(name: str, parse_access) -> Callable[[str, int, str], Statement]:
+    def parse(rest: str, line: int, where: str) -> Statement:
+        out, eq, rhs = rest.partition("=")
+        tiles = _TILE.findall(rhs)
+        leftover = _TILE.sub("", rhs).replace(",", "").strip()
+        if not eq or not tiles or leftover:
+            k = KINDS[name]
+            args = ", ".join(f"in{i}[b, f]" for i in range(1, k.arity + 1))
+            raise SpecError(f"{where}: expected '{name} out[b, f] = {args}', got '{name} {rest}'")
+        return OpStatement(name, parse_access(out, where), tuple(parse_access(t, where) for t in tiles),
+                           line=line)
+    return parse
+
+
+def statement_parsers(parse_access) -> dict[str, Callable[[str, int, str], Statement]]:
+    """Nest statement parsers for every op kind except matmul (which the core parser owns);
+    ``parse_access(text, where) -> Access`` is the spec's tile parser (spec registers these)."""
+    return {name: _parser(name, parse_access) for name in KINDS if name != "matmul"}
+
+
+def elements(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)

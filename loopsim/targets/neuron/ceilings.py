@@ -1,0 +1,407 @@
+"""Lower ceilings: why a kernel entitled to the flat roof still runs below it (curriculum Days 3, 6, 7).
+
+Computed from the matmul instructions the nest issues, every ragged tile counted as what it is.
+An instruction with a K x M stationary tile and a K x N moving tile does 2KMN FLOPs and holds the
+Tensor Engine for max(N, N_min) cycles (N_min = the sheet's ``mm_init_cycles``, MM_INIT_LATENCY),
+four times that for fp32 inputs. Summing over all instructions (S_x = sum of x):
+
+- ``dtype``          f = P(dtype) / P(bf16): fp32 at a quarter, fp8 double where the sheet says so
+- ``partition_fill`` S_KMN / (rows' x S_MN)   rows' = PE rows x max(1, f) (double-row FP8 contracts
+                                              over twice the rows: K_t = 128 fills half of them)
+- ``column_fill``    S_MN / (cols x S_N)
+- ``issue_rate``     S_N / S_max(N, N_min)
+- ``core_balance``   (LNC only) the mean core's instruction time / the busiest core's
+- ``combined``       the product: exactly W / (the busiest core's instruction time)
+
+Each ceiling is the FLOP rate the kernel could reach with only that limit (P = factor x the bf16
+peak of the scope) and the time it implies (T = W / P). The factors telescope, so with one tile
+shape each is the textbook ratio (K_t/128, M_t/128, N_t/max(N_t, 64)) and with several shapes each
+is weighted by the instructions' work. One cycle is 2 x rows x cols / (bf16 peak per core) seconds,
+which is 1 / clock on every real sheet.
+
+Other engines and links in play:
+
+- ``vector`` (or ``scalar``): PSUM evacuation. Every store of a matmul output tile first copies it
+  PSUM -> SBUF on the Vector (else Scalar) engine: elements / engine roof, zero HBM bytes. An
+  ``acc C += PS`` (SBUF accumulation) reads its PSUM tile on the Vector Engine every execution,
+  adding it into C: its tile's elements each execution, counted the same way.
+- ``link``: a matmul split across chips (``[parallel] chips = C, over = "K" | "N"``) moves its
+  output across the interconnect: over K an all-reduce of the partial outputs,
+  2 (C-1)/C x output bytes per chip (ring); over N an all-gather of the output shards,
+  (C-1) x the chip's output bytes. T = bytes / link bandwidth. This is a third roof beside P and BW.
+
+PSUM (:class:`Psum`): banks x bank bytes per partition; an M_t x N_t accumulator takes
+ceil(4 N_t / bank bytes) banks (fp32 accumulation); the live accumulators are the output tiles a
+matmul accumulates into before the statement that drains them (a store, or an ``acc`` into SBUF)
+runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from loopsim.base.errors import HardwareError
+from loopsim.count.executions import executions, row_blocks, tile_elements
+from loopsim.ir.kernel import ACC, Accumulate, Kernel, Loop, Matmul, Store
+from loopsim.ir.tiles import full_extent, matmul_roles
+
+#: bytes of one PSUM accumulator element (accumulation is always fp32)
+ACC_BYTES = 4
+EVACUATION_ENGINES = ("vector", "scalar")
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """One lower ceiling: ``P`` the FLOP/s it allows, ``T`` the seconds it implies (W / P),
+    ``factor`` its fraction of the scope's bf16 Tensor Engine peak (None for engines and links)."""
+
+    name: str
+    P: float
+    T: float
+    explanation: str
+    factor: float | None = None
+    assumed: bool = False
+
+    def as_dict(self) -> dict:
+        d = {"name": self.name, "P": self.P, "T": self.T, "factor": self.factor,
+             "explanation": self.explanation}
+        if self.assumed:
+            d["assumed"] = True
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Psum:
+    """PSUM use. Banks and bytes per partition; elements are per whole tile."""
+
+    banks: int
+    bank_bytes: int
+    tile_banks: int  # banks the largest accumulator tile takes
+    live: int  # accumulator tiles open at once, at the peak
+    needed_banks: int
+    evacuated_elements: int
+    engine: str | None
+    T_evacuate: float | None  # seconds on ``engine``; no HBM bytes
+    added_elements: int = 0  # of evacuated_elements, those added into SBUF tiles by ``acc``
+    too_big: tuple[str, ...] = ()  # accumulator tiles larger than all of PSUM, one line each
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_banks <= self.banks and not self.too_big
+
+    def verdict(self) -> str:
+        if not self.live:
+            return f"no matmul accumulators: 0 of {self.banks} PSUM banks"
+        what = f"{self.live} live accumulator tile(s) x {self.tile_banks} bank(s)"
+        if self.too_big:
+            return "does not fit: " + "; ".join(self.too_big)
+        if self.fits:
+            return f"fits: {what} = {self.needed_banks} of {self.banks} PSUM banks"
+        return (f"does not fit: {what} = {self.needed_banks} banks but PSUM has {self.banks}; "
+                "the accumulation must be split or its partial sums leave PSUM")
+
+    def as_dict(self) -> dict:
+        return {"banks": self.banks, "bank_bytes": self.bank_bytes, "tile_banks": self.tile_banks,
+                "live_accumulators": self.live, "needed_banks": self.needed_banks, "fits": self.fits,
+                "evacuated_elements": self.evacuated_elements, "evacuation_engine": self.engine,
+                "T_evacuate": self.T_evacuate, "evacuation_hbm_bytes": 0,
+                "sbuf_accumulated_elements": self.added_elements, "verdict": self.verdict()}
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel:
+    """A kernel (the per-chip shard described by the spec) run on ``chips`` chips, split over K or N."""
+
+    chips: int
+    over: str
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    chips: int
+    over: str
+    bytes: int  # per chip, across the link
+    bw: int  # bytes/s
+    bw_source: str
+    T: float  # seconds
+
+    def as_dict(self) -> dict:
+        return {"chips": self.chips, "over": self.over, "bytes": self.bytes, "bw": self.bw,
+                "bw_source": self.bw_source, "T": self.T}
+
+
+@dataclass(frozen=True, slots=True)
+class Ceilings:
+    """Everything below the roofs for one kernel on one sheet and dtype."""
+
+    dtype: str
+    P_ref: int  # bf16 Tensor Engine peak of the scope (spec), FLOP/s
+    W: int
+    instructions: int
+    instruction_s: float | None  # mean seconds per matmul instruction
+    cores: int
+    split: str | None
+    ceilings: tuple[Ceiling, ...]
+    psum: Psum
+    link: Link | None
+    notes: tuple[str, ...] = ()
+
+    def get(self, name: str) -> Ceiling:
+        for c in self.ceilings:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def lowest(self) -> Ceiling | None:
+        return min(self.ceilings, key=lambda c: c.P) if self.ceilings else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor Engine
+
+
+def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
+    """Sums over all matmul instructions and the per-core instruction cycles."""
+    rows, cols = hw.pe_rows, hw.pe_cols
+    n_min = hw.mm_init_cycles
+    s_kmn = s_mn = s_n = s_c = count = 0
+    core_c = np.zeros(cores, dtype=np.float64)
+    for stmt, loops in kernel.statements():
+        if not isinstance(stmt, Matmul):
+            continue
+        r = matmul_roles(stmt, kernel)
+        ext, exists, weight, core, shape = executions(
+            stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
+        kmn = (ext[id(stmt.stationary)][r.k_stationary], ext[id(stmt.stationary)][r.m_stationary],
+               ext[id(stmt.moving)][r.n_moving])
+        bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
+        for bs, _, _ in r.batch:
+            bt = bt * ext[id(stmt.stationary)][bs]
+        for sub, (k, m, n, b, ex, cb) in row_blocks(shape, kmn + (bt, exists, core)):
+            k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b))
+            cyc = np.where(ex, np.maximum(n, n_min), 0) * b
+            s_kmn += weight * int((k * m * n * b).sum(dtype=np.int64))
+            s_mn += weight * int((m * n * b).sum(dtype=np.int64))
+            s_n += weight * int((n * b).sum(dtype=np.int64))
+            s_c += weight * int(cyc.sum(dtype=np.int64))
+            count += weight * int(b.sum())
+            if cb is None:  # outside the split loop: every core issues it
+                core_c += weight * float(cyc.sum())
+            else:
+                cb = np.broadcast_to(cb, sub)
+                core_c += weight * np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
+                                               minlength=cores)[:cores]
+    return s_kmn, s_mn, s_n, s_c, count, core_c
+
+
+def _te_ceilings(kernel, hw, dtype, split, cores):
+    """(ceilings, bf16 peak, W, instruction count, mean seconds per instruction, notes)."""
+    spec_hw = hw.with_roofs("spec")
+    p_ref = spec_hw.P("bf16")
+    f = spec_hw.P(dtype) / p_ref
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
+    s_kmn, s_mn, s_n, s_c, count, core_c = _tensor_engine(kernel, hw, spec_hw, dtype, split, cores)
+    W = 2 * s_kmn
+    notes = []
+    if count == 0:
+        return [], p_ref, W, 0, None, ["no matmul instructions: no Tensor Engine ceilings"]
+    rows_eff = hw.pe_rows * max(1.0, f)
+    slow = max(1.0, f) / f  # cycles per instruction relative to bf16 (4 for fp32, 1 for fp8 double-row)
+    # a tile over the array's limits cannot run (an infeasible reason elsewhere); its factor is
+    # capped at 1 so no ceiling claims more than the peak
+    pf = min(1.0, s_kmn / (rows_eff * s_mn))
+    cf = min(1.0, s_mn / (hw.pe_cols * s_n))
+    ir = s_n / s_c
+    busiest = float(core_c.max())
+    cb = (s_c / cores) / busiest if busiest else 1.0
+    kt, mt, nt = s_kmn / s_mn, s_mn / s_n, s_n / count  # work-weighted mean tile sizes
+    mean_c = s_c / count
+    n_min = hw.mm_init_cycles
+    assumed = f" (ASSUMED on {hw.name}; see `loopsim hardware {hw.name}`)" if hw.mm_init_assumed else ""
+
+    def c(name, factor, text, **kw):
+        P = p_ref * factor
+        return Ceiling(name, P, W / P, text, factor, **kw)
+
+    out = [
+        c("dtype", f, f"{dtype} inputs run at {f:g}x the bf16 rate of the Tensor Engine"
+          + (" (fp32 costs 4x the cycles per instruction)" if f < 1 else "")),
+        c("partition_fill", pf, f"K_t = {kt:.4g} (work-weighted) of {rows_eff:g} PE rows in use"
+          + (f" ({dtype} double-row mode contracts over {rows_eff:g})" if f > 1 else "")),
+        c("column_fill", cf, f"M_t = {mt:.4g} (work-weighted) of {hw.pe_cols} PE columns in use"),
+        c("issue_rate", ir, f"an instruction with moving free size N_t = {nt:.4g} (mean) holds the "
+          f"array for max(N_t, {n_min}) = {mean_c:.4g} cycles (mean), N_min = MM_INIT_LATENCY{assumed}",
+          assumed=hw.mm_init_assumed),
+    ]
+    if cores > 1:
+        out.append(c("core_balance", cb, f"the busiest of {cores} physical cores issues "
+                     f"{busiest:.6g} of {s_c:,} instruction cycles (an even share is {s_c / cores:.6g})"))
+    comb = f * pf * cf * ir * (cb if cores > 1 else 1.0)
+    t_comb = busiest * cycle_s * slow
+    out.append(Ceiling("combined", W / t_comb, t_comb,
+                       f"product of the above: {count:,} instructions, the busiest core busy "
+                       f"{busiest:.6g} cycles x {slow:g} ({dtype}) x {cycle_s:.4g} s", comb,
+                       hw.mm_init_assumed))
+    return out, p_ref, W, count, mean_c * cycle_s * slow, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# PSUM and its evacuation
+
+
+def _drain(stmts, i: int, tensor: str) -> int | None:
+    """Index of the first statement after ``i`` that reads ``tensor`` out of PSUM (not an ACC)."""
+    for j in range(i + 1, len(stmts)):
+        if any(a.tensor == tensor and k != ACC for a, k in stmts[j][0].accesses()):
+            return j
+    return None
+
+
+def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
+    stmts = list(kernel.statements())
+    bank = hw.psum_bank_bytes
+    spans = []  # (start, end, banks)
+    tile_banks = 0
+    too_big: list[str] = []
+    mm_out = set()
+    for i, (stmt, loops) in enumerate(stmts):
+        if not isinstance(stmt, Matmul):
+            continue
+        mm_out.add(stmt.out.tensor)
+        r = matmul_roles(stmt, kernel)
+        t = kernel.tensor_map[stmt.out.tensor]
+        nt = full_extent(stmt.out, r.n_out, loops, t)
+        banks = -(-nt * ACC_BYTES // bank)
+        # a tile over several batch values holds one accumulator per value
+        batch_tiles = math.prod(full_extent(stmt.out, o, loops, t) for _, _, o in r.batch)
+        if banks > hw.psum_banks:
+            too_big.append(f"{stmt.where()}: the accumulator tile of '{stmt}' has N_t = {nt} fp32 "
+                           f"values per partition = {nt * ACC_BYTES:,} bytes, more than all "
+                           f"{hw.psum_banks} PSUM banks of {bank:,} bytes")
+        tile_banks = max(tile_banks, banks)
+        j = _drain(stmts, i, stmt.out.tensor)
+        end_loops = stmts[j][1] if j is not None else ()
+        common = 0
+        while common < min(len(loops), len(end_loops)) and loops[common] is end_loops[common]:
+            common += 1
+        outv = stmt.out.variables
+        live = 1
+        for l in loops[common:]:
+            if l.var in outv:
+                live *= -(-l.trips // l.split) if l is split else l.trips
+        # a loop around the matmul that the drain is outside repeats with the tile still open:
+        # from its second iteration on, every statement of its body runs beside the accumulator
+        start = i if common == len(loops) else \
+            next(p for p, (_, ls) in enumerate(stmts) if any(l is loops[common] for l in ls))
+        live *= batch_tiles
+        spans.append((start, j if j is not None else len(stmts), live, live * banks))
+    # peak over program positions of the accumulators open at once (spans: matmul .. its drain)
+    need, live_at_peak = max(((sum(b for s, e, _, b in spans if s <= p <= e),
+                               sum(n for s, e, n, _ in spans if s <= p <= e))
+                              for p in range(len(stmts))), default=(0, 0))
+    # evacuation: every store of a matmul output, PSUM -> SBUF on an engine, and every execution
+    # of an acc (its PSUM tile added into SBUF)
+    elems = added = 0
+    for stmt, loops in stmts:
+        is_acc = isinstance(stmt, Accumulate)
+        tile = stmt.src if is_acc else stmt.tile if isinstance(stmt, Store) else None
+        if tile is None or tile.tensor not in mm_out:
+            continue
+        _, _, _, core, _ = executions(stmt, loops, (tile,), kernel, split)
+        n = tile_elements(stmt, loops, tile, kernel, split)
+        n *= cores if (split is not None and core is None) else 1
+        elems += n
+        added += n if is_acc else 0
+    engine, t_evac, err = None, None, None
+    for e in EVACUATION_ENGINES:
+        try:
+            roof = hw.engine_roof(e, "fp32")
+        except HardwareError as ex:
+            err = err or ex
+            continue
+        engine, t_evac = e, elems / roof
+        break
+    if engine is None and elems and strict:
+        raise HardwareError(f"--hardware {hw.name}: PSUM evacuation needs engines.vector or "
+                            f"engines.scalar (clock_hz and width) on the sheet: {err}")
+    return Psum(hw.psum_banks, bank, tile_banks, live_at_peak, need, elems, engine,
+                t_evac, added, tuple(too_big))
+
+
+# ---------------------------------------------------------------------------------------------
+# interconnect
+
+
+def parallel_from(spec_file) -> Parallel | None:
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
+    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
+    from loopsim.frontends.spec import parallel
+
+    p = parallel(spec_file.path, spec_file.data)
+    return None if p is None else Parallel(*p)
+
+
+def link_bytes(kernel: Kernel, par: Parallel) -> int:
+    """Bytes one chip moves across the link: over K an all-reduce of its partial outputs
+    (ring: 2 (C-1)/C of them), over N an all-gather of the output shards ((C-1) x its shard)."""
+    out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
+    b = sum(t.bytes for t in kernel.outputs if t.name in out)
+    c = par.chips
+    return -(-2 * (c - 1) * b // c) if par.over == "K" else (c - 1) * b
+
+
+def _link(kernel, hw, par: Parallel, link_bw: int | None) -> Link:
+    if link_bw is not None:
+        bw, src = link_bw, "--link-bw"
+    elif hw.link_bw is not None:
+        bw, src = hw.link_bw, f"{hw.name} link.bw"
+    else:
+        raise HardwareError(f"--hardware {hw.name}: the spec splits the matmul over {par.chips} chips "
+                            "but the sheet has no link.bw (bytes/s per link); give --link-bw BYTES_PER_S")
+    if isinstance(bw, bool) or not isinstance(bw, int) or bw <= 0:
+        raise HardwareError(f"--link-bw {bw!r} must be a positive integer (bytes/s)")
+    b = link_bytes(kernel, par)
+    return Link(par.chips, par.over, b, bw, src, b / bw)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
+            link_bw: int | None = None, strict: bool = False) -> Ceilings:
+    """The lower ceilings of ``kernel`` on ``hw`` for ``dtype``.
+
+    ``strict``: a sheet lacking what a ceiling needs (an evacuation engine) is an error; otherwise
+    that ceiling is left out with a note.
+    """
+    from loopsim.count.lnc import kernel_cores, split_loop
+
+    split = split_loop(kernel)
+    cores = kernel_cores(kernel)
+    te, p_ref, W, count, inst_s, notes = _te_ceilings(kernel, hw, dtype, split, cores)
+    ps = _psum(kernel, hw, split, cores, strict)
+    out = list(te)
+    if ps.engine is not None and ps.evacuated_elements:
+        out.append(Ceiling(ps.engine, W / ps.T_evacuate if ps.T_evacuate else math.inf, ps.T_evacuate,
+                           f"PSUM evacuation: {ps.evacuated_elements:,} output elements PSUM -> SBUF "
+                           + (f"({ps.added_elements:,} of them added into SBUF accumulators) "
+                              if ps.added_elements else "")
+                           + f"at {hw.engine_roof(ps.engine, 'fp32'):.4g} elements/s; 0 HBM bytes"))
+    elif ps.evacuated_elements:
+        notes.append("no Vector or Scalar engine roof on the sheet: PSUM evacuation not costed")
+    link = None
+    if parallel is not None:
+        link = _link(kernel, hw, parallel, link_bw)
+        how = ("all-reduce of the partial outputs, 2(C-1)/C x output bytes" if parallel.over == "K"
+               else "all-gather of the output shards, (C-1) x this chip's output bytes")
+        out.append(Ceiling("link", W / link.T if link.T else math.inf, link.T,
+                           f"tensor parallel over {parallel.over} on {parallel.chips} chips: "
+                           f"{link.bytes:,} bytes ({how}) at {link.bw:.4g} B/s ({link.bw_source})"))
+    if hw.roofs == "measured":
+        notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    return Ceilings(dtype, p_ref, W, count, inst_s, cores,
+                    split.var if split else None, tuple(out), ps, link, tuple(notes))

@@ -1,0 +1,156 @@
+"""Engine work of the ops a kernel runs, counted per execution of their nest statements.
+
+An op statement runs once per iteration of every loop around it, whether or not its indices use
+that loop: an RMSNorm placed inside the f loop of a fused norm + projection runs F/TF times. Its
+elements are the first input's tile summed over every execution (ragged tiles as they are); on
+each engine it does ``passes x elements`` element-operations at the sheet's roof (elements/s).
+
+A layout change between an op's input and its output (the output's partition axis is indexed by
+other loop variables than the input's) is a transpose: the tile goes through the Tensor Engine
+against an identity, charged to that engine per execution (:func:`transpose_seconds`), never free.
+A nest that stores a tensor and loads it back in another layout pays the DMA round trip in Q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopsim.model.entitle import Overlap
+from loopsim.base.errors import HardwareError, SpecError
+from loopsim.count.executions import executions, tile_elements
+from loopsim.ir.kernel import Kernel, Matmul
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Overlap):
+    """One op entitled against its own engine. ``W``: FLOPs (matmul: 2MNK; other ops: nominal);
+    ``elements``: element-operations on its engines; ``engine_seconds``: busy seconds per engine;
+    ``Q``: the HBM bytes of its kernel attributed to it (reads to the first op of the kernel that
+    reads the tensor, writes to the op that makes it); ``BW`` bytes/s."""
+
+    op: str
+    kind: str
+    kernel: str
+    engine: str
+    W: int
+    elements: int
+    engine_seconds: tuple[tuple[str, float], ...]
+    Q: int
+    BW: float
+    executions: int = 1
+
+    @property
+    def t_compute(self) -> float:
+        return max(s for _, s in self.engine_seconds)
+
+    @property
+    def t_memory(self) -> float:
+        return self.Q / self.BW
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.t_compute >= self.t_memory else "memory"
+
+    @property
+    def binding(self) -> str:
+        """The engine (or ``hbm``) that sets the step's T_best."""
+        return self.engine if self.bound == "compute" else "hbm"
+
+
+def _partition_vars(acc, tensor) -> tuple[str, ...]:
+    return tuple(sorted(acc.index[tensor.partition_axis])) if acc.index else ()
+
+
+def _layout_changes(stmt, kernel: Kernel):
+    """The inputs of an op statement laid out with other loop variables on the partitions than
+    its output (same rank; a broadcast vector such as gamma has no layout of its own)."""
+    tm = kernel.tensor_map
+    out_t = tm[stmt.out.tensor]
+    pv = _partition_vars(stmt.out, out_t)
+    return [a for a in stmt.inputs
+            if len(tm[a.tensor].shape) == len(out_t.shape) and _partition_vars(a, tm[a.tensor]) != pv]
+
+
+def transpose_seconds(stmt, loops, acc, kernel: Kernel, hw) -> float:
+    """Tensor Engine time to transpose ``acc``'s tile at every execution of ``stmt``: the tile,
+    a rows on the partitions by b free elements, goes through the PE array against an identity
+    (nc_transpose): ceil(b / PE columns) instructions, each holding the array max(a, N_min)
+    cycles. No FLOPs are counted in W (the profiler reports them as transpose_flops)."""
+    import numpy as np
+
+    t = kernel.tensor_map[acc.tensor]
+    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, None)
+    axes = ext[id(acc)]
+    a = np.broadcast_to(axes[t.partition_axis], shape)
+    b = np.ones(shape, dtype=np.int64)
+    for i, e in enumerate(axes):
+        if i != t.partition_axis:
+            b = b * e
+    cycles = -(-b // hw.pe_cols) * np.maximum(a, hw.mm_init_cycles)
+    spec_hw = hw.with_roofs("spec")
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / spec_hw.P("bf16")
+    return float(np.where(exists, cycles, 0).sum(dtype=np.int64)) * weight * cycle_s
+
+
+def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -> list[Step]:
+    """The steps of one kernel of a schedule: each op's engine seconds from the executions of its
+    statements, and its share of the kernel's HBM bytes."""
+    kernel = stage.kernel
+    ops = [op_map[n] for n in stage.ops]
+    reader: dict[str, str] = {}
+    for o in ops:
+        for t in o.inputs:
+            reader.setdefault(t, o.name)
+    maker = {o.out: o.name for o in ops}
+    q = {o.name: 0 for o in ops}
+    for t in counts.tensors:
+        if t.read_bytes:
+            q[reader.get(t.name, maker.get(t.name, ops[0].name))] += t.read_bytes
+        if t.write_bytes:
+            q[maker.get(t.name, reader.get(t.name, ops[0].name))] += t.write_bytes
+    # elements per op: its statements' first-input tiles over every execution
+    elems: dict[str, int] = {}
+    runs: dict[str, int] = {}
+    trans: dict[str, float] = {}  # Tensor Engine seconds of layout changes (transposes)
+    for stmt, loops in kernel.statements():
+        if isinstance(stmt, Matmul) or not hasattr(stmt, "inputs"):
+            continue
+        op = maker.get(stmt.out.tensor)
+        if op is None:
+            continue
+        elems[op] = elems.get(op, 0) + tile_elements(stmt, loops, stmt.inputs[0], kernel)
+        runs[op] = runs.get(op, 0) + _runs(loops)
+        for acc in _layout_changes(stmt, kernel):
+            trans[op] = trans.get(op, 0.0) + transpose_seconds(stmt, loops, acc, kernel, hw)
+    out = []
+    for o in ops:
+        if o.kind == "matmul":
+            a, b = (tensor_map[t].shape[::-1] if tr else tensor_map[t].shape
+                    for t, tr in zip(o.inputs, o.transposed))
+            w = 2 * a[0] * a[1] * b[1]
+            secs = (("tensor", w / hw.P(dtype)),)
+            out.append(Step(o.name, o.kind, stage.name, "tensor", w, 0, secs, q[o.name], hw.bw))
+            continue
+        n = elems.get(o.name, 0)
+        secs = []
+        for engine, passes in o.work():
+            try:
+                roof = hw.engine_roof(engine, tensor_map[o.out].dtype)
+            except HardwareError as e:
+                raise HardwareError(f"{where}: ops.{o.name} ({o.kind}) runs on the {engine} engine, "
+                                    f"which has no roof on {hw.name}: {e}") from None
+            secs.append((engine, passes * n / roof))
+        if o.name in trans:
+            secs.append(("tensor", trans[o.name]))
+        engine = max(secs, key=lambda s: s[1])[0]
+        out.append(Step(o.name, o.kind, stage.name, engine, o.op_kind.flops_per_element * n,
+                        sum(p for _, p in o.work()) * n, tuple(secs), q[o.name], hw.bw,
+                        runs.get(o.name, 1)))
+    return out
+
+
+def _runs(loops) -> int:
+    n = 1
+    for l in loops:
+        n *= l.trips
+    return n
