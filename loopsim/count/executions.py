@@ -17,14 +17,20 @@ from loopsim.ir.tiles import full_extent
 
 
 def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, split: Loop | None,
-               edges: dict | None = None):
+               edges: dict | None = None, grouped: bool = False):
     """Per execution of ``stmt`` (numpy-broadcast over the loops its accesses index, and those an
     edge condition that some iteration breaks names): the real extent of every axis of every access in ``accs``, whether it
     runs (its tile starts inside the tensor, and no enclosing blocked loop runs past an edge:
     :func:`loopsim.ir.tiles.loop_edges`, computed when ``edges`` is None), the weight (runs of the
     other loops) and the physical core that runs it (None: every core runs it). ``split``: any loop
     when the kernel is split across cores (the original split loop, or the core loop of
-    :func:`loopsim.count.lnc.cores_nest`), None when it is not."""
+    :func:`loopsim.count.lnc.cores_nest`), None when it is not.
+
+    ``grouped``: the interior iterations of each loop (those whose tiles are full and run whatever
+    the other loops' values, :func:`_interior`) are one cell standing for all of them, so the
+    arrays grow with the ragged edges, not the trip counts; ``weight`` is then an int64 array
+    broadcastable to the shape (cells' multiplicities times the other loops' runs), and a sum over
+    executions is ``(x * weight).sum()``. Sums are the same either way (tests/test_executions.py)."""
     tmap = kernel.tensor_map
     edges = edges_of(kernel) if edges is None else edges
     if split is not None:  # the split loop around this statement (sibling loops may share the split),
@@ -40,11 +46,21 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     rel = [l for l in loops if l.var in used or l is split]
     weight = math.prod(l.trips for l in loops if l not in rel)
     nl = len(rel)
-    ivals = {}
+    ivals, trips, mult = {}, [], []
     for k, l in enumerate(rel):
         shp = [1] * nl
-        shp[k] = l.trips
-        ivals[l.var] = (np.arange(l.trips, dtype=np.int64) * l.step).reshape(shp)
+        n_int = _interior(l, accs, tmap, loops, loop_of, edges) if grouped and l is not split else 0
+        if n_int >= 2:  # iterations 0 .. n_int-1 are alike: iteration 0 stands for them
+            it = np.concatenate(([0], np.arange(n_int, l.trips, dtype=np.int64)))
+            m = np.ones(len(it), dtype=np.int64)
+            m[0] = n_int
+        else:
+            it = np.arange(l.trips, dtype=np.int64)
+            m = None
+        shp[k] = len(it)
+        trips.append(len(it))
+        mult.append(None if m is None else m.reshape(shp))
+        ivals[l.var] = (it * l.step).reshape(shp)
     exists = np.ones((1,) * nl, dtype=bool)
     ext = {}
     zero = np.zeros((1,) * nl, dtype=np.int64)
@@ -72,8 +88,37 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
         shp[k] = split.trips
         per = 1 if split.spmd else -(-split.trips // split.split)
         core = np.arange(split.trips, dtype=np.int64).reshape(shp) // per
-    shape = tuple(l.trips for l in rel)
+    shape = tuple(trips)
+    if grouped:
+        w = np.full((1,) * nl, weight, dtype=np.int64)
+        for m in mult:
+            if m is not None:
+                w = w * m
+        weight = w
     return ext, np.broadcast_to(exists, shape), weight, core, shape
+
+
+def _interior(l: Loop, accs, tmap, loops, loop_of, edges) -> int:
+    """How many of ``l``'s first iterations are interior: at each, every access axis and edge rule
+    that indexes ``l`` has its tile whole and inside the tensor even with every other loop of the
+    index at its last iteration, so nothing computed for the statement depends on which of them
+    runs. The condition is monotone in the iteration, so they are the first ones."""
+    conds = []  # (other loops' largest contribution, bound, elements the tile needs)
+    for a in accs:
+        t = tmap[a.tensor]
+        for axis, terms in enumerate(a.index):
+            if l.var in terms:
+                rest = sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms if v != l.var)
+                conds.append((rest, t.shape[axis], full_extent(a, axis, loops, t)))
+    for m in loops:
+        if id(m) in edges and l.var in edges[id(m)][0]:
+            terms, extent = edges[id(m)]
+            rest = sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms if v != l.var)
+            conds.append((rest, extent, 1))
+    n = l.trips
+    for rest, bound, need in conds:  # i * step + rest + need <= bound
+        n = min(n, max(0, (bound - rest - need) // l.step + 1))
+    return n
 
 
 #: (kernel, its loop_edges) of the last kernel asked about: the ceilings and engine passes call
@@ -98,14 +143,14 @@ def tile_elements(stmt: Statement, loops: tuple[Loop, ...], acc, kernel: Kernel,
                   split: Loop | None = None) -> int:
     """Elements of ``acc``'s tile summed over every execution of ``stmt`` (ragged tiles as they
     are, loops the statement does not index counted as the repeats they are)."""
-    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split)
+    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split, grouped=True)
     total = 0
-    for sub, (ex, *axes) in row_blocks(shape, (exists, *ext[id(acc)])):
-        size = np.ones(sub, dtype=np.int64)
+    for sub, (ex, w, *axes) in row_blocks(shape, (exists, weight, *ext[id(acc)])):
+        size = np.broadcast_to(w, sub)
         for e in axes:
             size = size * e
         total += int(np.where(ex, size, 0).sum(dtype=np.int64))
-    return total * weight
+    return total
 
 
 def row_blocks(shape: tuple[int, ...], arrays, cells: int = 1 << 20):

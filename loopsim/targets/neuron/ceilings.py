@@ -175,26 +175,27 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
             continue
         r = matmul_roles(stmt, kernel)
         ext, exists, weight, core, shape = executions(
-            stmt, loops, (stmt.stationary, stmt.moving), kernel, split)
+            stmt, loops, (stmt.stationary, stmt.moving), kernel, split, grouped=True)
         kmn = (ext[id(stmt.stationary)][r.k_stationary], ext[id(stmt.stationary)][r.m_stationary],
                ext[id(stmt.moving)][r.n_moving])
         bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
         for bs, _, _ in r.batch:
             bt = bt * ext[id(stmt.stationary)][bs]
-        for sub, (k, m, n, b, ex, cb) in row_blocks(shape, kmn + (bt, exists, core)):
-            k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b))
+        for sub, (k, m, n, b, ex, cb, w) in row_blocks(shape, kmn + (bt, exists, core, weight)):
+            # b: instructions per execution cell, times the executions the cell stands for (w)
+            k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b * w))
             cyc = np.where(ex, np.maximum(n, n_min), 0) * b
-            s_kmn += weight * int((k * m * n * b).sum(dtype=np.int64))
-            s_mn += weight * int((m * n * b).sum(dtype=np.int64))
-            s_n += weight * int((n * b).sum(dtype=np.int64))
-            s_c += weight * int(cyc.sum(dtype=np.int64))
-            count += weight * int(b.sum())
+            s_kmn += int((k * m * n * b).sum(dtype=np.int64))
+            s_mn += int((m * n * b).sum(dtype=np.int64))
+            s_n += int((n * b).sum(dtype=np.int64))
+            s_c += int(cyc.sum(dtype=np.int64))
+            count += int(b.sum())
             if cb is None:  # outside the split loop: every core issues it
-                core_c += weight * float(cyc.sum())
+                core_c += float(cyc.sum())
             else:
                 cb = np.broadcast_to(cb, sub)
-                core_c += weight * np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
-                                               minlength=cores)[:cores]
+                core_c += np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
+                                      minlength=cores)[:cores]
     return s_kmn, s_mn, s_n, s_c, count, core_c
 
 

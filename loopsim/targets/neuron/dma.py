@@ -177,12 +177,13 @@ class DmaReport:
 
 def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, partitions: int | None,
                 cores: Loop | None):
-    """(bytes per partition, bytes, weight, core) arrays over one statement's executions
-    (:func:`loopsim.count.executions.executions`); ``cores``: the core loop of a split kernel's
-    :func:`loopsim.count.lnc.cores_nest`, else None (core 0)."""
+    """(bytes per partition, bytes, transfers, core) arrays over one statement's executions
+    (:func:`loopsim.count.executions.executions`, grouped: each cell stands for ``transfers``
+    executions); ``cores``: the core loop of a split kernel's :func:`loopsim.count.lnc.cores_nest`,
+    else None (core 0)."""
     acc = stmt.tile
     t = kernel.tensor_map[acc.tensor]
-    ext, exists, weight, core, shape = executions(stmt, loops, (acc,), kernel, cores, edges)
+    ext, exists, weight, core, shape = executions(stmt, loops, (acc,), kernel, cores, edges, grouped=True)
     ext = ext[id(acc)]
     elems = np.ones(shape, dtype=np.int64)
     for e in ext:
@@ -195,7 +196,7 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, part
     else:
         per_part = nbytes
     core = np.zeros(shape, dtype=np.int64) if core is None else np.broadcast_to(core, shape)
-    return per_part[exists], nbytes[exists], weight, core[exists]
+    return per_part[exists], nbytes[exists], np.broadcast_to(weight, shape)[exists], core[exists]
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> int:
@@ -228,15 +229,16 @@ def report(kernel: Kernel, hw) -> DmaReport:
             continue
         pp, nb, w, core = _executions(stmt, loops, k, edges, hw.partitions, core_loop)
         vals, inv = np.unique(pp, return_inverse=True)
-        counts = np.bincount(inv, minlength=vals.size) * w
+        counts = np.zeros(vals.size, dtype=np.int64)
+        np.add.at(counts, inv.ravel(), w)
         dist = tuple((int(v), int(c)) for v, c in zip(vals, counts))
-        total = _dot(nb, np.ones(1, dtype=np.int64)) * w
-        n = int(nb.size) * w
+        total = _dot(nb, w)
+        n = _dot(w, np.ones(1, dtype=np.int64))
         per_stmt.append(Statement(str(orig), orig.line, "load" if isinstance(stmt, Load) else "store",
                                   n, total, dist))
         sizes.append(pp)
         nbytes_all.append(nb)
-        weights.append(np.full(pp.size, w, dtype=np.int64))
+        weights.append(np.ascontiguousarray(w, dtype=np.int64))
         core_all.append(core)
     if sizes:
         pp = np.concatenate(sizes)

@@ -79,17 +79,17 @@ def transpose_seconds(stmt, loops, acc, kernel: Kernel, hw) -> float:
     import numpy as np
 
     t = kernel.tensor_map[acc.tensor]
-    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, None)
+    ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, None, grouped=True)
     axes = ext[id(acc)]
     a = np.broadcast_to(axes[t.partition_axis], shape)
     b = np.ones(shape, dtype=np.int64)
     for i, e in enumerate(axes):
         if i != t.partition_axis:
             b = b * e
-    cycles = -(-b // hw.pe_cols) * np.maximum(a, hw.mm_init_cycles)
+    cycles = -(-b // hw.pe_cols) * np.maximum(a, hw.mm_init_cycles) * weight  # weight: executions per cell
     spec_hw = hw.with_roofs("spec")
     cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / spec_hw.P("bf16")
-    return float(np.where(exists, cycles, 0).sum(dtype=np.int64)) * weight * cycle_s
+    return float(np.where(exists, cycles, 0).sum(dtype=np.int64)) * cycle_s
 
 
 def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -> list[Step]:
