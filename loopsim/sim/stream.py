@@ -24,11 +24,10 @@ from loopsim.ir.kernel import ACC, LOAD, STORE
 CHUNK = 1 << 22
 #: bytes OPT may spend on its per-chunk next-use record; chunks grow to stay within it
 OPT_RECORD_BYTES = 512 << 20
-#: a trace this long gets a one-line note on stderr with the expected time
+#: a trace this long gets a one-line note on stderr with the expected time, measured first
 NOTE_ABOVE = 1 << 28
-#: rough single-core cost per request slot (generation + replay), s: 16384^3 matmul, 32^3 tiles
-#: (0.94 G slots) on a 2-vCPU EPYC VM, 2026-12-01 (docs/performance.md): lru 10.9 s, opt 30.8 s
-_SECONDS_PER_REQUEST = {"as-written": 4e-9, "lru": 12e-9, "opt": 33e-9}
+#: requests of the trace's start replayed to measure this machine's cost per request
+SAMPLE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +41,53 @@ class Streamed:
     requests: int
     flops: int
     instructions: int
+
+
+def seconds_per_request(nest, policy: str, cost: np.ndarray, capacity: int) -> float:
+    """This machine's cost of one request slot of ``stream`` (its walks and replay passes), s,
+    measured on the second :data:`SAMPLE` requests of ``nest`` (the first load the compiled
+    kernels and touch the buffers' pages, which the long run pays once): as written one walk and a
+    count; lru one walk and the replay; opt three walks, two next-use passes and the replay
+    (:func:`stream`'s passes)."""
+    import time
+
+    from loopsim.sim.trace import Walker
+    from loopsim.sim import State, _gen
+
+    n = SAMPLE
+    obj, kind = np.empty(n, nest.id_dtype), np.empty(n, np.int8)
+    write, dead, miss = np.empty(n, np.bool_), np.zeros(n, np.bool_), np.empty(n, np.bool_)
+    nu = np.empty(n, np.int64) if policy == "opt" else None
+    nxt = np.full(nest.n_objects, nest.slots, np.int64) if policy == "opt" else None
+    st = None if policy == "as-written" else (
+        State("opt", cost, capacity, nest.slots) if policy == "opt" else State("lru", cost, capacity))
+    w = Walker(nest)
+    t = {}
+    base = 0
+    for rnd in (0, 1):  # round 0 warms up; round 1 is timed
+        if nxt is not None:  # each round's next uses as if the trace ended after it
+            nxt[:] = nest.slots
+        t0 = time.perf_counter()
+        m = w.fill(obj, kind)
+        t["walk"] = time.perf_counter() - t0
+        if m == 0:
+            return 0.0
+        o = obj[:m]
+        t0 = time.perf_counter()
+        if st is None:
+            np.bincount(o[kind[:m] == LOAD], minlength=nest.n_objects)
+        else:
+            _gen.write_flags(kind[:m], write[:m])
+            if nu is not None:
+                st.next_uses(o, base, nxt, nu[:m])
+                t["nu"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+            st.feed(o, write[:m], dead[:m], miss[:m], None if nu is None else nu[:m])
+        t["feed"] = time.perf_counter() - t0
+        base += m
+    if policy == "opt":
+        return (3 * t["walk"] + 2 * t["nu"] + t["feed"]) / m
+    return (t["walk"] + t["feed"]) / m
 
 
 def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None = None) -> Streamed:
@@ -58,9 +104,10 @@ def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None
             chunk = opt_chunk(chunk, nest.slots, n_obj, OPT_RECORD_BYTES)
     chunk = max(int(chunk), nest.max_events, 1)
     if nest.slots > NOTE_ABOVE:
-        secs = nest.slots * _SECONDS_PER_REQUEST[policy]
+        per = seconds_per_request(nest, policy, cost, capacity)
         print(f"loopsim: note: {nest.kernel.name} replays up to {nest.slots:,} requests under "
-              f"{policy}, about {secs:,.0f} s on one core", file=sys.stderr, flush=True)
+              f"{policy}, about {nest.slots * per:,.0f} s on one core ({per * 1e9:.1f} ns per "
+              f"request, measured on this machine)", file=sys.stderr, flush=True)
     obj = np.empty(chunk, nest.id_dtype)
     kind = np.empty(chunk, np.int8)
 
