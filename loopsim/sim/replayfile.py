@@ -65,8 +65,8 @@ def _map(name: str):
 
 
 def _mapped_member(mm, info: zipfile.ZipInfo, skip: int, shape, fortran: bool, dtype) -> np.ndarray | None:
-    """A stored (uncompressed) member's array viewed in the mapped file, no copy (one aligned
-    copy where the data is not aligned for its dtype, as ``np.savez`` leaves it); None where it is
+    """A stored (uncompressed) member's array viewed in the mapped file, no copy (aligned or, as
+    ``np.savez`` leaves it, not aligned for its dtype); None where it is
     compressed or encrypted or not inside the file (then it is read through zipfile, which
     reports what is wrong). ``skip``: bytes of its .npy header."""
     if mm is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1:
@@ -82,8 +82,9 @@ def _mapped_member(mm, info: zipfile.ZipInfo, skip: int, shape, fortran: bool, d
         count *= d
     if skip + count * dtype.itemsize > info.file_size or start + count * dtype.itemsize > len(mm):
         return None
-    a = np.ndarray(shape, dtype, buffer=mm, offset=start, order="F" if fortran else "C")
-    return a.copy() if start % dtype.alignment else a
+    # unaligned for its dtype (np.savez leaves them so) it is still a view: the jitted passes
+    # read unaligned arrays as they are (a specialisation of their own), so nothing is copied
+    return np.ndarray(shape, dtype, buffer=mm, offset=start, order="F" if fortran else "C")
 
 
 def _read_arrays(name: str) -> dict[str, np.ndarray]:
@@ -93,7 +94,7 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
 
     A stored (uncompressed) member is not read through zipfile: aligned for its dtype, as
     :func:`write_trace` writes them, its array is a view of the file mapped copy-on-write (no
-    copy, and pages load as they are used); unaligned (``np.savez``), one copy of that view. Its
+    copy, and pages load as they are used); unaligned (``np.savez``) too. Its
     CRC is then not checked (as for a plain .npy); a compressed member is read and checked
     through zipfile."""
     not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write"
