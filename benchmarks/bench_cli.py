@@ -35,8 +35,9 @@ COMMANDS = {
     "entitle projection --set B=1": ["entitle", "projection", "--hardware", "trn2-core", "--set", "B=1"],
     "compare of 10 tilings": ["compare", "--hardware", "trn2-core", *TEN],
     "entitle matmul --policy lru": ["entitle", "matmul", "--hardware", "trn2-core", "--policy", "lru"],
+    "compare of 10 tilings --policy lru": ["compare", "--hardware", "trn2-core", "--policy", "lru", "--jobs", "1", *TEN],
 }
-COLD = ("entitle projection --set B=1", "entitle matmul --policy lru")
+COLD = ("entitle projection --set B=1", "entitle matmul --policy lru", "compare of 10 tilings --policy lru")
 
 
 def once(root: str, argv: list[str], env: dict | None = None) -> tuple[float, float]:
