@@ -33,7 +33,9 @@ from loopsim.count.counts import working_set  # noqa: E402
 from loopsim.sim import replay  # noqa: E402
 from loopsim.sim.stack import lru_curve, stack_distances  # noqa: E402
 
-PARTITIONS = 128  # trn2-core
+from loopsim.targets import hardware  # noqa: E402
+
+TARGET = hardware.load("trn2-core")  # 128 SBUF partitions
 
 
 def main(argv=None) -> int:
@@ -48,8 +50,8 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     tr = trace.build(kern)
     t_build = time.perf_counter() - t
-    cost = tr.object_cost(PARTITIONS)
-    lo = max(working_set(kern, PARTITIONS), int(cost.max()))
+    cost = tr.object_cost(TARGET)
+    lo = max(working_set(kern, TARGET), int(cost.max()))
     hi = int(cost.sum())
     caps = sorted({int(round(lo * (hi / lo) ** (i / (a.capacities - 1)))) for i in range(a.capacities)})
     print(f"trace: {tr.n:,} requests over {tr.obj_bytes.size:,} objects (built in {t_build:.2f} s); "

@@ -36,7 +36,7 @@ def _files():
 
 
 def _loader(p: str) -> bool:
-    return os.path.basename(p) in ("hardware.py", "sheet.py")
+    return os.path.basename(p) == "hardware.py"
 
 
 def trainium_reads() -> tuple[int, int]:

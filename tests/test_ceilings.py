@@ -354,9 +354,10 @@ def _cannot_run(argv, capsys, *needles):
 
 def test_tile_larger_than_psum_cannot_run(tmp_path, capsys):
     # a sheet whose moving tile may reach 8192 fp32 values (32 KiB) but whose PSUM is 8 x 2 KiB
-    toy = (hardware._bundled_dir() / "toy.toml").read_text()
+    trn2 = (hardware._bundled_dir() / "trn2-core.toml").read_text()
+    assert 'moving_max = { value = 512,' in trn2
     sheet = tmp_path / "wide.toml"
-    sheet.write_text(toy.replace('moving_max = { value = 512', 'moving_max = { value = 8192'))
+    sheet.write_text(trn2.replace('moving_max = { value = 512,', 'moving_max = { value = 8192,'))
     _cannot_run(["ceilings", "matmul", "--hardware", str(sheet), "--set", "TN=8192", "--set", "N=8192"],
                 capsys, "PSUM", "8 PSUM banks")
     # and the ordinary limit: N_t beyond the moving maximum (one PSUM bank on trn2)
@@ -364,11 +365,10 @@ def test_tile_larger_than_psum_cannot_run(tmp_path, capsys):
 
 
 def test_sheet_without_engine_is_an_error_for_ceilings(tmp_path, capsys):
-    toy = (hardware._bundled_dir() / "toy.toml").read_text()
-    i = toy.index("[engines.vector]")
-    j = toy.index("[link]")
+    trn2 = (hardware._bundled_dir() / "trn2-core.toml").read_text()
+    i = trn2.index("[engines.vector]")  # the engines are the sheet's last tables
     sheet = tmp_path / "noengine.toml"
-    sheet.write_text(toy[:i] + toy[j:])
+    sheet.write_text(trn2[:i])
     _fails(["ceilings", "matmul", "--hardware", str(sheet)], capsys, "engines.vector")
     # entitle still works and says the evacuation was not costed
     d = _json(["entitle", "matmul", "--hardware", str(sheet)], capsys)

@@ -16,7 +16,7 @@ FAMILY = ["matmul", "matmul_hoisted", "matmul_kouter", "matmul_blocked", "matmul
 
 
 def _sim(kernel, policy="as-written", capacity=2**62):
-    c = count(kernel, policy=policy, capacity=capacity, partitions=TRN2.partitions)
+    c = count(kernel, policy=policy, capacity=capacity, target=TRN2)
     return {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}
 
 

@@ -11,6 +11,9 @@ from loopsim.sim import trace
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import PRODUCE, USE
 from loopsim.model.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
 
 TRN2 = hardware.load("trn2-core")
 FULL = "nki_tutorial/4_fully_optimized"
@@ -117,8 +120,8 @@ def test_acc_spills_under_a_small_sbuf(tmp_path):
     # both C tiles it is written exactly once.
     k = spec.load_kernel(_tiny(tmp_path, NEST))
     from loopsim.count.counts import count
-    tight = count(k, policy="lru", capacity=256 + 1024 + 1024, partitions=128)
-    roomy = count(k, policy="lru", capacity=1 << 20, partitions=128)
+    tight = count(k, policy="lru", capacity=256 + 1024 + 1024, target=TRN)
+    roomy = count(k, policy="lru", capacity=1 << 20, target=TRN)
     C = 256 * 512 * 2
     assert roomy.tensor_map["C"].write_bytes == C and roomy.tensor_map["C"].read_bytes == 0
     # tight (2.25 KiB; C has two 128 x 512 blocks C0, C1, 128 KiB each): per (kb, m) the k loop
@@ -164,8 +167,8 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     held = []
     events, _, _ = interpret(k, held)
     assert list(zip(tr.obj.tolist(), tr.kind.tolist())) == events
-    cost = tr.object_cost(None).tolist()
-    cap = working_set(k, None)
+    cost = tr.object_cost(FLAT).tolist()
+    cap = working_set(k, FLAT)
     assert cap == 128 * 128 * 2 + 128 * 512 * 2
     obj, write = tr.obj.tolist(), tr.write.tolist()
     miss, _, _ = opt(obj, write, cost, cap)
@@ -178,5 +181,5 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     without = fetched([obj[i] for i in plain], [write[i] for i in plain], miss0)
     assert without < with_hold
     from loopsim.count.counts import count
-    t = count(k, policy="opt", capacity=cap).tensor_map  # the tool's OPT is the held replay
+    t = count(k, policy="opt", capacity=cap, target=FLAT).tensor_map  # the tool's OPT is the held replay
     assert t["A"].read_bytes + t["B"].read_bytes + t["C"].read_bytes == with_hold

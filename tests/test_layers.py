@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent / "loopsim"
 LAYERS = [
     ["base", "ir", "frontends", "count", "targets", "targets.neuron", "model", "analyses", "cli"],  # folders (empty __init__)
     ["base.errors", "base.fmt", "base.data", "base.numba_env", "base.limits", "base.tomlfile", "base.streams"],  # leaves
-    ["ir.expr", "ir.kernel", "targets.hardware", "ir.ops"],                               # vocabulary
-    ["ir.tiles", "frontends.spec", "ir.graph", "count.executions", "base.outfile"],             # parse
+    ["ir.expr", "ir.kernel", "targets.base", "targets.hardware", "ir.ops"],                               # vocabulary
+    ["ir.tiles", "frontends.spec", "ir.graph", "count.executions", "base.outfile", "targets.ceilings"],             # parse
     ["sim.trace", "sim.", "sim.replayfile", "count.counts", "count.lnc", "model.entitle", "model.verdict", "count.bound", "count.formula", "count.written",
-     "targets.neuron.ceilings", "targets.neuron.engines", "model.measured", "targets.neuron.dma", "count.readback", "frontends.program", "frontends.nki."],  # model
+     "targets.neuron.ceilings", "targets.neuron.engines", "targets.neuron.sheet", "targets.flat", "model.measured", "targets.neuron.dma", "count.readback", "frontends.program", "frontends.nki."],  # model
     ["model.pipeline"],                                                    # the one analysis
     ["analyses.sweep", "analyses.checkformula", "analyses.calibrate", "analyses.search.", "analyses.parallel", "analyses.capacity", "analyses.crossover"],  # many analyses
     ["render.", "render.plot"],                                             # presentation

@@ -12,6 +12,9 @@ from loopsim.frontends import spec
 from loopsim.sim import trace
 from loopsim.ir.kernel import ACC, Access, Kernel, Load, Loop, Matmul, Store, Tensor
 from loopsim.count.readback import read_backs
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
 
 
 def from_trace(kernel):
@@ -136,5 +139,5 @@ def test_produced_peak_matches_the_trace(name, data):
         assume(False)
     for stage in prog.stages:
         tr = trace.build(stage.kernel)
-        for parts in (128, None):
+        for parts in (TRN, FLAT):
             assert readback.produced_peak(stage.kernel, parts) == program.produced_peak(tr, parts)

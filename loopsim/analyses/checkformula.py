@@ -11,9 +11,9 @@ Which values are drawn
     other integer parameter of the spec is drawn too: a tile parameter (the step of some loop) from
     the powers of two between a sixteenth of its spec value and its spec value, any other from 1 to
     its spec value. Parameters the spec defines by an expression are computed, not drawn. A tile
-    parameter that sets a matmul's K_t, M_t or N_t is kept within the hardware's limit (partitions,
-    PE columns, moving free size). Drawn values the spec rejects (a blocked step that does not
-    divide its outer step), traces beyond 2 million tile accesses, and capacities too small for
+    parameter that sets a matmul's K_t, M_t or N_t is kept within the target's limit for it
+    (``tile_limits``; none on a flat machine). Drawn values the spec rejects (a blocked step that
+    does not divide its outer step), traces beyond 2 million tile accesses, and capacities too small for
     one instruction's tiles are discarded, not counted as examples.
 
 Usable from a user's own pytest suite::
@@ -154,15 +154,16 @@ def _tile_limits(kernel: Kernel, hw) -> dict[str, tuple[int, str]]:
     """Loop-step text of each matmul tile extent -> (limit, what): K_t, M_t, N_t."""
     from loopsim.ir.tiles import matmul_roles
 
-    steps = {}
+    steps, limits = {}, hw.tile_limits()
     for stmt, loops in kernel.statements():
         if not isinstance(stmt, Matmul):
             continue
         r = matmul_roles(stmt, kernel)
         bound = {l.var: l for l in loops}
-        for acc, axis, lim, what in ((stmt.stationary, r.k_stationary, hw.partitions, "partitions (K_t)"),
-                                     (stmt.stationary, r.m_stationary, hw.pe_cols, "PE columns (M_t)"),
-                                     (stmt.moving, r.n_moving, hw.moving_max, "moving free size (N_t)")):
+        for acc, axis, role, what in ((stmt.stationary, r.k_stationary, "K", "contraction tile (K_t)"),
+                                      (stmt.stationary, r.m_stationary, "M", "stationary free size (M_t)"),
+                                      (stmt.moving, r.n_moving, "N", "moving free size (N_t)")):
+            lim = limits.get(role)
             terms = acc.index[axis]
             if terms and lim:
                 steps[id(min((bound[v] for v in terms), key=lambda l: l.step))] = (lim, what)
@@ -335,7 +336,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         kernel = spec_mod.kernel_from(specfile, params)
         if _accesses(kernel) > MAX_ACCESSES:
             raise SpecError(f"more than {MAX_ACCESSES:,} tile accesses")
-        check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
+        check_tiles(kernel, hw)
         return params, kernel
 
     def speculate(values):

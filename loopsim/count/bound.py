@@ -142,8 +142,8 @@ def matmul_shape(kernel: Kernel):
 def lower_bound(kernel: Kernel, hw, capacity_bytes: int | None = None) -> LowerBound | None:
     """The I/O lower bound of ``kernel`` on ``hw``, or None when it is not matmul-shaped.
 
-    ``capacity_bytes``: SBUF bytes per physical core (default the sheet's); PSUM is added from the
-    sheet (partitions x banks x bank bytes). See the module docstring for the assumptions.
+    ``capacity_bytes``: fast-memory bytes per physical core (default the sheet's); the accumulator
+    memory (``hw.accumulator_bytes``: PSUM on NeuronCore, none on a flat machine) is added. See the module docstring for the assumptions.
     """
     shape = matmul_shape(kernel)
     if shape is None:
@@ -152,7 +152,7 @@ def lower_bound(kernel: Kernel, hw, capacity_bytes: int | None = None) -> LowerB
     tm = kernel.tensor_map
     p_min = min(tm[a.tensor].elem_bytes for a in (mm.stationary, mm.moving, mm.out))
     sbuf = hw.sbuf_bytes if capacity_bytes is None else capacity_bytes
-    psum = hw.psum_banks * hw.psum_bank_bytes * (hw.partitions or 1)
+    psum = hw.accumulator_bytes
     s_words = (sbuf + psum) // p_min
     cores = hw.physical_cores
     return LowerBound(m, n, k, p_min, cores, sbuf, psum, s_words,

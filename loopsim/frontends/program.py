@@ -231,12 +231,12 @@ def _check_nest(path: str, kname: str, kernel: Kernel, ops: list[graph_mod.OpNod
 # Counting
 
 
-def produced_peak(trace, partitions: int | None) -> int:
+def produced_peak(trace, target) -> int:
     """Peak SBUF cost of blocks an op produced, each live from its first event to its last
     (cost units as in :func:`loopsim.count.counts.count`)."""
     if trace.n == 0:
         return 0
-    cost = trace.object_cost(partitions)
+    cost = trace.object_cost(target)
     made = np.unique(trace.obj[trace.kind == PRODUCE])
     if made.size == 0:
         return 0
@@ -272,19 +272,19 @@ def count_stage(stage: Stage, hw, *, policy: str, capacity: int) -> Counts:
 
     k = stage.kernel
     if policy == "as-written":  # from the statements (the trace only where they decline)
-        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions)
-        extra = produced_peak_of_nest(k, hw.partitions)
+        c = count(k, policy=policy, capacity=capacity, target=hw)
+        extra = produced_peak_of_nest(k, hw)
         if extra is None:
-            extra = produced_peak(trace_mod.build(k), hw.partitions)
+            extra = produced_peak(trace_mod.build(k), hw)
     else:
-        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions,
+        c = count(k, policy=policy, capacity=capacity, target=hw,
                   trace=trace_mod.build(k))
     if policy == "as-written":
         if extra:
             r = c.residency
             # the nest's loaded and staged buffers, plus every op output over its live range:
             # each peak at its own time, so their sum bounds the true peak from above
-            c = replace(c, residency=replace(r, peak_cost=live_peak(k, hw.partitions, op_outputs=False)
+            c = replace(c, residency=replace(r, peak_cost=live_peak(k, hw, op_outputs=False)
                                              + extra,
                                              what="live buffers as written + op outputs from "
                                                   "produce to last use"))

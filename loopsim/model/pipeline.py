@@ -15,13 +15,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from loopsim.targets.neuron import ceilings as ceil_mod
-from loopsim.targets.neuron import engines
+from loopsim.targets import ceilings as ceil_mod
 from loopsim.count import lnc
 from loopsim.frontends import spec as spec_mod
 from loopsim.model import verdict as verdict_mod
 from loopsim.count.counts import Counts, Residency, TensorCounts, capacity_units, count, kernel_dtype, \
-    live_buffers, tile_reasons
+    live_buffers
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
 from loopsim.ir.kernel import Matmul
@@ -116,7 +115,7 @@ class StageResult:
     stage: Stage
     counts: Counts
     ceilings: ceil_mod.Ceilings
-    steps: tuple[engines.Step, ...]
+    steps: tuple  # engine steps of the stage's ops (the target's timeline)
     verdict: verdict_mod.Verdict
     sbuf_buffers: tuple[tuple[str, int], ...]  # (tensor, cost) live at the as-written peak
 
@@ -188,7 +187,7 @@ class Analysis:
         return self.program.name
 
     @property
-    def steps(self) -> tuple[engines.Step, ...]:
+    def steps(self) -> tuple:
         return tuple(s for st in self.stages for s in st.steps)
 
     @property
@@ -262,30 +261,29 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
            where, replay, strict) -> StageResult:
     k = st.kernel
-    reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
+    reasons = [f"tile: {r}" for r in hw.cannot_run(k)]
     if prog.is_single:
         lnc.check_scope(k, hw, allow=allow)
         if lnc.split_loop(k) is not None:
-            c = lnc.count_split(k, policy=policy, capacity=capacity, partitions=hw.partitions)
+            c = lnc.count_split(k, policy=policy, capacity=capacity, target=hw)
         else:
-            c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=trace,
+            c = count(k, policy=policy, capacity=capacity, target=hw, trace=trace,
                       replay=replay)
     else:
         program_check_scope(hw, allow=allow)
         c = count_stage(st, hw, policy=policy, capacity=capacity)
-    ceil = ceil_mod.compute(k, hw, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
-                            link_bw=link_bw, strict=strict)
-    steps = tuple(engines.stage_steps(st, prog.op_map, prog.tensor_map, c, hw, dtype, where)) \
-        if st.ops else ()
+    ceil = hw.ceilings(k, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
+                       link_bw=link_bw, strict=strict)
+    steps = hw.steps(st, prog.op_map, prog.tensor_map, c, dtype, where) if st.ops else ()
     # as written, the buffers live at the peak (one core's program for a split kernel, the
     # program whose peak the residency reports)
     per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
-    buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
+    buffers = live_buffers(per_core, hw)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     res = c.residency
     if not res.fits:
-        unit = " per partition" if res.partitions else ""
+        unit = " per partition" if res.lanes else ""
         top = ", ".join(f"{n} {b:,}" for n, b in buffers[:3])
         reasons.append(f"SBUF: needs {res.peak_cost:,} bytes{unit}, has {res.capacity_cost:,}"
                        + (f"; largest buffers: {top} bytes{unit}" if top else ""))
@@ -297,26 +295,11 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
 
 
 def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:
-    """The DMA engines' ceiling (loopsim/dma.py): bytes over the scope's aggregate DMA bandwidth.
-    ``exact``: from the nest's transfers as written (the busiest core of an LNC split); else Q.
-    Not applied with measured roofs (the measured BW already is the memory side as achieved) or
-    on a sheet without a DMA bandwidth."""
-    if not hw.dma_bw or hw.roofs == "measured":
-        return
-    if exact:
-        from loopsim.targets.neuron import dma
-
-        d = dma.report(k, hw)
-        times["dma"] = d.T
-        share = "<0.1%" if d.small_share < 0.001 else f"{d.small_share:.1%}"
-        small = f"; {share} of them in transfers below {dma.SMALL} B per partition" \
-            if d.small_bytes else ""
-        details["dma"] = (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
-                          f"{hw.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
-                                                         if d.cores > 1 else "") + small)
-    else:
-        times["dma"] = c.hbm_bytes / hw.dma_bw
-        details["dma"] = f"DMA: Q = {c.hbm_bytes:,} bytes at the DMA engines' {hw.dma_bw / 1e9:.4g} GB/s"
+    """The transfer engines' ceiling the target sets (:meth:`Target.dma_time`; none on a flat
+    machine or with measured roofs). ``exact``: from the nest's transfers as written; else Q."""
+    d = hw.dma_time(k, c, exact=exact)
+    if d is not None:
+        times["dma"], details["dma"] = d
 
 
 def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:

@@ -28,15 +28,15 @@ def dumps(obj) -> str:
 def residency_dict(res, buffers=()) -> dict:
     """SBUF use in one vocabulary: per partition on partitioned sheets (``unit`` says which), and
     the whole-SBUF bytes beside it."""
-    unit = "bytes per partition" if res.partitions else "bytes"
+    unit = "bytes per partition" if res.lanes else "bytes"
     return {"fits": res.fits, "unit": unit, "what": res.what, "mode": res.mode,
-            "partitions": res.partitions,
+            "partitions": res.lanes,
             "peak": res.peak_cost, "capacity": res.capacity_cost,
             "working_set": res.needed_cost,
             "largest_buffers": {n: b for n, b in buffers[:5]},
             "peak_bytes": res.peak_bytes, "capacity_bytes": res.capacity_bytes,
-            "per_partition_peak_bytes": res.peak_cost if res.partitions else None,
-            "per_partition_capacity_bytes": res.capacity_cost if res.partitions else None}
+            "per_partition_peak_bytes": res.peak_cost if res.lanes else None,
+            "per_partition_capacity_bytes": res.capacity_cost if res.lanes else None}
 
 
 def verdict_dict(a) -> dict:
@@ -195,7 +195,7 @@ def row_dict(row, rank: int) -> dict:
            "dtype": a.dtype,
            "sbuf_peak_bytes": res.peak_bytes, "sbuf_capacity_bytes": res.capacity_bytes,
            "fits": res.fits,
-           "psum_banks": psum_needed, "psum_capacity_banks": a.hardware.psum_banks,
+           "psum_banks": psum_needed, "psum_capacity_banks": a.stages[0].ceilings.psum.banks,
            "psum_fits": all(s.ceilings.psum.fits for s in a.stages)}
     lb = a.lower_bound
     out["lower_bound_Q"] = lb.Q_bytes if lb else None

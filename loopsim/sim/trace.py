@@ -58,9 +58,9 @@ class Trace:
         """Bytes per tensor of ``per_object_count[i]`` transfers of each object."""
         return bytes_per_tensor(self.grids, self.tensor_names, self.obj_bytes, per_object_count)
 
-    def object_cost(self, partitions: int | None) -> np.ndarray:
-        """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-        return object_cost(self.grids, self.tensor_names, partitions)
+    def object_cost(self, target) -> np.ndarray:
+        """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+        return object_cost(self.grids, self.tensor_names, target)
 
 
 def bytes_per_tensor(gs: dict, names: tuple[str, ...], obj_bytes: np.ndarray,
@@ -80,22 +80,14 @@ def bytes_per_tensor(gs: dict, names: tuple[str, ...], obj_bytes: np.ndarray,
     return out
 
 
-def max_object_cost(kernel: Kernel, partitions: int | None) -> int:
-    """The largest SBUF cost of any block of ``kernel`` (a grid's first block is a full one)."""
-    gs = grids(kernel)
-    out = 0
-    for g in gs.values():
-        ext = list(g.block)
-        if partitions:
-            ax = g.tensor.partition_axis
-            ext[ax] = -(-ext[ax] // partitions)
-        out = max(out, math.prod(ext) * g.tensor.elem_bytes)
-    return out
+def max_object_cost(kernel: Kernel, target) -> int:
+    """The largest fast-memory cost of any block of ``kernel`` (a grid's first block is a full one)."""
+    return max((target.tile_cost(g.block, g.tensor) for g in grids(kernel).values()), default=0)
 
 
-def object_cost(gs: dict, names: tuple[str, ...], partitions: int | None) -> np.ndarray:
-    """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-    return np.concatenate([_block_cost(gs[n], partitions) for n in names])
+def object_cost(gs: dict, names: tuple[str, ...], target) -> np.ndarray:
+    """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+    return np.concatenate([_block_cost(gs[n], target) for n in names])
 
 
 def _block_extents(g: Grid) -> list[np.ndarray]:
@@ -119,12 +111,14 @@ def _block_bytes(g: Grid) -> np.ndarray:
     return _outer_prod(_block_extents(g)) * g.tensor.elem_bytes
 
 
-def _block_cost(g: Grid, partitions: int | None) -> np.ndarray:
+def _block_cost(g: Grid, target) -> np.ndarray:
+    """Cost of every block of ``g`` in object order: ``target.tile_cost`` of the extents, each
+    dimension's vector on its own axis so that the product broadcasts over all blocks."""
     ext = _block_extents(g)
-    if partitions:
-        ax = g.tensor.partition_axis
-        ext = [(-(-e // partitions)) if a == ax else e for a, e in enumerate(ext)]
-    return _outer_prod(ext) * g.tensor.elem_bytes
+    n = len(ext)
+    mesh = [e.reshape((1,) * a + (-1,) + (1,) * (n - a - 1)) for a, e in enumerate(ext)]
+    return np.broadcast_to(np.asarray(target.tile_cost(mesh, g.tensor), dtype=np.int64),
+                           tuple(e.size for e in ext)).ravel()
 
 
 def _slots(node: Node, nfull: dict, memo: dict) -> int:
@@ -193,9 +187,9 @@ class Nest:
     def n_objects(self) -> int:
         return int(self.obj_bytes.size)
 
-    def object_cost(self, partitions: int | None) -> np.ndarray:
-        """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-        return object_cost(self.grids, self.tensor_names, partitions)
+    def object_cost(self, target) -> np.ndarray:
+        """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+        return object_cost(self.grids, self.tensor_names, target)
 
     def bytes_per_tensor(self, per_object_count: np.ndarray) -> dict[str, int]:
         """Bytes per tensor of ``per_object_count[i]`` transfers of each object."""

@@ -164,7 +164,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
     if ctx.tpl.kernel is not None:
         try:
-            check_tiles(kernel, ctx.hw.k_tile_max, ctx.hw.pe_cols, ctx.hw.moving_max, ctx.hw.name)
+            check_tiles(kernel, ctx.hw)
         except SpecError as e:
             return UnitResult(unit.index, 0, 0, 0, str(e), (), ())
     top: list[Cand] = []
@@ -188,9 +188,9 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
-        need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
+        need = ev.loads_cost(ctx.chain, kernel, ctx.hw)
         if need > ctx.capacity:
-            unit_ = " per partition" if ctx.hw.partitions else ""
+            unit_ = " per partition" if ctx.hw.lanes else ""
             return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
                               f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
                               f"{ctx.capacity:,}")
@@ -291,7 +291,7 @@ def units(ctx: Context, groups, blocks):
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
                     k = space.bind(ctx.tpl, values)
-                    if k is not None and working_set(k, ctx.hw.partitions) > cap:
+                    if k is not None and working_set(k, ctx.hw) > cap:
                         ctx.skipped_groups += 1
                         break
             yield Unit(index, tuple(sorted(values.items())), bound)

@@ -53,8 +53,8 @@ def format_text(d, hw) -> str:
     aw, reg = d.as_written, d.regimes
     params = ", ".join(f"{k}={v}" for k, v in d.params)
     sim_q = sum(r + w for r, w in d.simulated_as_written.values())
-    unit = reg.partitions or 1
-    per = " per partition" if reg.partitions else ""
+    unit = reg.lanes or 1
+    per = " per partition" if reg.lanes else ""
     lines = [f"{d.kernel.name} on {hw.name}", f"  params: {params}", "",
              f"  as written ({'exact' if aw.claimed else 'no closed form claimed: ' + aw.reason}):"]
     lines += _formula_lines(aw)
