@@ -60,7 +60,7 @@ def analysis_text(a) -> str:
     if a.lower_bound is not None:
         lb = a.lower_bound
         lines.append(f"  I/O lower bound     {lb.Q_bytes:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
-                     f"{lb.binding}, S = SBUF + PSUM = {lb.fast_bytes:,} bytes)")
+                     f"{lb.binding}, S = {'SBUF + PSUM' if lb.psum_bytes else 'fast memory'} = {lb.fast_bytes:,} bytes)")
     lines.append("  times (every roof and ceiling; T is the largest):")
     for name, t in a.verdict.times:
         mark = "  <- limit" if name == a.verdict.limit else ""
