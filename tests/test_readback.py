@@ -121,10 +121,11 @@ PROGRAMS = ["mlp_fused", "swiglu_mlp", "attention_fused", "mlp_unfused", "attent
 @given(st.sampled_from(PROGRAMS), st.data())
 def test_produced_peak_matches_the_trace(name, data):
     # op outputs live from their first request to their last: counted from the statements
-    # against program.produced_peak on the trace, bundled schedules at random smaller shapes
+    # against stages.produced_peak on the trace, bundled schedules at random smaller shapes
     from hypothesis import assume
 
     from loopsim.model import pipeline
+    from loopsim.count import stages
     from loopsim.frontends import program
     from loopsim.count import readback
     from loopsim.base.errors import LoopsimError
@@ -140,4 +141,4 @@ def test_produced_peak_matches_the_trace(name, data):
     for stage in prog.stages:
         tr = trace.build(stage.kernel)
         for parts in (TRN, FLAT):
-            assert readback.produced_peak(stage.kernel, parts) == program.produced_peak(tr, parts)
+            assert readback.produced_peak(stage.kernel, parts) == stages.produced_peak(tr, parts)

@@ -174,7 +174,7 @@ def _ranges(specfile, kernel: Kernel, hw, sets: Mapping[str, int], vary: Mapping
     """Parameter -> a sequence of candidate values (range or tuple), hardware limits applied."""
     from loopsim.count.formula import loop_symbols
 
-    sym = loop_symbols(specfile, kernel)
+    sym = loop_symbols(kernel)
     limits = _tile_limits(kernel, hw)
     step_params: dict[str, tuple[int, str] | None] = {}
     for n, _ in walk(kernel.body):

@@ -174,7 +174,7 @@ def live_buffers(kernel: Kernel, target,
     as it rotates through (:func:`buffers_of`). A store stages its tile (PSUM -> SBUF) unless an
     op already made that tensor in SBUF, where the DMA reads it. ``op_outputs=False`` leaves out
     the tiles ops make on chip (counted by their live ranges elsewhere,
-    :func:`loopsim.frontends.program.produced_peak`). Costs: ``target.tile_cost`` (bytes per partition on NeuronCore)."""
+    :func:`loopsim.count.stages.produced_peak`). Costs: ``target.tile_cost`` (bytes per partition on NeuronCore)."""
     tm = kernel.tensor_map
     on_chip = {a.tensor for s, _ in kernel.statements()
                for a in getattr(s, "sbuf_outputs", lambda: ())()}

@@ -185,7 +185,7 @@ def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width, req=
 
 def produced_peak(kernel: Kernel, target) -> int | None:
     """Peak SBUF cost of the blocks an op produced, each live from its first request to its last
-    in the trace's order (:func:`loopsim.frontends.program.produced_peak` reads the same off a trace), from
+    in the trace's order (:func:`loopsim.count.stages.produced_peak` reads the same off a trace), from
     the statements: loops that change none of those requests are taken for two iterations (the
     first and last iterations hold every block's first and last request). None past
     :data:`MAX_EVENTS` events, or when a matmul accumulates into a produced tensor (the caller

@@ -409,7 +409,8 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
                 step = _int(m.group(3), params, f"{w}: step")
                 try:
                     nodes.append(Loop(m.group(1), extent, step, tuple(body), ln,
-                                      (splits or {}).get(m.group(1), 1)))
+                                      (splits or {}).get(m.group(1), 1),
+                                      symbols=(m.group(2).strip(), m.group(3).strip())))
                 except SpecError as e:
                     raise SpecError(f"{where}: {e}") from None
                 continue

@@ -204,6 +204,8 @@ class Loop:
     # the loop over physical cores of an LNC split (loopsim.count.lnc.cores_nest): every iteration runs,
     # so a core whose slice is empty still makes the statements that do not index its slice
     spmd: bool = False
+    #: (extent, step) as the source spelled them ("M", "TM"); () when built from numbers
+    symbols: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         where = f"nest line {self.line}" if self.line else f"loop {self.var}"

@@ -24,8 +24,9 @@ from loopsim.count.counts import Counts, Residency, TensorCounts, capacity_units
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
 from loopsim.ir.kernel import Matmul
-from loopsim.frontends.program import Intermediate, Program, Stage, count_stage, is_program, program_from
-from loopsim.frontends.program import check_scope as program_check_scope
+from loopsim.frontends.program import Intermediate, Program, Stage, is_program, program_from
+from loopsim.count.stages import count_stage
+from loopsim.count.stages import check_scope as program_check_scope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +91,16 @@ def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split:
                                               for s in prog.stages))
         return prog
     return _single(spec_mod.kernel_from(sf, params), lnc_cores, split, buffers,
-                   ceil_mod.parallel_from(sf))
+                   parallel_from(sf))
+
+
+def parallel_from(spec_file) -> ceil_mod.Parallel | None:
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
+    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
+    from loopsim.frontends.spec import parallel
+
+    p = parallel(spec_file.path, spec_file.data)
+    return None if p is None else ceil_mod.Parallel(*p)
 
 
 def _single(kernel, lnc_cores, split, buffers, parallel) -> Program:

@@ -135,15 +135,6 @@ class Ceilings:
         return min(self.ceilings, key=lambda c: c.P) if self.ceilings else None
 
 
-def parallel_from(spec_file) -> Parallel | None:
-    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
-    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
-    from loopsim.frontends.spec import parallel
-
-    p = parallel(spec_file.path, spec_file.data)
-    return None if p is None else Parallel(*p)
-
-
 def link_bytes(kernel: Kernel, par: Parallel) -> int:
     """Bytes one chip moves across the link: over K an all-reduce of its partial outputs
     (ring: 2 (C-1)/C of them), over N an all-gather of the output shards ((C-1) x its shard)."""

@@ -47,7 +47,7 @@ from loopsim.base.errors import HardwareError
 from loopsim.count.executions import executions, row_blocks, tile_elements
 from loopsim.ir.kernel import ACC, Accumulate, Kernel, Loop, Matmul, Store
 from loopsim.ir.tiles import full_extent, matmul_roles
-from loopsim.targets.ceilings import Ceiling, Ceilings, Link, Parallel, Psum, link, link_bytes, link_ceiling, parallel_from  # noqa: F401 (re-exported)
+from loopsim.targets.ceilings import Ceiling, Ceilings, Link, Parallel, Psum, link, link_bytes, link_ceiling  # noqa: F401 (re-exported)
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
 ACC_BYTES = 4
