@@ -131,3 +131,42 @@ def test_every_module_has_a_folder():
 def test_every_folder_is_placed():
     found = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert found <= set(ORDER), f"folders not in FOLDERS: {sorted(found - set(ORDER))}"
+
+
+#: fields only a NeuronCore sheet has (loopsim.targets.neuron.sheet.NeuronCore): PE array, SBUF
+#: partitions, PSUM, Tensor Engine fixed cost, DMA engines
+NEURON_FIELDS = ("partitions", "pe_rows", "pe_cols", "moving_max", "stationary_max", "psum_banks",
+                 "psum_bank_bytes", "psum_bank_fp32", "psum_partition_bytes", "sbuf_partition_bytes",
+                 "k_tile_max", "mm_init_cycles", "mm_init_assumed", "mm_init_seconds", "dma_engines",
+                 "dma_bw")
+
+
+def _family_reads(source: str) -> list[tuple[int, str]]:
+    """(line, field) of each NeuronCore-only field ``source`` reads: an attribute, or a name given
+    to getattr/hasattr."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        name = None
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif (isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("getattr", "hasattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+            name = node.args[1].value
+        if name in NEURON_FIELDS:
+            out.append((node.lineno, name))
+    return out
+
+
+def test_only_targets_read_machine_family_fields():
+    """Outside loopsim/targets/ no module reads a NeuronCore-only field: the model, the counts and
+    the search ask the Target protocol (loopsim/targets/base.py)."""
+    bad = [f"loopsim/{path.relative_to(ROOT)}:{line} .{name}"
+           for mod, path in _modules().items() if mod and _folder(mod) != "targets"
+           for line, name in _family_reads(path.read_text(encoding="utf-8"))]
+    assert not bad, "; ".join(bad)
+
+
+def test_the_field_rule_sees_a_read():
+    # so that an empty result above means no reads, not a walk that sees nothing
+    src = "x = hw.pe_cols\ny = getattr(hw, 'dma_bw', None)\nz = hw.lanes\n"
+    assert sorted(_family_reads(src)) == [(1, "pe_cols"), (2, "dma_bw")]
