@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     reps = [replay(tr.obj, tr.write, cost, c, "lru", size=tr.obj_bytes) for c in caps]
     t_replays = time.perf_counter() - t
 
-    agree = all(int(curve.misses[j]) == r.misses and int(curve.hbm_bytes[j]) == r.fetch_bytes + r.writeback_bytes
+    agree = all(int(curve.misses[j]) == r.misses and int(curve.Q[j]) == r.fetch_bytes + r.writeback_bytes
                 for j, r in enumerate(reps))
     print(f"stack-distance pass alone      {t_pass:8.3f} s   ({tr.n / t_pass / 1e6:.1f} M requests/s)")
     print(f"lru_curve, {len(caps):>2} capacities       {t_curve:8.3f} s   (one pass + counting)")
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     print(f"misses and Q agree at every capacity: {agree}")
     for j, c in enumerate(caps):
         print(f"  capacity {c:>10,} B/partition   misses {int(curve.misses[j]):>12,}   "
-              f"Q {int(curve.hbm_bytes[j]):>16,} bytes")
+              f"Q {int(curve.Q[j]):>16,} bytes")
     return 0 if agree else 1
 
 

@@ -55,7 +55,7 @@ t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, target=TRN))
 t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, target=TRN), 2)
 cost, write = tr.object_cost(TRN), tr.write
 out = {"n": n, "build_ns": t_build / n * 1e9, "build_bytes": peak / n, "count_aw_s": t_aw,
-       "count_lru_s": t_lru, "Q_aw": c.hbm_bytes}
+       "count_lru_s": t_lru, "Q_aw": c.Q}
 for policy in ("lru", "opt"):
     replay(tr.obj[:1000], write[:1000], cost, cap, policy)
     dt, r = best(lambda: replay(tr.obj, write, cost, cap, policy))

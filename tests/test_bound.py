@@ -58,8 +58,8 @@ def test_toy_2048_cube_pebble_bound_binds():
     S = 2**20 // 2
     assert lb.S_words == S == 524_288
     assert lb.pebble_words == _pebble_decimal(2048, 2048, 2048, S)
-    assert lb.Q_bytes == 2 * lb.pebble_words > 3 * 2048 * 2048 * 2
-    assert 36_000_000 < lb.Q_bytes < 37_000_000
+    assert lb.Q == 2 * lb.pebble_words > 3 * 2048 * 2048 * 2
+    assert 36_000_000 < lb.Q < 37_000_000
 
 
 def test_sbuf_override_and_mixed_dtypes(tmp_path):
@@ -73,7 +73,7 @@ def test_sbuf_override_and_mixed_dtypes(tmp_path):
     assert lb.S_words == 65536 // 2  # toy has no PSUM to add
     # compulsory: A fp32 (4 B) + B and C bf16 (2 B each)
     assert lb.compulsory_bytes == 4096 * 4096 * (4 + 2 + 2)
-    assert lb.Q_bytes == max(lb.compulsory_bytes, 2 * _pebble_decimal(4096, 4096, 4096, lb.S_words))
+    assert lb.Q == max(lb.compulsory_bytes, 2 * _pebble_decimal(4096, 4096, 4096, lb.S_words))
 
 
 def test_not_matmul_shaped():
@@ -116,7 +116,7 @@ def test_no_simulated_q_below_the_bound(name, policy, m, n, k, kib_per_partition
         return
     if policy == "as-written" and not rep.counts.residency.fits:
         return
-    assert rep.counts.hbm_bytes >= rep.lower_bound.Q_bytes
+    assert rep.counts.Q >= rep.lower_bound.Q
 
 
 def test_bound_keys_in_entitle_compare_and_capacity(capsys):

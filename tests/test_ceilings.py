@@ -193,14 +193,14 @@ def test_day6_lnc2_weights_count_twice():
     sets = {"B": 256, "D": 1024, "F": 1024}
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
     one = analyze(spec.load_kernel("projection", sets), TRN2)
-    assert one.counts.hbm_bytes == x + w + y
+    assert one.counts.Q == x + w + y
     k2 = lnc.with_split(spec.load_kernel("projection", sets), 2)
     assert lnc.split_loop(k2).var == "b"  # the token loop is the default
     for policy in ("as-written", "lru"):
         two = analyze(k2, LNC2, policy=policy)
         t = two.counts.tensor_map
         assert (t["x"].read_bytes, t["W"].read_bytes, t["y"].write_bytes) == (x, 2 * w, y)
-        assert two.counts.hbm_bytes == x + 2 * w + y
+        assert two.counts.Q == x + 2 * w + y
         assert two.counts.flops == one.counts.flops
     assert two.entitlement.P == 2 * TRN2.P("bf16") and two.entitlement.BW == 2 * TRN2.bw
 
@@ -211,8 +211,8 @@ def test_lnc2_split_loads_are_not_doubled():
     k = spec.load_kernel("matmul")
     qa = 1024 * 1024 * 2
     q = qa * (1024 // 512) + qa * (1024 // 128) + qa
-    assert analyze(k, TRN2).counts.hbm_bytes == q
-    assert analyze(lnc.with_split(k, 2), LNC2).counts.hbm_bytes == q
+    assert analyze(k, TRN2).counts.Q == q
+    assert analyze(lnc.with_split(k, 2), LNC2).counts.Q == q
 
 
 def test_core_balance_ragged_split():

@@ -60,7 +60,7 @@ def test_tiles_respect_hardware_limits():
                         sets={"TM": 128, "TK": 128, "N": 2000, "K": 300}, examples=20)
     assert res.held and dict(res.ranges)["TN"] == "256..512"
     kern = spec.load_kernel("matmul", {"TN": 512, "N": 2000, "K": 300, "M": 200})
-    q = analyze(kern, hardware.load("trn2-core")).counts.hbm_bytes
+    q = analyze(kern, hardware.load("trn2-core")).counts.Q
     assert q == expr.parse(RIGHT).evaluate(dict(kern.params))
 
 

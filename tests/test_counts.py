@@ -35,7 +35,7 @@ def test_day2_projection_counts(B):
     assert rep.counts.flops == 2 * B * D * F
     assert rep.counts.compulsory_bytes == 2 * (B * D + D * F + B * F)
     # the careful tiling reads each input once: simulated Q equals the compulsory Q
-    assert rep.counts.hbm_bytes == rep.counts.compulsory_bytes
+    assert rep.counts.Q == rep.counts.compulsory_bytes
     assert rep.counts.residency.fits
 
 
@@ -58,7 +58,7 @@ def test_tutorial_matmul_as_written_closed_form():
     t = c.tensor_map
     # as written, A is reloaded for each n and B for each m: r_A = N/TN, r_B = M/TM
     assert t["A"].r == N / TN and t["B"].r == M / TM
-    assert c.hbm_bytes == 2 * (N // TN * M * K + M // TM * K * N + M * N)
+    assert c.Q == 2 * (N // TN * M * K + M // TM * K * N + M * N)
 
 
 def test_only_working_tiles_fit_lru():
@@ -74,7 +74,7 @@ def test_everything_fits_r_is_one(policy):
     c = count(spec.load_kernel("matmul"), policy=policy, capacity=TRN2.sbuf_partition_bytes,
               target=TRN)
     assert all(t.r == 1 for t in c.tensors if not t.output)
-    assert c.hbm_bytes == c.compulsory_bytes == 2 * 3 * 1024 * 1024
+    assert c.Q == c.compulsory_bytes == 2 * 3 * 1024 * 1024
 
 
 def test_hoisting_a_load_changes_q():
@@ -88,7 +88,7 @@ def test_blocked_matmul_closed_form():
     c = _q(spec.load_kernel("matmul_blocked"))
     M, N, K, BM, BN = 2048, 2048, 1024, 512, 1024
     assert c.tensor_map["A"].r == N / BN and c.tensor_map["B"].r == M / BM
-    assert c.hbm_bytes == 2 * (N // BN * M * K + M // BM * K * N + M * N)
+    assert c.Q == 2 * (N // BN * M * K + M // BM * K * N + M * N)
 
 
 def test_partial_sums_cost_a_write_and_a_later_read():
@@ -117,7 +117,7 @@ def _as_written_reference(kernel):
 
 @given(matmul_nests())
 def test_as_written_q_is_the_sum_of_executed_transfers(kernel):
-    assert _q(kernel).hbm_bytes == _as_written_reference(kernel)
+    assert _q(kernel).Q == _as_written_reference(kernel)
 
 
 @given(matmul_nests(), st.sampled_from(["as-written", "lru", "opt"]), st.integers(0, 6))
@@ -127,7 +127,7 @@ def test_simulated_q_at_least_compulsory(kernel, policy, extra):
     tr = trace.build(kernel)
     need = max(need, int(tr.obj_bytes.max()))
     c = count(kernel, policy=policy, capacity=need * (1 + extra), trace=tr, target=FLAT)
-    assert c.hbm_bytes >= c.compulsory_bytes
+    assert c.Q >= c.compulsory_bytes
     assert c.flops == 2 * math.prod(kernel.tensor_map["C"].shape) * kernel.tensor_map["A"].shape[0]
 
 
@@ -136,7 +136,7 @@ def test_lru_q_never_rises_with_capacity(kernel, factors):
     from loopsim.sim import trace
     tr = trace.build(kernel)
     base = max(working_set(kernel, FLAT), int(tr.obj_bytes.max()))
-    qs = [count(kernel, policy="lru", capacity=base * f, trace=tr, target=FLAT).hbm_bytes for f in sorted(factors)]
+    qs = [count(kernel, policy="lru", capacity=base * f, trace=tr, target=FLAT).Q for f in sorted(factors)]
     assert qs == sorted(qs, reverse=True)
 
 

@@ -31,7 +31,7 @@ def test_fully_optimized_4096_cubed(tibn):
     BLOCK_N, BLOCK_M, BLOCK_K = TILE_N * tibn, TILE_M * TIBM, TILE_K * TIBK
     rep = _analysis(FULL, {"M": M, "N": N, "K": K, "TILES_IN_BLOCK_N": tibn})
     # Q unchanged by the SBUF accumulation: lhsT once per N-block, rhs once, result written once
-    assert rep.counts.hbm_bytes == 2 * (M * K * (N // BLOCK_N) + K * N + M * N)
+    assert rep.counts.Q == 2 * (M * K * (N // BLOCK_N) + K * N + M * N)
     t = rep.counts.tensor_map
     assert t["ps"].read_bytes == t["ps"].write_bytes == 0 and t["result"].read_bytes == 0
     # PSUM: each acc drains its accumulator, so one 128 x 512 fp32 tile (one 2 KiB bank) is live,
@@ -57,9 +57,9 @@ def test_fully_optimized_default_shapes_replay_agrees():
     # input once (SBUF holds everything: 8 + 4 MiB inputs); as written lhsT is read N/BLOCK_N = 2x
     M, N, K = 4096, 2048, 1024
     aw = _analysis(FULL, {})
-    assert aw.counts.hbm_bytes == 2 * (2 * M * K + K * N + M * N)
+    assert aw.counts.Q == 2 * (2 * M * K + K * N + M * N)
     for policy in ("lru", "opt"):
-        assert _analysis(FULL, {}, policy).counts.hbm_bytes == 2 * (M * K + K * N + M * N)
+        assert _analysis(FULL, {}, policy).counts.Q == 2 * (M * K + K * N + M * N)
 
 
 def _tiny(tmp_path, nest, extra=""):

@@ -95,7 +95,7 @@ def points(kernel: Kernel, policy: str, capacities: list[int], target,
         out = []
         for cap in capacities:
             c = count_split(kernel, policy=policy, capacity=cap, target=target)
-            out.append((c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors}))
+            out.append((c.Q, {t.name: t.read_bytes for t in c.tensors}))
             if tick is not None:
                 tick()
         return out
@@ -107,10 +107,10 @@ def points(kernel: Kernel, policy: str, capacities: list[int], target,
         for _ in capacities if tick is not None else ():
             tick()
         names = trace.tensor_names
-        return [(int(cv.hbm_bytes[j]),
+        return [(int(cv.Q[j]),
                  {n: int(cv.fetch_bytes[i, j]) if i < cv.fetch_bytes.shape[0] else 0
                   for i, n in enumerate(names)}) for j in range(len(capacities))]
-    return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
+    return [(c.Q, {t.name: t.read_bytes for t in c.tensors})
             for c in sweep_policy(kernel, policy, capacities, target, trace, tick)]
 
 
@@ -204,7 +204,7 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
             lb = lower_bound(kernel, hw, cap * per)
             rows.append(CapacityRow(cap * per, policy, q,
                                     tuple((n, reads[n] / tbytes[n]) for n in inputs),
-                                    kernel.compulsory_bytes, lb.Q_bytes if lb else None))
+                                    kernel.compulsory_bytes, lb.Q if lb else None))
     # keep the curve up to the first capacity where every policy is at compulsory Q (and the sheet's)
     done = max((next((r.capacity_bytes for r in rows if r.policy == p and r.Q <= r.compulsory_Q),
                      caps[-1] * per) for p in policies), default=caps[-1] * per)

@@ -257,7 +257,7 @@ def _simulate(example: tuple[dict, Kernel], *, f, hw, policy: str, sbuf_bytes: i
         return ("reject", str(e))
     except Exception:  # noqa: BLE001 -- reproduced, in order, by the check itself
         return ("unknown",)
-    q = rep.counts.hbm_bytes
+    q = rep.counts.Q
     try:
         holds = f.evaluate(params) == q
     except expr.ExprError:
@@ -367,7 +367,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
             except (SpecError, CapacityError) as e:
                 hit = ("reject", str(e))
             else:
-                hit = ("ok", params, rep.counts.hbm_bytes, _tensors(rep))
+                hit = ("ok", params, rep.counts.Q, _tensors(rep))
             known[key] = hit
         if hit[0] == "reject":
             rejected.append(hit[1])

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopsim.base.errors import CapacityError, SpecError
+from loopsim.base.vocab import POLICIES  # as-written, lru, opt
 from loopsim.ir.kernel import ACC, DTYPES, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store, walk
 from loopsim.ir.tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile
 
-POLICIES = ("as-written", "lru", "opt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ class Counts:
     residency: Residency
 
     @property
-    def hbm_bytes(self) -> int:
+    def Q(self) -> int:
         """Q: every crossing of the link, reads and writes, bytes."""
         return sum(t.read_bytes + t.write_bytes for t in self.tensors)
 

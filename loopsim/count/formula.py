@@ -90,7 +90,7 @@ class Formula:
         return _sum_terms([t for tq in self.tensors for t in (tq.read_text, tq.write_text)])
 
     @property
-    def q_bytes(self) -> int:
+    def Q(self) -> int:
         return sum(t.read_bytes + t.write_bytes for t in self.tensors)
 
     @property
@@ -99,7 +99,7 @@ class Formula:
 
     def as_dict(self) -> dict:
         return {"regime": self.regime, "claimed": self.claimed, "reason": self.reason,
-                "Q": self.q_text, "Q_bytes": self.q_bytes,
+                "Q": self.q_text, "Q_bytes": self.Q,
                 "tensors": {t.name: {"read": t.read_text, "read_bytes": t.read_bytes,
                                      "write": t.write_text, "write_bytes": t.write_bytes,
                                      "r": t.r_text, "bytes": t.size_text} for t in self.tensors}}
@@ -294,11 +294,11 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
     regime = ("all" if capacity >= all_from else
               "working" if capacity >= need and (working_below is None or capacity < working_below)
               else "between" if capacity >= need else "below")
-    q_sim = int(curve.hbm_bytes[at[cap]])
+    q_sim = int(curve.Q[at[cap]])
     if _split(kernel):  # each core replays its share with its own SBUF; the pass above is one core
         from loopsim.count.lnc import count_split
 
-        q_sim = count_split(kernel, policy="lru", capacity=cap, target=hw).hbm_bytes
+        q_sim = count_split(kernel, policy="lru", capacity=cap, target=hw).Q
     return Regimes(work, allf, need, working_below, all_from, capacity, hw.lanes, q_sim, regime)
 
 
@@ -348,7 +348,7 @@ class Derivation:
                                    (t.read_bytes, t.write_bytes) == self.simulated_as_written[t.name]
                                    for t in self.as_written.tensors)},
                 "lru": self.regimes.as_dict(),
-                "lower_bound_Q": lb.Q_bytes if lb is not None else None,
+                "lower_bound_Q": lb.Q if lb is not None else None,
                 "lower_bound": lb.as_dict() if lb is not None else None}
 
 

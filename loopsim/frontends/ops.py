@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import OTHER_ENGINES
 from loopsim.ir import ops as ops_mod
 from loopsim.ir.graph import OpNode
 from loopsim.ir.kernel import walk
@@ -51,10 +52,10 @@ def parse_ops(path: str, data: Mapping) -> tuple[tuple[OpNode, ...], tuple[str, 
 
 def _engine(where: str, kind: str, engine: str) -> str:
     """An op's engine override, checked: "" (the kind's own engines) or one of ops.ENGINES."""
-    if engine and (kind == "matmul" or engine not in ops_mod.ENGINES[1:]):
+    if engine and (kind == "matmul" or engine not in OTHER_ENGINES):
         raise SpecError(f"{where}.engine={engine!r}: " + (
             "a matmul runs on the Tensor Engine" if kind == "matmul" else
-            f"expected one of: {', '.join(ops_mod.ENGINES[1:])}"))
+            f"expected one of: {', '.join(OTHER_ENGINES)}"))
     return engine
 
 

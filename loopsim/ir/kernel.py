@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import ELEMENT_BYTES
 
-#: bytes per element of each supported dtype
-DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+#: bytes per element of each tensor dtype (the one dtype table: :mod:`loopsim.base.vocab`)
+DTYPES: dict[str, int] = ELEMENT_BYTES
 
 # Event kinds a statement generates (see trace.py). LOAD/STORE cross HBM as written; USE and
 # PRODUCE touch SBUF only; ACC is an accumulation into an output tile (PSUM), which reads the

@@ -133,7 +133,7 @@ class Profile:
         return self.hardware_flops - (self.transpose_flops or 0)
 
     @property
-    def hbm_bytes(self) -> int | None:
+    def Q(self) -> int | None:
         """Q as the profile counts it: HBM read + write bytes (None unless both are given)."""
         if self.hbm_read_bytes is None or self.hbm_write_bytes is None:
             return None
@@ -156,8 +156,8 @@ class Profile:
     def traffic(self) -> tuple[int, str]:
         """(Q bytes, how it was obtained) for a profile used without a spec: HBM read + write
         bytes, else W / mm_arithmetic_intensity rounded to the nearest byte."""
-        if self.hbm_bytes is not None:
-            return self.hbm_bytes, "hbm_read_bytes + hbm_write_bytes"
+        if self.Q is not None:
+            return self.Q, "hbm_read_bytes + hbm_write_bytes"
         i = self.mm_arithmetic_intensity
         if i:
             return round(self.work() / i), "(hardware_flops - transpose_flops) / mm_arithmetic_intensity"
@@ -429,8 +429,8 @@ def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
     if profile.flops is not None:
         ds.append(_disagree("W", e.W, profile.flops,
                             "the profile did {pct} {way} FLOPs than the nest implies", more, "FLOPs"))
-    if profile.hbm_bytes is not None:
-        ds.append(_disagree("Q", e.Q, profile.hbm_bytes,
+    if profile.Q is not None:
+        ds.append(_disagree("Q", e.Q, profile.Q,
                             "the profile moved {pct} {way} bytes than the nest implies", more, "bytes"))
     else:
         for what, verb, nest, prof in (("Q read", "read", read_bytes, profile.hbm_read_bytes),

@@ -186,7 +186,7 @@ class Analysis:
 
     @property
     def Q(self) -> int:
-        return self.counts.hbm_bytes
+        return self.counts.Q
 
     @property
     def params(self) -> tuple[tuple[str, int], ...]:
@@ -258,7 +258,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
                               replay=replay, strict=strict))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
-    e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
+    e = Entitlement(total.flops, total.Q, hw.P(dt), hw.bw)
     lb = None
     if prog.is_single:
         from loopsim.count.bound import lower_bound
@@ -315,9 +315,9 @@ def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> N
 def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:
     """Seconds each roof and ceiling implies for one kernel, and a line explaining each."""
     P = hw.P(dtype)
-    times = {"compute": c.flops / P, "memory": c.hbm_bytes / hw.bw}
+    times = {"compute": c.flops / P, "memory": c.Q / hw.bw}
     details = {"compute": f"W/P = {c.flops:,} FLOPs at P ({dtype})",
-               "memory": f"Q/BW = {c.hbm_bytes:,} bytes at BW"}
+               "memory": f"Q/BW = {c.Q:,} bytes at BW"}
     if ceil.instructions:
         comb = ceil.get("combined")
         times["tensor_engine"] = comb.T

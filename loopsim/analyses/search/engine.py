@@ -117,7 +117,7 @@ class Context:
             return 0.0
         t = self.W / self.hw.P(self.dtype)
         if self.lb is not None:
-            t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
+            t = max(t, ev.memory_floor(self.hw, self.lb.Q))
         role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
         if self.shape is not None and set(role) == {"K", "M", "N"}:
             from loopsim.count.lnc import kernel_cores
@@ -310,7 +310,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         if not vals:
             raise InputError(f"--space {name}: no values")
     out = Outcome(p, ctx.values, space.size(ctx.values) * len(ctx.structs),
-                  lower_bound_Q=ctx.lb.Q_bytes if ctx.lb else None,
+                  lower_bound_Q=ctx.lb.Q if ctx.lb else None,
                   structures_searched=p.structures and ctx.chain is not None)
     groups, blocks = plan(ctx)
     stream = units(ctx, groups, blocks)

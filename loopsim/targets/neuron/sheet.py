@@ -201,8 +201,8 @@ class NeuronCore(Roofs):
         if self.transfer_bw is None:
             return None
         if not exact:
-            return (counts.hbm_bytes / self.dma_bw,
-                    f"DMA: Q = {counts.hbm_bytes:,} bytes at the DMA engines' {self.dma_bw / 1e9:.4g} GB/s")
+            return (counts.Q / self.dma_bw,
+                    f"DMA: Q = {counts.Q:,} bytes at the DMA engines' {self.dma_bw / 1e9:.4g} GB/s")
         from loopsim.targets.neuron import dma
 
         d = dma.report(kernel, self)
