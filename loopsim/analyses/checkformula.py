@@ -35,6 +35,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Mapping, Sequence
 
+from loopsim.base import values
 from loopsim.ir import expr
 from loopsim.frontends import spec as spec_mod
 from loopsim.base.errors import CapacityError, InputError, LoopsimError, SpecError
@@ -118,36 +119,11 @@ class CheckResult:
 # ranges
 
 
-def parse_vary(items: Sequence[str] | None) -> dict[str, tuple[int, int] | tuple[int, ...]]:
-    """``["M=1..4096", "TN=128,256,512"]`` -> {"M": (1, 4096) range, "TN": [128, 256, 512] list}.
-
-    A range is returned as ``range(lo, hi + 1)``; a list as a tuple of values.
-    """
-    out: dict = {}
-    for item in items or ():
-        name, eq, text = item.partition("=")
-        name, text = name.strip(), text.strip().replace("_", "")
-        if not eq or not name.isidentifier() or not text:
-            raise InputError(f"--vary {item}: expected NAME=LO..HI or NAME=V1,V2,...")
-        if name in out:
-            raise InputError(f"--vary {name}: given twice; give one range or list")
-        try:
-            if ".." in text:
-                lo_t, _, hi_t = text.partition("..")
-                lo, hi = int(lo_t), int(hi_t)
-            else:
-                vals = tuple(int(v) for v in text.split(","))
-        except ValueError:
-            raise InputError(f"--vary {name}={text}: values must be integers "
-                             "(NAME=LO..HI or NAME=V1,V2,...)") from None
-        if ".." in text:
-            if lo > hi:
-                raise InputError(f"--vary {name}={text}: the range is empty ({lo} > {hi})")
-            vals = range(lo, hi + 1)
-        if (vals.start if isinstance(vals, range) else min(vals)) <= 0:  # never walk a range
-            raise InputError(f"--vary {name}={text}: values must be > 0")
-        out[name] = vals
-    return out
+def parse_vary(items: Sequence[str] | None) -> dict[str, range | tuple[int, ...]]:
+    """``["M=1..4096", "TN=128,256,512"]`` -> {"M": range(1, 4097), "TN": (128, 256, 512)}: the one
+    ``NAME=values`` grammar (:mod:`loopsim.base.values`; ``LO..HI:STEP`` and ``LO..HI:x2`` too).
+    A range stays a :class:`range` (hypothesis draws from it; it is never walked)."""
+    return values.parse_all(items, "--vary")
 
 
 def _tile_limits(kernel: Kernel, hw) -> dict[str, tuple[int, str]]:
