@@ -19,15 +19,11 @@ from typing import Iterator, Union
 
 from loopsim.base.errors import SpecError
 from loopsim.base.vocab import ELEMENT_BYTES
+from loopsim.ir.codes import ACC, LOAD, PRODUCE, STORE, USE, WRITE_KINDS  # noqa: F401 (event kinds, re-exported)
 
 #: bytes per element of each tensor dtype (the one dtype table: :mod:`loopsim.base.vocab`)
 DTYPES: dict[str, int] = ELEMENT_BYTES
 
-# Event kinds a statement generates (see trace.py). LOAD/STORE cross HBM as written; USE and
-# PRODUCE touch SBUF only; ACC is an accumulation into an output tile (PSUM), which reads the
-# partial sum back only when the tile was stored before its accumulation finished.
-LOAD, USE, STORE, PRODUCE, ACC = 0, 1, 2, 3, 4
-WRITE_KINDS = (STORE, PRODUCE)
 
 
 def _positive_int(value: object, where: str) -> int:

@@ -21,6 +21,9 @@ import numpy as np
 from loopsim.base.errors import InternalError, SpecError, TraceTooLarge
 from loopsim.ir.kernel import ACC, LOAD, PRODUCE, STORE, USE, Accumulate, Kernel, Loop, Matmul, Node, WRITE_KINDS
 from loopsim.ir.tiles import Grid, full_extent, grids, loop_edges, matmul_roles
+from loopsim.sim._codes import (A_KIND, A_L0, A_L1, A_SIMPLE, A_SKIP, A_X0, A_X1, A_ZEROED, C_ARG, C_JUMP,
+                                C_OP, MM_RAGGED, MM_WHOLE, OP_END, OP_LOOP, OP_STMT, S_A0, S_A1, S_CHECK,
+                                S_FLOPS, S_INSTR, S_MM, S_SLOTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +208,6 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     ``fast``: mark the loops the walker may run whole iterations of at once (see
     :func:`_fast_loops`); False leaves every loop to the statement-by-statement path (the same
     trace; tests compare the two)."""
-    from loopsim.sim._codes import OP_END, OP_LOOP, OP_STMT
-
     gs = grids(kernel)
     tmap = kernel.tensor_map
     names = tuple(t.name for t in kernel.tensors)
@@ -242,7 +243,7 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                 code.append([OP_LOOP, L, 0])
                 visit(node.body, loops + (node,))
                 code.append([OP_END, L, at + 1])
-                code[at][2] = len(code)
+                code[at][C_JUMP] = len(code)
                 continue
             a0 = len(accs)
             rows = {}
@@ -293,8 +294,8 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                                     f"'{node}' is ragged at the edge of {a.name}; step its batch loop "
                                     "by a divisor of the batch dimension")
                 mm = [1 + int(ragged)] + [rows[(id(acc), axis)] for acc, axis, _ in ops] + full + [0, bt]
-                mm[7] = 2 * math.prod(full) * bt
-                if mm[7] >= 2**62:  # the walker sums these in int64, checking each addition
+                mm[S_FLOPS - S_MM] = 2 * math.prod(full) * bt
+                if mm[S_FLOPS - S_MM] >= 2**62:  # the walker sums these in int64, checking each addition
                     raise SpecError(f"{kernel.source or kernel.name}: {node.where()}: FLOP count "
                                     "overflows int64")
             code.append([OP_STMT, len(stmts), 0])
@@ -316,12 +317,13 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     ln = table(lin, 2)
     code_t = table(code, 3)
     ft, rows = _fast_loops(code_t, len(loops_t), st, ac, ln, fast)
-    scratch = max([rows.shape[0]] + [a[4] - a[3] for a in accs])
-    emits = (ac[:, 2] == 0) | (ac[:, 8] != 0)  # a PSUM read (skip, not zeroed) emits nothing
-    general = bool(st[:, 3].any() or (st[:, 4] == 2).any() or (emits & (ac[:, 5] == 0)).any())
+    scratch = max([rows.shape[0]] + [a[A_X1] - a[A_X0] for a in accs])
+    emits = (ac[:, A_SKIP] == 0) | (ac[:, A_ZEROED] != 0)  # a PSUM read (skip, not zeroed) emits nothing
+    general = bool(st[:, S_CHECK].any() or (st[:, S_MM] == MM_RAGGED).any()
+                   or (emits & (ac[:, A_SIMPLE] == 0)).any())
     return Nest(kernel, code_t, table(loops_t, 5), np.array(edge_terms, np.int64), st, ac,
                 table(axes, 7), np.array(terms, np.int64), ln, ft, rows, max(scratch, 1), general, slots,
-                int(st[:, 2].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
+                int(st[:, S_SLOTS].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
 
 
 def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndarray,
@@ -337,36 +339,35 @@ def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndar
     no partial-sum or accumulator state, written as is; accesses that never emit are left out),
     the most requests, the FLOPs and the instructions of one iteration; ``r0 = -1``: not fast.
     """
-    from loopsim.sim._codes import OP_LOOP, OP_STMT
-
     fast = np.full((n_loops, 5), -1, np.int64)
     rows: list[list[int]] = []
     if not enable:
         return fast, np.zeros((0, 4), np.int64)
     for pc in range(code.shape[0]):
-        if code[pc, 0] != OP_LOOP:
+        if code[pc, C_OP] != OP_LOOP:
             continue
-        L = int(code[pc, 1])
-        body = code[pc + 1:int(code[pc, 2]) - 1]
-        if not body.size or (body[:, 0] != OP_STMT).any():
+        L = int(code[pc, C_ARG])
+        body = code[pc + 1:int(code[pc, C_JUMP]) - 1]
+        if not body.size or (body[:, C_OP] != OP_STMT).any():
             continue
-        ss = stmts[body[:, 1]]
+        ss = stmts[body[:, C_ARG]]
         mine = []
-        ok = not ss[:, 3].any() and not (ss[:, 4] == 2).any()
+        ok = not ss[:, S_CHECK].any() and not (ss[:, S_MM] == MM_RAGGED).any()
         for s in ss:
-            for a in range(s[0], s[1]):
-                kind, skip, simple, l0, l1, zeroed = (int(v) for v in accs[a, [1, 2, 5, 6, 7, 8]])
+            for a in range(s[S_A0], s[S_A1]):
+                kind, skip, simple, l0, l1, zeroed = (
+                    int(v) for v in accs[a, [A_KIND, A_SKIP, A_SIMPLE, A_L0, A_L1, A_ZEROED]])
                 if skip and not zeroed:
                     continue  # a PSUM read: never a request
                 ok &= bool(simple)
                 stride = int(lin[l0:l1, 1][lin[l0:l1, 0] == L].sum())
                 plain = kind not in (ACC, STORE) and not zeroed
                 mine.append([a, stride, kind, int(plain)])
-        mm = ss[:, 4] == 1
-        flops = sum(int(f) for f in ss[mm, 11])
+        mm = ss[:, S_MM] == MM_WHOLE
+        flops = sum(int(f) for f in ss[mm, S_FLOPS])
         if not ok or flops >= 2**62:
             continue
-        fast[L] = (len(rows), len(rows) + len(mine), int(ss[:, 2].sum()), flops, int(ss[mm, 12].sum()))
+        fast[L] = (len(rows), len(rows) + len(mine), int(ss[:, S_SLOTS].sum()), flops, int(ss[mm, S_INSTR].sum()))
         rows += mine
     return fast, np.array(rows, np.int64).reshape(-1, 4)
 
