@@ -8,7 +8,8 @@
   ``.k_tile_max``/``.moving_max``/``.stationary_max``, or take a ``moving_max`` parameter, or name
   ``partitions`` beside ``pe_cols`` (the K limit spelled as the partition count).
 - ``statements_calls``: ``Kernel.statements()`` calls during one ``pipeline.analyze`` of the bundled
-  ``matmul`` on trn2-core (load excluded; a counter wraps the method).
+  ``matmul`` on trn2-core (load excluded; a counter wraps the method), and ``statements_walks``:
+  how many of them walked the nest (the rest found the kernel's statements already derived).
 
     python benchmarks/seam_measures.py
 """
@@ -96,10 +97,11 @@ def statements_calls() -> int:
     prog = pipeline.load("matmul")
     hw = hardware.load("trn2-core")
     orig = kmod.Kernel.statements
-    n = [0]
+    n = [0, 0]
 
     def counted(self, *a, **kw):
         n[0] += 1
+        n[1] += getattr(self, "_derived", {}).get("statements") is None  # this call walks the nest
         return orig(self, *a, **kw)
 
     kmod.Kernel.statements = counted
@@ -107,16 +109,17 @@ def statements_calls() -> int:
         pipeline.analyze(prog, hw)
     finally:
         kmod.Kernel.statements = orig
-    return n[0]
+    return n[0], n[1]
 
 
 def main() -> int:
     reads, mods = trainium_reads()
     parts = partitions_functions()
     places = tile_limit_places()
+    calls, walks = statements_calls()
     print(json.dumps({"trainium_reads": reads, "trainium_read_modules": mods,
                       "partitions_functions": len(parts), "tile_limit_places": len(places),
-                      "statements_calls": statements_calls(),
+                      "statements_calls": calls, "statements_walks": walks,
                       "partitions_function_list": parts, "tile_limit_place_list": places}, indent=1))
     return 0
 

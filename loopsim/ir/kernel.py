@@ -241,6 +241,8 @@ class Kernel:
     source: str = ""  # file the kernel came from, for error messages
     # buffers a load inside a loop rotates through, per tensor ("*": every tensor); default 1
     buffers: tuple[tuple[str, int], ...] = ()
+    # facts derived from the fields, computed once per kernel (it is frozen): statements, tensor map
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         where = self.source or f"kernel {self.name}"
@@ -333,12 +335,19 @@ class Kernel:
 
     @property
     def tensor_map(self) -> dict[str, Tensor]:
-        return {t.name: t for t in self.tensors}
+        got = self._derived.get("tensor_map")
+        if got is None:
+            got = self._derived["tensor_map"] = {t.name: t for t in self.tensors}
+        return got
 
-    def statements(self) -> Iterator[tuple[Statement, tuple[Loop, ...]]]:
-        for node, loops in walk(self.body):
-            if not isinstance(node, Loop):
-                yield node, loops
+    def statements(self) -> tuple[tuple[Statement, tuple[Loop, ...]], ...]:
+        """Every statement with its enclosing loops (outer -> inner), in program order; walked once
+        per kernel and kept."""
+        got = self._derived.get("statements")
+        if got is None:
+            got = self._derived["statements"] = tuple(
+                (node, loops) for node, loops in walk(self.body) if not isinstance(node, Loop))
+        return got
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
