@@ -75,6 +75,9 @@ class NeuronCore(Roofs):
     notes: tuple[str, ...] = ()
     dma_bw: int | None = None  # bytes/s, aggregate of every DMA engine in the scope; None if unsourced
     _spec_flops: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+    #: (bytes per partition, DMA throughput relative to peak), ascending, ending at 1 (dma.throughput)
+    dma_curve: tuple[tuple[int, float], ...] = ()
+    dma_curve_source: str = ""
     family: str = "neuron"
     _rate_name = "documented Tensor Engine rate"
 
@@ -279,7 +282,7 @@ def build(b) -> NeuronCore:
 
     # DMA
     dm = b.table(d.get("dma", _MISSING), "dma")
-    b.known(dm, "dma", {"engines", "core_bw"})
+    b.known(dm, "dma", {"engines", "core_bw", "throughput"})
     dma = b.number(dm.get("engines", _MISSING), "dma.engines", unit="DMA engines per physical core").value
     dma_bw = None
     if "core_bw" in dm:
@@ -289,6 +292,8 @@ def build(b) -> NeuronCore:
         b.derived("dma.bw", dma_bw, "bytes/s (scope)",
                      f"dma.core_bw {core_bw:_} × physical_cores {cores} (each physical core has "
                      "its own DMA engines)")
+
+    curve, curve_src = _dma_curve(b, dm["throughput"]) if "throughput" in dm else ((), "")
 
     # engines
     engines = []
@@ -327,5 +332,35 @@ def build(b) -> NeuronCore:
         psum_bank_bytes=bank_bytes, mm_init_cycles=mm.value, mm_init_assumed=mm.assumed,
         dma_engines=dma, link_bw=link, roofs="spec",
         flops=tuple(flops), engines=tuple(engines), values=tuple(b.values), measured=measured,
-        dma_bw=dma_bw, _spec_flops=tuple(flops),
+        dma_bw=dma_bw, _spec_flops=tuple(flops), dma_curve=curve, dma_curve_source=curve_src,
     )
+
+
+def _dma_curve(b, node) -> tuple[tuple[tuple[int, float], ...], str]:
+    """``[dma] throughput = { permille = [[BYTES_PER_PARTITION, PERMILLE], ...], source = ... }``:
+    DMA throughput relative to peak by transfer size, ascending, its last point 1000 (the peak)."""
+    path = "dma.throughput"
+    node = b.table(node, path)
+    b.known(node, path, {"permille", "source", "quote", "paraphrase", "defined", "note"})
+    pts = node.get("permille", _MISSING)
+    if not isinstance(pts, list) or len(pts) < 2:
+        b.fail(f"{path}.permille", pts, "must be a list of at least two [bytes per partition, permille] pairs")
+    out, last = [], 0
+    for i, pt in enumerate(pts):
+        where = f"{path}.permille[{i}]"
+        if not (isinstance(pt, list) and len(pt) == 2):
+            b.fail(where, pt, "must be a pair [bytes per partition, permille]")
+        x = b.scalar(pt[0], f"{where}[0]")
+        y = b.scalar(pt[1], f"{where}[1]")
+        if x <= last:
+            b.fail(f"{where}[0]", x, "must be larger than the point before (ascending sizes)")
+        if y > 1000:
+            b.fail(f"{where}[1]", y, "must be <= 1000 (permille of peak)")
+        out.append((x, y / 1000))
+        last = x
+    if out[-1][1] != 1:
+        b.fail(f"{path}.permille[{len(pts) - 1}][1]", pts[-1][1], "must be 1000: the curve ends at the peak")
+    src = b.source(node, path)
+    for x, y in out:
+        b.values.append(Value(f"{path}.{x}B", y, "of peak DMA throughput", src))
+    return tuple(out), str(src)
