@@ -361,6 +361,6 @@ def _dma_curve(b, node) -> tuple[tuple[tuple[int, float], ...], str]:
     if out[-1][1] != 1:
         b.fail(f"{path}.permille[{len(pts) - 1}][1]", pts[-1][1], "must be 1000: the curve ends at the peak")
     src = b.source(node, path)
-    for x, y in out:
-        b.values.append(Value(f"{path}.{x}B", y, "of peak DMA throughput", src))
+    shown = ", ".join(f"{x} B {y:.1%}" for x, y in out)
+    b.values.append(Value(path, shown, "of peak DMA throughput, by bytes per partition", src))
     return tuple(out), str(src)
