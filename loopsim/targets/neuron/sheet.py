@@ -30,9 +30,11 @@ from fractions import Fraction
 from loopsim.base.errors import HardwareError
 from loopsim.base.limits import MAX_MM_INIT_CYCLES
 from loopsim.targets.base import Roofs
-from loopsim.targets.hardware import DTYPES, ENGINES, FLOPS_PER_MAC, _MISSING, Measured, Value, _short
+from loopsim.base.vocab import OTHER_ENGINES as ENGINES  # a sheet's [engines.NAME]: vector, scalar, gpsimd
+from loopsim.targets.hardware import DTYPES, _MISSING, Measured, Value, _short
 
 TOP_KEYS = {"tensor", "sbuf", "psum", "hbm", "dma", "engines", "link"}
+FLOPS_PER_MAC = 2  # one multiply-accumulate of the PE array is two FLOPs
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +154,6 @@ class NeuronCore(Roofs):
         (stationary free size), N_t the moving free size. The one place these limits are spelled."""
         k = min(self.partitions, self.pe_rows) if self.partitions else self.pe_rows
         return {"K": k, "M": self.pe_cols, "N": self.moving_max}
-
-    @property
-    def k_tile_max(self) -> int:
-        return self.tile_limits()["K"]
 
     def cannot_run(self, kernel) -> list[str]:
         """Why ``kernel``'s matmul tiles exceed this core's limits, one line each."""
