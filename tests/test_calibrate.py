@@ -167,3 +167,32 @@ def test_predict_side_by_side(tmp_path, capsys):
     assert proj["T_predicted"] == proj["T_spec_bound"] == proj["W"] / hw.P("bf16")
     assert main(argv) == 0
     assert "compute (spec roof: not fitted, still a bound)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# a measurements file is data: a kernel reference in it never runs unless the user says so
+
+
+def test_a_kernel_reference_in_a_measurements_file_does_not_run(tmp_path, capsys, monkeypatch):
+    # issue 25 row 1: evil.py writes EXECUTED when run; the file naming it must be refused and the
+    # kernel never imported
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text('open("EXECUTED", "w").write("x")\n\ndef f():\n    pass\n')
+    f = _write(tmp_path, [{"spec": "evil.py::f", "time_s": 1e-4}])
+    out = tmp_path / "c.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "[0].spec='evil.py::f' names a kernel file" in err and "--allow-kernel-refs" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "EXECUTED").exists() and not out.exists()
+
+
+def test_allow_kernel_refs_runs_the_kernel_file(tmp_path, capsys, monkeypatch):
+    # with the flag the user has said the file is code: it is imported (and traced)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text('open("EXECUTED", "w").write("x")\n\ndef f():\n    pass\n')
+    f = _write(tmp_path, [{"spec": "evil.py::f", "time_s": 1e-4}])
+    main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--allow-kernel-refs"])
+    err = capsys.readouterr().err
+    assert (tmp_path / "EXECUTED").exists()
+    assert "names a kernel file" not in err and len(err.strip().splitlines()) <= 1

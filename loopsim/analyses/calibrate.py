@@ -234,9 +234,12 @@ def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
     return a.W, a.Q, a.dtype, a.counts.kernel
 
 
-def measurement_of(entry: object, hw, where: str) -> Measurement:
+def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = False) -> Measurement:
     """One entry of a measurements file: ``{"spec", "set", "time_s"[, "label", "dtype"]}`` (W and
-    Q from the nest) or a profiler summary (W and Q from the profile, see loopsim.model.measured)."""
+    Q from the nest) or a profiler summary (W and Q from the profile, see loopsim.model.measured).
+
+    The file is data: a ``"spec"`` naming a kernel file (``PATH.py::FUNCTION``), which tracing would
+    EXECUTE, is refused unless ``allow_kernel_refs`` (the CLI's ``--allow-kernel-refs``)."""
     from loopsim.model import measured
 
     if not isinstance(entry, dict):
@@ -256,6 +259,9 @@ def measurement_of(entry: object, hw, where: str) -> Measurement:
     ref = entry["spec"]
     if not isinstance(ref, str) or not ref:
         raise InputError(f"{where}.spec={ref!r} must be a bundled spec name or a .toml path")
+    if "::" in ref and not allow_kernel_refs:
+        raise InputError(f"{where}.spec={ref!r} names a kernel file, which loopsim would execute; a "
+                         "measurements file is data: pass --allow-kernel-refs to run it")
     sets = entry.get("set", {})
     if not isinstance(sets, dict) or not all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in sets.items()):
@@ -273,8 +279,9 @@ def measurement_of(entry: object, hw, where: str) -> Measurement:
     return Measurement(label, W, Q, dt, float(t))
 
 
-def load(path: str, hw) -> list[Measurement]:
-    """Read a measurements file: a JSON list of entries (or one entry)."""
+def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
+    """Read a measurements file: a JSON list of entries (or one entry). Kernel references in it
+    are refused unless ``allow_kernel_refs`` (see :func:`measurement_of`)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
@@ -286,7 +293,8 @@ def load(path: str, hw) -> list[Measurement]:
     entries = data if isinstance(data, list) else [data]
     if not entries:
         raise InputError(f"{path}: the list of measurements is empty")
-    return [measurement_of(e, hw, f"{path}: [{i}]") for i, e in enumerate(entries)]
+    return [measurement_of(e, hw, f"{path}: [{i}]", allow_kernel_refs=allow_kernel_refs)
+            for i, e in enumerate(entries)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,10 @@ def register(sub) -> None:
     p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
                    help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
                         "prediction), side by side (repeatable)")
+    p.add_argument("--allow-kernel-refs", action="store_true",
+                   help="let a measurement's \"spec\" name a kernel file PATH.py::FUNCTION, which is "
+                        "then EXECUTED to trace it (without this flag such an entry is refused: the "
+                        "measurements file is data)")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=run)
 
@@ -46,7 +50,7 @@ def _si(x: float, unit: str) -> str:
 
 def run(args) -> int:
     hw = hardware.load(args.hardware)
-    ms = calibrate.load(args.measurements, hw)
+    ms = calibrate.load(args.measurements, hw, allow_kernel_refs=args.allow_kernel_refs)
     fit = calibrate.fit(ms, hw)
     name = args.name or Path(args.output).stem
     text, origin = calibrate.base_text(hw)
