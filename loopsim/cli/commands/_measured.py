@@ -14,38 +14,74 @@ if TYPE_CHECKING:  # imported where a --measured file is read: most runs have no
 
 def add_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measured", action="append", default=[], metavar="[LABEL=]FILE.json",
-                   help="a measured time (JSON with time_s in seconds, optionally the Neuron "
-                        "profiler's summary fields): gap, fraction of entitlement, MFU, achieved "
-                        "BW. With several tilings, LABEL (a row label, spec or kernel name) says "
-                        "which one it measures (repeatable)")
+                   help="a measured time: JSON with time_s in seconds, a Neuron profiler summary "
+                        "(timed by total_active_time), or a list of {spec, set, time_s} records "
+                        "as calibrate reads them (data: nothing in it runs): gap table, fraction "
+                        "of entitlement, MFU, achieved BW. With several tilings, LABEL (a row "
+                        "label, spec or kernel name) or the records' spec/set say which one it "
+                        "measures (repeatable)")
 
 
-def assign(items: list[str], keys: list[tuple[str, ...]]) -> dict[int, measured.Profile]:
-    """Map row index -> Profile. ``keys[i]``: the names row i answers to (label, spec, kernel).
+def assign(items: list[str], keys: list[tuple[str, ...]],
+           params: list[dict[str, int]] | None = None) -> dict[int, measured.Profile]:
+    """Map row index -> Profile. ``keys[i]``: the names row i answers to (label, spec, kernel);
+    ``params[i]``: its parameter values (for records that name a spec and its ``set``).
 
-    A bare FILE needs exactly one row; ``LABEL=FILE`` must match exactly one row.
+    A file holds one measurement or a list of them (the format ``calibrate`` reads). A record
+    naming its tiling (``label``, or ``spec`` with ``set``) goes to the row it names; a bare
+    ``{"time_s"}`` needs exactly one row, or ``LABEL=FILE`` naming exactly one.
     """
+    from loopsim.model import measured
+
+    params = params or [{} for _ in keys]
     out: dict[int, measured.Profile] = {}
+
+    def put(i: int, prof, item: str) -> None:
+        if i in out:
+            raise InputError(f"--measured {item}: tiling '{keys[i][0]}' already has a measured time")
+        out[i] = prof
+
     for item in items:
         label, eq, path = item.rpartition("=")  # labels may hold "=" (matmul TN=512)
         if not eq or os.path.exists(item):
             label, path = "", item
-        if not label:
-            if len(keys) != 1:
-                raise InputError(f"--measured {item}: {len(keys)} tilings; say which one it "
-                                 f"measures as LABEL=FILE (labels: {', '.join(k[0] for k in keys)})")
-            hits = [0]
-        else:
+        profs = measured.load_all(path)
+        labels = ", ".join(k[0] for k in keys)
+        if label:
             hits = [i for i, k in enumerate(keys) if label in k]
             if len(hits) != 1:
                 what = "no tiling" if not hits else f"{len(hits)} tilings"
-                raise InputError(f"--measured {item}: {what} called '{label}' (labels: "
-                                 f"{', '.join(k[0] for k in keys)})")
-        if hits[0] in out:
-            raise InputError(f"--measured {item}: that tiling already has a measured file")
-        from loopsim.model import measured
-
-        out[hits[0]] = measured.load(path)
+                raise InputError(f"--measured {item}: {what} called '{label}' (labels: {labels})")
+            mine = [p for p in profs if measured.matches(p, keys[hits[0]], params[hits[0]])]
+            if len(profs) == 1:
+                mine = profs
+            if len(mine) != 1:
+                raise InputError(f"--measured {item}: {len(mine)} of its {len(profs)} records "
+                                 f"name '{label}'; expected one")
+            put(hits[0], mine[0], item)
+            continue
+        named = [p for p in profs if p.spec is not None or p.label is not None]
+        if len(profs) == 1 and not named:
+            if len(keys) != 1:
+                raise InputError(f"--measured {item}: {len(keys)} tilings; say which one it "
+                                 f"measures as LABEL=FILE (labels: {labels})")
+            put(0, profs[0], item)
+            continue
+        placed = 0
+        for j, prof in enumerate(profs):
+            hits = [i for i, k in enumerate(keys) if measured.matches(prof, k, params[i])]
+            if len(hits) > 1:
+                raise InputError(f"--measured {item}: record [{j}] matches {len(hits)} tilings; "
+                                 f"give it a label (labels: {labels})")
+            if hits:
+                put(hits[0], prof, item)
+                placed += 1
+            elif len(keys) == 1 and len(profs) == 1:
+                put(0, prof, item)
+                placed += 1
+        if not placed:
+            raise InputError(f"--measured {item}: none of its {len(profs)} records names a tiling "
+                             f"analysed here (labels: {labels})")
     return out
 
 
@@ -56,7 +92,8 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     c = rep.counts
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
-                            write_bytes=sum(t.write_bytes for t in c.tensors))
+                            write_bytes=sum(t.write_bytes for t in c.tensors),
+                            verdict=rep.verdict)
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:
@@ -65,7 +102,8 @@ def single(args, e, rep=None) -> measured.Comparison | None:
     if not getattr(args, "measured", None):
         return None
     keys = (rep.counts.kernel, str(args.spec)) if rep is not None else ("hand count",)
-    profile = assign(args.measured, [keys])[0]
+    params = dict(rep.params) if rep is not None else {}
+    profile = assign(args.measured, [keys], [params])[0]
     if rep is not None:
         return comparison(rep, profile)
     from loopsim.model import measured
@@ -82,6 +120,4 @@ def profile_only(args) -> measured.Profile | None:
         raise InputError(f"--measured: without a SPEC give one profile, not {len(args.measured)}")
     item = args.measured[0]
     label, eq, path = item.rpartition("=")
-    from loopsim.model import measured
-
-    return measured.load(item if not eq or os.path.exists(item) else path)
+    return assign([item], [("hand count", label or "hand count")])[0]
