@@ -414,14 +414,17 @@ def load(path: str) -> Profile:
     return ps[0]
 
 
-def matches(p: Profile, names: tuple[str, ...], params: Mapping[str, int]) -> bool:
+def matches(p: Profile, names: tuple[str, ...], params: Mapping[str, int],
+            full: Mapping[str, int] | None = None) -> bool:
     """Whether the record ``p`` (its ``label``, or ``spec`` and ``set``) names the tiling known by
-    ``names`` with parameters ``params``."""
-    if p.label is not None and p.label in names:
-        return True
+    ``names`` with parameters ``params``. ``full``: the record's parameters with its spec's
+    defaults filled in (then every one must agree), else only its ``set`` is compared."""
+    if p.label is not None:
+        return p.label in names
     if p.spec is None:
         return False
-    return p.spec in names and all(params.get(k) == v for k, v in p.sets)
+    given = dict(p.sets) if full is None else full
+    return p.spec in names and all(params.get(k, v) == v for k, v in given.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -658,7 +661,7 @@ class Comparison:
         out = []
         for name, what in MFU_FIELDS.items():
             theirs, num = self.percent(name), nums[what]
-            if num is None or (theirs is None and not num):
+            if num is None or (theirs is None and (not num or name != "mfu_inst_estimated_percent")):
                 continue
             tot = 100 * num / (e.P * p.total_time) if p.total_time and e.P else None
             win = 100 * num / (e.P * self.T) if e.P else math.nan
@@ -711,6 +714,9 @@ class Comparison:
         measured active time (s) and its share of T_measured, and the profiler's own percent."""
         tm = dict(self.times)
         out = []
+        if not self.profile.engine_times and not any(
+                x.name.endswith("_active_time_percent") for x in self.profile.percents):
+            return out  # nothing measured per engine: no table
         for prefix, vname in ENGINES:
             pred = tm.get(vname) if vname else None
             meas = self.profile.engine_time(prefix)

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from loopsim.base.errors import InputError
+from loopsim.base.errors import InputError, LoopsimError
 
 if TYPE_CHECKING:  # imported where a --measured file is read: most runs have none
     from loopsim.model import measured
@@ -35,6 +35,24 @@ def assign(items: list[str], keys: list[tuple[str, ...]],
 
     params = params or [{} for _ in keys]
     out: dict[int, measured.Profile] = {}
+    fulls: dict[int, dict | None] = {}
+
+    def full(prof) -> dict | None:
+        """The record's parameters with its spec's defaults (a TOML spec is data and is read; a
+        kernel file is never run: only its ``set`` is compared)."""
+        if id(prof) not in fulls:
+            fulls[id(prof)] = None
+            if prof.spec is not None and "::" not in prof.spec:
+                from loopsim.frontends import spec as spec_mod
+
+                try:
+                    fulls[id(prof)] = spec_mod.bind_params(spec_mod.read(prof.spec), dict(prof.sets))
+                except LoopsimError:
+                    fulls[id(prof)] = None  # not a spec we can read: compare its set only
+        return fulls[id(prof)]
+
+    def match(prof, i) -> bool:
+        return measured.matches(prof, keys[i], params[i], full(prof))
 
     def put(i: int, prof, item: str) -> None:
         if i in out:
@@ -52,7 +70,7 @@ def assign(items: list[str], keys: list[tuple[str, ...]],
             if len(hits) != 1:
                 what = "no tiling" if not hits else f"{len(hits)} tilings"
                 raise InputError(f"--measured {item}: {what} called '{label}' (labels: {labels})")
-            mine = [p for p in profs if measured.matches(p, keys[hits[0]], params[hits[0]])]
+            mine = [p for p in profs if match(p, hits[0])]
             if len(profs) == 1:
                 mine = profs
             if len(mine) != 1:
@@ -69,7 +87,7 @@ def assign(items: list[str], keys: list[tuple[str, ...]],
             continue
         placed = 0
         for j, prof in enumerate(profs):
-            hits = [i for i, k in enumerate(keys) if measured.matches(prof, k, params[i])]
+            hits = [i for i in range(len(keys)) if match(prof, i)]
             if len(hits) > 1:
                 raise InputError(f"--measured {item}: record [{j}] matches {len(hits)} tilings; "
                                  f"give it a label (labels: {labels})")

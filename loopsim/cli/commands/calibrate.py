@@ -48,9 +48,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def _warn(fit) -> None:
     import sys
 
+    sys.stdout.flush()
+    for w in fit.warnings:
+        print(f"loopsim: warning: {w}", file=sys.stderr)
+
+
+def run(args) -> int:
     hw = hardware.load(args.hardware)
     ms = calibrate.load(args.measurements, hw, allow_kernel_refs=args.allow_kernel_refs)
     fit = calibrate.fit(ms, hw, threshold=args.threshold)
@@ -62,9 +68,8 @@ def run(args) -> int:
     if not failed:
         write_atomic(args.output, lambda tmp: Path(tmp).write_text(sheet, encoding="utf-8"))
     preds = [calibrate.predict(fit, text, hw) for text in args.predict]
-    for w in fit.warnings:
-        print(f"loopsim: warning: {w}", file=sys.stderr)
     if args.json:
+        _warn(fit)
         dump_json({**fit.as_dict(), "sheet": None if failed else args.output, "name": name,
                    "predictions": [x.as_dict() for x in preds]})
         return 1 if failed else 0
@@ -103,8 +108,9 @@ def run(args) -> int:
             print(f"  {x.label:<32}{x.Q:>14,}{fmt_time(x.bound_s):>14}{fmt_time(x.predicted_s):>12}"
                   f"{x.predicted_s / x.bound_s:>8.3f}  {x.how}")
     if fit.warnings:
-        print(f"  {len(fit.warnings)} warning(s) (on stderr)" +
-              ("; --strict: no sheet written" if failed else ""))
+        print(f"  {len(fit.warnings)} warning(s), on stderr" +
+              ("; --strict: no sheet written" if failed else ""), flush=True)
+        _warn(fit)
     if failed:
         return 1
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
