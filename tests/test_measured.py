@@ -226,3 +226,70 @@ def test_gap_parts_always_add_up(T, active, busy, extra):
                         "hbm_write_bytes": 0})
     c = measured.compare(e, p)
     assert sum(g.seconds for g in c.gap_table()) == pytest.approx(c.gap, rel=1e-9, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# one measurement format: calibrate's record lists are --measured files (issue 23 point 4)
+
+
+def test_calibrate_records_are_measured_files(tmp_path, capsys):
+    # two records, each naming its tiling by spec and set; {"spec": "copy"} is copy at its
+    # defaults (R = 4096), so it goes to that row and not to R = 8192
+    f = tmp_path / "times.json"
+    f.write_text(json.dumps([{"spec": "copy", "time_s": 230e-6},
+                             {"spec": "copy", "set": {"R": 8192}, "time_s": 450e-6}]))
+    d = _run(capsys, ["compare", "copy", "--vary", "R=4096,8192", "-H", "trn2-core",
+                      "--measured", str(f), "--json"])
+    got = {r["varied"]["R"]: r["measured"]["T"] for r in d["rows"]}
+    assert got == {4096: 230e-6, 8192: 450e-6}
+    # entitle of one tiling picks its record out of the list
+    m = _run(capsys, ["entitle", "copy", "--set", "R=8192", "-H", "trn2-core", "--measured", str(f),
+                      "--json"])["measured"]
+    assert m["T"] == 450e-6
+    # and calibrate reads the same file
+    assert main(["calibrate", str(f), "-H", "trn2-core", "-o", str(tmp_path / "c.toml")]) == 0
+    capsys.readouterr()
+
+
+def test_a_measured_record_never_runs_its_spec(tmp_path, capsys, monkeypatch):
+    # --measured only matches a record's spec by name: a kernel file named there is not executed
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text('open("EXECUTED", "w").write("x")\n')
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps([{"spec": "evil.py::f", "time_s": 1e-4}]))
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 0
+    assert "T_measured" in capsys.readouterr().out  # one record, one tiling: it is that tiling's
+    assert not (tmp_path / "EXECUTED").exists()
+
+
+@pytest.mark.parametrize("records,match", [
+    ([{"spec": "copy", "set": {"R": 999}, "time_s": 1e-4}, {"spec": "matmul", "time_s": 1e-4}],
+     "none of its 2 records names a tiling analysed here"),
+    ([], "the list of measurements is empty"),
+    ([{"time_s": 1e-4, "set": {"R": "x"}}], "set={'R': 'x'} must be an object of NAME: integer"),
+])
+def test_bad_record_lists(tmp_path, capsys, records, match):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(records))
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+
+
+def test_plot_point_percentage_is_against_its_own_point():
+    # the measured point hangs below (I, W/T), T the verdict's: its label is T / T_measured, and
+    # W/T_measured over W/T is the same number
+    from loopsim.model import pipeline
+    from loopsim.render.plot import Point
+    from loopsim.targets import hardware
+
+    hw = hardware.load("trn2-core")
+    a = pipeline.analyze(pipeline.load("matmul"), hw)
+    c = measured.compare(a.entitlement, measured.Profile(100e-6, "p"), verdict=a.verdict)
+    pt = Point.from_report(a, c)
+    assert a.T > a.entitlement.T_best                        # the DMA ceiling binds matmul
+    assert pt.rate == pytest.approx(a.W / a.T) and pt.measured_rate == pytest.approx(a.W / 100e-6)
+    assert pt.fraction == pytest.approx(a.T / 100e-6) == pytest.approx(pt.measured_rate / pt.rate)
+    assert pt.fraction != pytest.approx(c.fraction_of_entitlement)   # not T_best's
+    assert pt.gap_s == pytest.approx(100e-6 - a.T)
+    assert c.fraction_of_predicted == pt.fraction

@@ -453,6 +453,8 @@ def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]
         raise InputError(f"{path}: not a UTF-8 JSON file") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: malformed JSON: {e}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
     entries = data if isinstance(data, list) else [data]
     if not entries:
         raise InputError(f"{path}: the list of measurements is empty")
