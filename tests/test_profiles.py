@@ -243,5 +243,31 @@ def test_measured_time_per_source_line(tmp_path, capsys):
         {"duration": 1000, "nki_source_location": "k.py:40"},
         {"duration": 7, "opcode": "NOP"}]}
     m = _entitle(tmp_path, capsys, data, "--hardware", "trn1-core")["measured"]
-    assert m["source_lines"] == [{"location": "k.py:40", "measured_s": pytest.approx(1e-6)},
-                                 {"location": "k.py:33", "measured_s": pytest.approx(200e-9)}]
+    # a profile alone has no nest: no predicted side
+    assert [(r["location"], r["line"], r["measured_s"], r["predicted_dma_s"]) for r in m["source_lines"]] \
+        == [("k.py:40", 40, pytest.approx(1e-6), None), ("k.py:33", 33, pytest.approx(200e-9), None)]
+
+
+def test_source_lines_measured_beside_predicted(tmp_path, capsys):
+    # our add_isa kernel: dma_copy of x on line 33, of y on line 34, the store of z on line 37;
+    # each moves 256 x 4096 bf16 = 2 MiB, predicted at trn2-core's 368 GB/s DMA bandwidth
+    from pathlib import Path
+
+    k = Path(__file__).parent / "nki_kernels" / "add_grid.py"
+    src = k.read_text().splitlines()
+    assert "src=x[rows" in src[32] and "src=y[rows" in src[33] and "dst=z[rows" in src[36]
+    data = {"summary": [{"total_time": 2e-5, "total_active_time": 1.5e-5}], "instruction": [
+        {"duration": 4000, "nki_source_location": "add_grid.py:34"},
+        {"duration": 3000, "nki_source_location": "add_grid.py:36"}]}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(data))
+    assert main(["entitle", f"{k}::add_isa", "--arg", "x=256x4096", "--arg", "y=256x4096",
+                 "--grid", "2", "--kwarg", "TC=1024", "-H", "trn2-core", "--measured", str(f),
+                 "--json"]) == 0
+    rows = {r["line"]: r for r in json.loads(capsys.readouterr().out)["measured"]["source_lines"]}
+    each = 256 * 4096 * 2 / 368e9                              # 5.699 µs
+    assert rows[34]["measured_s"] == pytest.approx(4e-6) and rows[34]["predicted_dma_s"] == pytest.approx(each)
+    assert rows[34]["statements"] == ["load y[pid0, c]"]
+    assert rows[36]["predicted_dma_s"] is None                  # the add: no DMA on that line
+    assert rows[33]["measured_s"] is None and rows[33]["predicted_dma_s"] == pytest.approx(each)
+    assert rows[37]["statements"] == ["store z[pid0, c]"]

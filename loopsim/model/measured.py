@@ -600,6 +600,7 @@ class Comparison:
     times: tuple[tuple[str, float], ...] = ()
     scale: str = "percent"
     scale_why: str = ""
+    predicted_lines: tuple[tuple[int, str, float], ...] = ()
 
     @property
     def T(self) -> float:
@@ -807,8 +808,32 @@ class Comparison:
                 "mfu_notes": self.mfu_notes(), "engines": self.engine_rows(),
                 "throttle": self.throttle(),
                 "gap_table": [g.as_dict() for g in self.gap_table()],
-                "source_lines": [{"location": l, "measured_s": t} for l, t in p.instructions],
+                "source_lines": self.source_lines(),
                 "disagreements": [d.as_dict() for d in self.disagreements]}
+
+    def source_lines(self) -> list[dict]:
+        """Per source line: the profile's measured instruction time (``nki_source_location``) and
+        the predicted DMA time of the kernel's loads/stores on that line (bytes / DMA bandwidth),
+        matched by line number; lines only one side has are listed too."""
+        pred: dict[int, list] = {}
+        for line, text, sec in self.predicted_lines:
+            e = pred.setdefault(line, [[], 0.0])
+            e[0].append(text)
+            e[1] += sec
+        out, seen = [], set()
+        for loc, sec in self.profile.instructions:
+            tail = loc.rpartition(":")[2]
+            n = int(tail) if tail.isdigit() else None
+            hit = pred.get(n) if n is not None else None
+            if hit is not None:
+                seen.add(n)
+            out.append({"location": loc, "line": n, "measured_s": sec,
+                        "predicted_dma_s": hit[1] if hit else None,
+                        "statements": hit[0] if hit else []})
+        for n in sorted(set(pred) - seen):
+            out.append({"location": None, "line": n, "measured_s": None,
+                        "predicted_dma_s": pred[n][1], "statements": pred[n][0]})
+        return out
 
     def throttle(self) -> dict | None:
         """The throttling fields, reported as such (percent), or None when the profile has none."""
@@ -896,9 +921,12 @@ class Comparison:
             out.append("  throttling          " + ", ".join(bits) +
                        " (the measured time includes it; the model has no throttling)")
         if p.instructions:
-            out.append("  measured instruction time per source line (nki_source_location):")
-            for loc, sec in p.instructions[:10]:
-                out.append(f"    {loc:<40}{fmt_time(sec):>12}")
+            out.append(f"    {'source line (nki_source_location)':<40}{'measured':>12}"
+                       f"{'predicted DMA':>15}  statements")
+            for r in self.source_lines()[:20]:
+                where = r["location"] or f"line {r['line']}"
+                out.append(f"    {where:<40}{fmt_time(r['measured_s']):>12}"
+                           f"{fmt_time(r['predicted_dma_s']):>15}  {'; '.join(r['statements'])}")
         out += [f"  {n}" for n in self.mfu_notes()]
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")
@@ -907,10 +935,12 @@ class Comparison:
 
 
 def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
-            write_bytes: int | None = None, verdict=None) -> Comparison:
+            write_bytes: int | None = None, verdict=None,
+            predicted_lines: tuple[tuple[int, str, float], ...] = ()) -> Comparison:
     """Set ``profile`` against ``e`` and the ``verdict`` (its T is the prediction; None: hand
     counts, T_best); ``read_bytes``/``write_bytes`` split the nest's Q (optional), so a profile
-    giving only one of HBM read/write bytes is still compared. InputError when the profile's
+    giving only one of HBM read/write bytes is still compared; ``predicted_lines``: (source line,
+    statement, predicted seconds) set beside the profile's per-line instruction time. InputError when the profile's
     ``*_percent`` fields cannot be read as percent or fraction (:func:`percent_scale`)."""
     scale, why = percent_scale(profile, e.P)
     ds: list[Disagreement | None] = []
@@ -941,4 +971,4 @@ def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
     if verdict is not None:
         pred, limit, times = verdict.T, verdict.limit, tuple(verdict.times)
     return Comparison(e, profile, tuple(d for d in ds if d is not None), pred, limit or "",
-                      times, scale, why)
+                      times, scale, why, tuple(predicted_lines))

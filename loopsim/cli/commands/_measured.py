@@ -111,7 +111,20 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
                             write_bytes=sum(t.write_bytes for t in c.tensors),
-                            verdict=rep.verdict)
+                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile))
+
+
+def predicted_lines(rep, profile) -> tuple[tuple[int, str, float], ...]:
+    """(source line, statement, seconds) of each load/store of a single-kernel analysis: its
+    bytes over the sheet's DMA bandwidth (its share of the DMA ceiling), for a profile with
+    per-instruction source locations; () otherwise."""
+    hw = rep.hardware
+    if not profile.instructions or len(rep.stages) != 1 or not getattr(hw, "dma_bw", None):
+        return ()
+    from loopsim.targets.neuron import dma
+
+    r = dma.report(rep.stages[0].stage.kernel, hw)
+    return tuple((s.line, s.text, s.bytes / hw.dma_bw) for s in r.statements if s.line)
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:
