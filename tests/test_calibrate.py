@@ -2,6 +2,7 @@
 forms (synthetic times made from a known sheet's model), and the calibrated sheet it writes."""
 
 import json
+import math
 from fractions import Fraction
 
 import pytest
@@ -246,7 +247,12 @@ def test_a_memory_and_a_compute_measurement_fit_the_right_roofs(tmp_path, capsys
     for p, k in zip(d["predictions"], ("4_fully_optimized", "1_tiled")):
         assert p["T_predicted"] == pytest.approx(float(_tut(k)["time_s"]), rel=1e-12)
         assert p["rests_on_spec"] == [] and p["how"].endswith("(fitted)")
-    assert d["warnings"] == []
+    # two measurements, two roofs: each rests on one, which the report says
+    assert d["warnings"] == [
+        "bw rests on one measurement (nki_hoist_load): the fit reproduces it exactly and nothing "
+        "else tests it",
+        "P.bf16 rests on one measurement (nki_block_free): the fit reproduces it exactly "
+        "and nothing else tests it"]
 
 
 def test_a_compute_only_set_warns_that_memory_rests_on_the_spec(tmp_path, capsys):
@@ -321,3 +327,45 @@ def test_synthetic_times_are_recovered_whatever_the_kernels(kernels):
     fit = calibrate.fit(ms, hw)
     for r in fit.rows:
         assert r.ratio == pytest.approx(1, rel=1e-9)
+
+
+def test_a_second_roof_must_halve_the_error():
+    # the fidelity.md example: two copies and a matmul (I = 93, memory-bound under the spec). Giving
+    # the matmul its own compute roof fits it exactly and lowers the in-sample RMS, but not by half:
+    # the one-roof fit is kept
+    hw = hardware.load("trn2-core")
+    Q = [67_108_864, 134_217_728, 46_137_344]
+    t = [230e-6, 450e-6, 160e-6]
+    ms = [calibrate.Measurement("copy", 0, Q[0], "bf16", t[0]),
+          calibrate.Measurement("copy R=8192", 0, Q[1], "bf16", t[1]),
+          calibrate.Measurement("matmul M=2048", 2 * 2048 * 1024 * 1024, Q[2], "bf16", t[2])]
+    fit = calibrate.fit(ms, hw)
+    x = [Fraction(q) / Fraction(s) for q, s in zip(Q, t)]
+    one = round(sum(v * v for v in x) / sum(x))
+    rms_one = math.sqrt(sum((q / one / s - 1) ** 2 for q, s in zip(Q, t)) / 3)
+    two = round(sum(v * v for v in x[:2]) / sum(x[:2]))        # the copies alone
+    rms_two = math.sqrt(sum((q / two / s - 1) ** 2 for q, s in zip(Q[:2], t[:2])) / 3)
+    assert rms_one * calibrate.GAIN < rms_two < rms_one        # 0.70% < 0.90% < 1.40%
+    assert fit.bw == one and [r.bound for r in fit.rows] == ["memory"] * 3
+    assert fit.rms == pytest.approx(rms_one)
+
+
+def test_dma_fixed_cost_is_recovered_from_synthetic_times():
+    # t = Q / 300 GB/s + transfers x 2 µs, three copies with different bytes per transfer
+    hw = hardware.load("trn2-core")
+    BW, C = 300e9, 2e-6
+    rows = [(67_108_864, 272), (134_217_728, 272), (67_108_864, 4096)]
+    ms = [calibrate.Measurement(f"k{i}", 0, q, "bf16", q / BW + n * C, n) for i, (q, n) in enumerate(rows)]
+    fc = calibrate.fit(ms, hw).fixed_cost
+    assert isinstance(fc, calibrate.FixedCost) and fc.measurements == 3
+    assert fc.bw == pytest.approx(BW, rel=1e-9) and fc.c_s == pytest.approx(C, rel=1e-9)
+    assert fc.rms == pytest.approx(0, abs=1e-12) and fc.rms_plain > 0.1
+    assert fc.efficiency == pytest.approx(BW / 368e9)
+    # two measurements cannot test a two-parameter memory side
+    assert calibrate.fit(ms[:2], hw).fixed_cost.startswith("not fitted: it needs 3")
+
+
+def test_the_nest_gives_each_measurement_its_transfers():
+    hw = hardware.load("trn2-core")
+    m = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m")
+    assert m.transfers == 272   # 128 loads of A, 128 of B, 16 stores of C (fidelity.md's dma report)

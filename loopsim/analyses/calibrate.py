@@ -13,15 +13,17 @@ and the same for P per dtype with x_i = W_i / t_i. One measurement gives BW = Q/
 intensity I = W/Q is above the ridge P/BW, so the assignments worth trying are the thresholds in
 I, per dtype: with n measurements of a dtype, n + 1 of them. Every one is fitted and scored by its
 in-sample error under the full model (each prediction is max(W/P, Q/BW) with both fitted roofs,
-not the roof it was assigned to). The lowest RMS relative error wins; ties (within 1e-9) go to the
-assignment that fits fewer roofs, then to the one the spec roofs imply. A fitted roof above its
-spec value (measured faster than the documented peak) ranks below every assignment without one.
+not the roof it was assigned to). The lowest RMS relative error wins, with two guards: an
+assignment that fits more roofs must at least halve the RMS error of the best one with fewer
+(:data:`GAIN`: a second roof fitted to noise is not a finding), and ties (within 1e-9) go to the
+assignment the spec roofs imply. A fitted roof above its spec value (measured faster than the
+documented peak) ranks below every assignment without one.
 A roof no measurement is assigned to is not fitted: it keeps the spec value, and everything that
 depends on it says so.
 
 **Warnings** (:attr:`Fit.warnings`; ``calibrate --strict`` exits 1 on any): a measurement whose
 in-sample predicted/measured is off by more than the threshold; a roof left at its spec value
-for want of a measurement it binds; a fitted roof above spec; a second assignment fitting as well
+for want of a measurement it binds; of several measurements, only one fitting a roof; a fitted roof above spec; a second assignment fitting as well
 with a different split. The leave-one-out error refits (choosing again) without each measurement
 in turn and predicts it.
 
@@ -46,7 +48,7 @@ from pathlib import Path
 
 from loopsim.base.errors import InputError
 
-__all__ = ["Measurement", "Row", "Fit", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
+__all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
 #: keys a measurement entry with a spec may have
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
@@ -61,6 +63,7 @@ class Measurement:
     Q: int
     dtype: str
     time_s: float
+    transfers: int | None = None  # DMA transfers (the nest's, or the profile's dma_transfer_count)
 
     def __post_init__(self) -> None:
         if self.W == 0 and self.Q == 0:
@@ -103,6 +106,60 @@ class Row:
                 "loo_predicted_s": self.loo_predicted_s, "loo_error": self.loo_error}
 
 
+@dataclass(frozen=True, slots=True)
+class FixedCost:
+    """The memory side refitted as ``t = Q/BW + n * c`` (n DMA transfers, c seconds each) over the
+    memory-bound measurements, least squares in relative time; a diagnostic beside the fit (the
+    sheet has no field for c: it is reported, not written). ``rms_plain``/``rms``: their RMS
+    relative error under Q/BW alone and with the fixed cost; ``efficiency``: BW over the sheet's
+    DMA bandwidth (None without one)."""
+
+    measurements: int
+    bw: float
+    c_s: float
+    rms_plain: float
+    rms: float
+    efficiency: float | None
+
+    def as_dict(self) -> dict:
+        return {"measurements": self.measurements, "bw": self.bw, "per_transfer_s": self.c_s,
+                "rms_plain": self.rms_plain, "rms": self.rms, "dma_efficiency": self.efficiency,
+                "model": "t = Q/BW + transfers * c (memory-bound measurements); reported, not "
+                         "written to the sheet"}
+
+
+def _fixed_cost(rows, bw_plain: int, dma_bw) -> FixedCost | str | None:
+    """The :class:`FixedCost` refit of the memory-bound rows, a sentence when it cannot be made
+    (too few measurements, transfers unknown or all in one ratio, a negative cost), or None when
+    no row is memory-bound."""
+    mem = [r.measurement for r in rows if r.bound == "memory" and r.measurement.Q]
+    if not mem:
+        return None
+    if any(m.transfers is None for m in mem):
+        return "not fitted: a memory-bound measurement has no DMA transfer count"
+    if len(mem) < 3 or len({Fraction(m.transfers, m.Q) for m in mem}) < 2:
+        return ("not fitted: it needs 3 memory-bound measurements with different bytes per "
+                "transfer (2 parameters, one left to test them)")
+    # minimise sum((Q a + n c) / t - 1)^2: the 2 x 2 normal equations, exactly
+    x = [(Fraction(m.Q) / Fraction(m.time_s), Fraction(m.transfers) / Fraction(m.time_s)) for m in mem]
+    s11, s12, s22 = (sum(u * u for u, _ in x), sum(u * v for u, v in x), sum(v * v for _, v in x))
+    b1, b2 = sum(u for u, _ in x), sum(v for _, v in x)
+    det = s11 * s22 - s12 * s12
+    if det == 0:
+        return "not fitted: the measurements do not separate bandwidth from a per-transfer cost"
+    a, c = (b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det
+    if a <= 0 or c < 0:
+        return "not fitted: the best per-transfer cost is negative (no fixed cost in the data)"
+
+    def rms(f):
+        return math.sqrt(sum((f(m) / m.time_s - 1) ** 2 for m in mem) / len(mem))
+
+    bw = float(1 / a)
+    return FixedCost(len(mem), bw, float(c), rms(lambda m: m.Q / bw_plain),
+                     rms(lambda m: m.Q / bw + m.transfers * float(c)),
+                     bw / dma_bw if dma_bw else None)
+
+
 #: default in-sample |predicted/measured - 1| above which calibrate warns
 THRESHOLD = 0.10
 
@@ -122,6 +179,7 @@ class Fit:
     candidates: int = 1
     warnings: tuple[str, ...] = ()
     threshold: float = THRESHOLD
+    fixed_cost: object = None  # FixedCost, a sentence saying why not, or None
 
     @property
     def loo_max(self) -> float | None:
@@ -154,6 +212,8 @@ class Fit:
                 "rms_error": self.rms, "threshold": self.threshold,
                 "loo_max_error": self.loo_max, "loo_rms_error": self.loo_rms,
                 "assignments_tried": self.candidates, "warnings": list(self.warnings),
+                "dma_fixed_cost": (self.fixed_cost.as_dict() if isinstance(self.fixed_cost, FixedCost)
+                                   else self.fixed_cost),
                 "model": "T = max(W/P, Q/BW); roofs fitted by least squares in relative time; the "
                          "assignment of measurements to roofs chosen by in-sample error"}
 
@@ -242,19 +302,31 @@ def _score(ms, bound, spec_bw, spec_P) -> _Candidate:
 _TIE = 1e-9
 
 
+#: an assignment that fits more roofs must cut the in-sample RMS error by at least this factor
+GAIN = 0.5
+
+
 def _choose(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
-    """(the chosen candidate, every candidate tried) for ``ms`` (see the module docstring)."""
+    """(the chosen candidate, every candidate tried, best first) for ``ms``: among the assignments
+    with the fewest fitted roofs above spec, per number of fitted roofs the lowest in-sample RMS
+    (ties: the spec's assignment); one that fits more roofs is taken only when its RMS is at most
+    :data:`GAIN` times the current one's (so a second roof is not fitted to noise)."""
     spec_bound = tuple(_assign(ms, spec_bw, spec_P))
     cands = [_score(ms, b, spec_bw, spec_P) for b in _assignments(ms)]
-    best_rms = min(c.rms for c in cands if not c.above_spec) if any(
-        not c.above_spec for c in cands) else min(c.rms for c in cands)
-
-    def key(c: _Candidate):
-        return (len(c.above_spec), c.rms > best_rms + _TIE, c.n_fitted, c.bound != spec_bound,
-                c.rms)
-
-    cands.sort(key=key)
-    return cands[0], cands
+    fewest_above = min(len(c.above_spec) for c in cands)
+    pool = [c for c in cands if len(c.above_spec) == fewest_above]
+    best_of: dict[int, _Candidate] = {}
+    for c in sorted(pool, key=lambda c: (c.rms, c.bound != spec_bound)):
+        k = c.n_fitted
+        if k not in best_of or (c.rms <= best_of[k].rms + _TIE and c.bound == spec_bound):
+            best_of[k] = c
+    chosen = None
+    for k in sorted(best_of):
+        c = best_of[k]
+        if chosen is None or c.rms < GAIN * chosen.rms - _TIE:
+            chosen = c
+    rest = sorted((c for c in cands if c is not chosen), key=lambda c: (len(c.above_spec), c.rms))
+    return chosen, [chosen] + rest
 
 
 def _roofs(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
@@ -305,7 +377,7 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     from loopsim.frontends.spec import parse_sets
 
     sets = parse_sets(parts[1:])
-    W, Q, dt, name = _analyze(parts[0], sets, hw, None)
+    W, Q, dt, name, _ = _analyze(parts[0], sets, hw, None)
     spec_P = dict(f.spec_flops)
     if dt not in spec_P:
         raise InputError(f"--predict {text}: dtype '{dt}' has no roof on {f.hardware}")
@@ -367,6 +439,13 @@ def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
             warn.append(f"no {d} measurement is compute-bound: P.{d} stays the spec value "
                         f"{_si(spec_P[d], 'FLOP/s')} (not fitted); a prediction whose compute side "
                         "it sets is a bound, and says so")
+    if len(ms) > 1:
+        for what, who in [("bw", [r for r in rows if r.bound == "memory"])] + [
+                (f"P.{d}", [r for r in rows if r.bound == "compute" and r.measurement.dtype == d])
+                for d in sorted(best.fitted)]:
+            if len(who) == 1:
+                warn.append(f"{what} rests on one measurement ({who[0].measurement.label}): the "
+                            "fit reproduces it exactly and nothing else tests it")
     for what in best.above_spec:
         v, sp = (bw, spec_hw.bw) if what == "bw" else (P[what[2:]], spec_P[what[2:]])
         warn.append(f"fitted {what} = {v:,} is {v / sp:.3f} x its spec value {sp:,}: measured faster "
@@ -380,8 +459,9 @@ def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
             warn.append(f"another assignment fits as well (in-sample RMS {rival.rms:.2%}): "
                         f"{', '.join(moved)} on the other roof; the one the spec roofs imply is "
                         "kept. Add a measurement that separates them")
+    fc = _fixed_cost(rows, bw, getattr(spec_hw, "dma_bw", None))
     return Fit(hw.name, bw, best.bw_fitted, spec_hw.bw, flops, tuple(spec_P.items()), tuple(rows),
-               len(cands), tuple(warn), threshold)
+               len(cands), tuple(warn), threshold, fc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,12 +469,17 @@ def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
 
 
 def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
-    """(W, Q, dtype, name) of a spec on ``hw`` (as-written policy): the one place that asks the
-    model to analyse a kernel, so moving to loopsim.model.pipeline is a one-line change."""
+    """(W, Q, dtype, name, DMA transfers or None) of a spec on ``hw`` (as-written policy): the one
+    place that asks the model to analyse a kernel."""
     from loopsim.model import pipeline
 
     a = pipeline.analyze(pipeline.load(ref, sets), hw, dtype=dtype)
-    return a.W, a.Q, a.dtype, a.counts.kernel
+    transfers = None
+    if len(a.stages) == 1:
+        from loopsim.targets.neuron import dma
+
+        transfers = dma.report(a.stages[0].stage.kernel, hw).transfers
+    return a.W, a.Q, a.dtype, a.counts.kernel, transfers
 
 
 def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = False) -> Measurement:
@@ -413,7 +498,7 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
         w, (q, _) = p.work(), p.traffic()
         label = entry.get("label") if isinstance(entry.get("label"), str) else where
         dt = entry.get("dtype", "bf16")
-        return Measurement(label, w, q, dt, p.time_s)
+        return Measurement(label, w, q, dt, p.time_s, p.dma_transfer_count)
     unknown = set(entry) - _KEYS
     if unknown:
         k = sorted(unknown)[0]
@@ -435,11 +520,11 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
     dtype = entry.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
-    W, Q, dt, name = _analyze(ref, sets, hw, dtype)
+    W, Q, dt, name, transfers = _analyze(ref, sets, hw, dtype)
     label = entry.get("label")
     if not isinstance(label, str) or not label:
         label = " ".join([name] + [f"{k}={v}" for k, v in sets.items()])
-    return Measurement(label, W, Q, dt, float(t))
+    return Measurement(label, W, Q, dt, float(t), transfers)
 
 
 def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:

@@ -114,6 +114,7 @@ _ALIASES = {
     "hardware_flops_utilization": "hfu_estimated_percent",
     "memory_bandwidth_utilization": "mbu_estimated_percent",
     "throttle_active_time_ns": "throttle_active_time_ns",
+    "dma_transfer_count": "dma_transfer_count",
     **{f: f for f in PERCENT_FIELDS},
     **{f"{e}_active_time": f"{e}_active_time" for e, _ in ENGINES},
 }
@@ -122,7 +123,7 @@ _ALIASES = {
 _KIND = {f: "time" for f in TIME_FIELDS}
 _KIND.update({f"{e}_active_time": "time" for e, _ in ENGINES})
 _KIND.update({"mm_arithmetic_intensity": "ratio", "peak_flops_bandwidth_ratio": "ratio",
-              "throttle_active_time_ns": "ratio"})
+              "throttle_active_time_ns": "count", "dma_transfer_count": "count"})
 _KIND.update({f: "percent" for f in PERCENT_FIELDS})
 _KIND.update({f: "flops" for f in set(_ALIASES.values()) if f.endswith("_flops")})
 _KIND.update({f: "bytes" for f in set(_ALIASES.values()) if f.endswith("_bytes")})
@@ -138,6 +139,7 @@ _UNITS = {
               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40},
     "percent": {"%": 1, "": 1},
     "ratio": {"": 1},
+    "count": {"": 1},
 }
 _NUMBER = re.compile(r"\s*([-+]?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")
 
@@ -182,6 +184,7 @@ class Profile:
     spill_save_bytes: int | None = None
     spill_reload_bytes: int | None = None
     throttle_active_time_ns: int | None = None
+    dma_transfer_count: int | None = None
     percents: tuple[Percent, ...] = ()
     engine_times: tuple[tuple[str, float], ...] = ()
     instructions: tuple[tuple[str, float], ...] = ()
@@ -312,7 +315,7 @@ def _quantity(value: object, key: str, name: str, where: str) -> object:
         return value  # refused by the number check, with the value shown
     f = Decimal(m.group(1).replace(",", "")) * Decimal(units[m.group(2).lower()].numerator) / \
         Decimal(units[m.group(2).lower()].denominator)
-    if kind in ("flops", "bytes"):
+    if kind in ("flops", "bytes", "count"):
         return int(f.to_integral_value())
     return float(f)
 
@@ -372,7 +375,7 @@ def parse(data: object, where: str = "measured") -> Profile:
         elif name.endswith("_active_time"):
             engines.append((name[:-len("_active_time")], _number(value, key, where, integer=False)))
         else:
-            integer = name.endswith(("_flops", "_bytes", "_ns"))
+            integer = name.endswith(("_flops", "_bytes", "_ns", "_count"))
             out[name] = _number(value, key, where, integer=integer)
     t_from = have[0]
     t = out.pop("time_s", None) if t_from == "time_s" else out[t_from]

@@ -101,6 +101,15 @@ def run(args) -> int:
         f"; leave-one-out error: max {fit.loo_max:.2%}, rms {fit.loo_rms:.2%}"
         if fit.loo_max is not None else "; one measurement: no leave-one-out error (the fit "
         "reproduces it exactly)"))
+    fc = fit.fixed_cost
+    if isinstance(fc, calibrate.FixedCost):
+        eff = f", {fc.efficiency:.1%} of the DMA engines' bandwidth" if fc.efficiency else ""
+        print(f"  DMA fixed cost  t = Q/BW + transfers x c over {fc.measurements} memory-bound "
+              f"measurement(s): BW {_si(fc.bw, 'B/s')}{eff}, c = {fmt_time(fc.c_s)} per transfer; "
+              f"in-sample rms {fc.rms:.2%} (Q/BW alone {fc.rms_plain:.2%}); reported, not written "
+              "to the sheet")
+    elif fc is not None:
+        print(f"  DMA fixed cost  {fc}")
     if preds:
         print(f"  {'prediction':<32}{'Q bytes':>14}{'bound (spec)':>14}{'predicted':>12}{'ratio':>8}"
               "  limit")
