@@ -131,10 +131,10 @@ class FixedCost:
 def _fixed_cost(rows, bw_plain: int, dma_bw) -> FixedCost | str | None:
     """The :class:`FixedCost` refit of the memory-bound rows, a sentence when it cannot be made
     (too few measurements, transfers unknown or all in one ratio, a negative cost), or None when
-    no row is memory-bound."""
+    fewer than two rows are memory-bound."""
     mem = [r.measurement for r in rows if r.bound == "memory" and r.measurement.Q]
-    if not mem:
-        return None
+    if len(mem) < 2:
+        return None  # one memory-bound time fixes BW alone: nothing to say
     if any(m.transfers is None for m in mem):
         return "not fitted: a memory-bound measurement has no DMA transfer count"
     if len(mem) < 3 or len({Fraction(m.transfers, m.Q) for m in mem}) < 2:
