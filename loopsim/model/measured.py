@@ -221,12 +221,6 @@ class Profile:
             return None
         return (self.spill_save_bytes or 0) + (self.spill_reload_bytes or 0)
 
-    @property
-    def is_profile(self) -> bool:
-        """Whether this is a profiler summary (not a plain ``time_s`` record)."""
-        return self.time_from != "time_s" or self.total_time is not None or \
-            self.hardware_flops is not None or self.hbm_read_bytes is not None
-
     def raw_percent(self, name: str) -> Percent | None:
         return next((p for p in self.percents if p.name == name), None)
 
