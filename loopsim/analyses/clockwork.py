@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 from loopsim.base.errors import InputError
 
+#: the most instructions one page animates (its slider has count x cycles per instruction steps)
+MAX_COUNT = 4096
+
 
 @dataclass(frozen=True, slots=True)
 class Clockwork:
@@ -103,20 +106,19 @@ def clockwork(hw, K: int = 128, N: int = 512, M: int | None = None, dtype: str =
     from loopsim.frontends import spec as spec_mod
     from loopsim.model import pipeline
 
-    M = hw.pe_cols if M is None else M
-    rows_max = hw.pe_rows * max(1, round(hw.P(dtype) / hw.P("bf16"))) if dtype in hw.dtypes() else hw.pe_rows
-    for flag, v, top, what in (("--k", K, rows_max, "PE rows (the contraction)"),
-                               ("--m", M, hw.pe_cols, "PE columns"),
-                               ("--n", N, hw.moving_max, "the moving tile's free size limit"),
-                               ("--count", count, 4096, "instructions the page animates")):
-        if not 1 <= v <= top:
-            raise InputError(f"{flag} {v}: must be 1 to {top} ({what} on {hw.name})")
-    if hw.physical_cores != 1:
-        raise InputError(f"--hardware {hw.name}: the clockwork is one physical core's Tensor "
-                         f"Engine; this sheet is {hw.physical_cores} cores ({hw.scope})")
     if dtype not in hw.dtypes():
         raise InputError(f"--dtype {dtype}: {hw.name} has no Tensor Engine roof for it "
                          f"(known: {', '.join(hw.dtypes())})")
+    if hw.physical_cores != 1:
+        raise InputError(f"--hardware {hw.name}: the clockwork is one physical core's Tensor "
+                         f"Engine; this sheet is {hw.physical_cores} cores ({hw.scope})")
+    M = hw.pe_cols if M is None else M
+    for flag, v, top, what in (("--k", K, hw.pe_rows, "PE rows (the contraction)"),
+                               ("--m", M, hw.pe_cols, "PE columns"),
+                               ("--n", N, hw.moving_max, "the moving tile's free size limit"),
+                               ("--count", count, MAX_COUNT, "instructions the page animates")):
+        if not 1 <= v <= top:
+            raise InputError(f"{flag} {v}: must be 1 to {top} ({what} on {hw.name})")
     text = spec_text(K, M, N, count, dtype)
     data = tomlfile.loads(text, "<clockwork>", SpecError)
     spec_mod.validate("<clockwork>", data)

@@ -29,7 +29,7 @@ table { border-collapse: collapse; margin: 6px 0 10px; font-variant-numeric: tab
 th, td { border-bottom: 1px solid var(--line); padding: 3px 10px 3px 0; text-align: left;
          vertical-align: top; }
 th { font-weight: 600; color: var(--mute); font-size: 12px; text-transform: uppercase; }
-td.r, th.r { text-align: right; }
+td.r, th.r { text-align: right; white-space: nowrap; }
 .verdict { font-size: 16px; padding: 8px 12px; border-left: 4px solid var(--busy); background: #f3f7fb; }
 .verdict.bad { border-color: var(--bad); background: #fbf1f0; }
 .note { color: var(--mute); font-size: 12px; }
@@ -308,3 +308,195 @@ def write(path: str, text: str, flag: str = "-o") -> None:
             fh.write(text)
 
     write_atomic(path, put, flag)
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel report
+
+
+def figure_svg(fig) -> str:
+    """A matplotlib figure as inline SVG (its text drawn as paths: no font is fetched)."""
+    import io
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _t(key: str, s) -> str:
+    return num(key, s, fmt_time(s)) if s is not None else "–"
+
+
+def _b(key: str, n: int) -> str:
+    return num(key, n, f"{n:,}")
+
+
+def _pct(key: str, x) -> str:
+    return num(key, x, f"{x:.1%}") if x is not None else "–"
+
+
+def report_page(d: dict, dma: list[dict], roofline_svg: str, *, ceilings_of_stages=(),
+                timeline_html: str | None = None, measured_lines: list[str] = ()) -> str:
+    """The report of one kernel. ``d``: ``entitle --json``'s object (``measured`` included when
+    measured); ``dma``: ``dma --json``'s ``kernels``; ``roofline_svg``: the plot; ``timeline_html``:
+    the timeline picture, when a timeline renderer exists; ``ceilings_of_stages``: (stage name,
+    ceilings dicts) of a multi-kernel program (a single kernel's are in ``d``)."""
+    feasible = d["feasible"]
+    parts = [f"<h1>{esc(d['kernel'])} on {esc(d['hardware'])}</h1>",
+             f'<p class="sub">{esc(d["scope"])}; {esc(d["dtype"])}; roofs {esc(d["roofs"])}; '
+             f'policy {esc(d["policy"])}; spec <code>{esc(d["spec_file"])}</code>; '
+             + ", ".join(f"{esc(k)} = {num('params.' + k, v)}" for k, v in d["params"].items())
+             + "</p>"]
+    # verdict and why
+    v_cls = "verdict" if feasible else "verdict bad"
+    rate = d.get("attainable_rate")
+    parts.append(f'<h2>Verdict</h2><div class="{v_cls}" id="verdict">'
+                 f"T = <b>{_t('T', d['T'])}</b>, limited by <b>{num('limit', d['limit'], d['limit'])}</b>"
+                 f" ({esc(d['limit_detail'])})"
+                 + (f"; attainable rate {num('attainable_rate', rate, tflops(rate))}" if rate else "")
+                 + ("" if feasible else "; <b>cannot run as written</b>: "
+                    + "; ".join(esc(r) for r in d["infeasible_reasons"])) + "</div>")
+    times = sorted(d["times"].items(), key=lambda kv: -kv[1])
+    top = times[0][1] if times else 0
+    parts.append("<p>Why: every roof and ceiling gives a time; the slowest sets T.</p>" + table(
+        ["roof or ceiling", "time", ""],
+        [[esc(k), _t(f"times.{k}", t),
+          f'<span class="bar" style="width:{200 * t / top if top else 0:.1f}px"></span>']
+         for k, t in times], right={1}, cls="times"))
+    # W and Q
+    e_rows = [["W", _b("W", d["W"]) + " FLOPs", f"{num('matmul_instructions', d['matmul_instructions'])} matmul instructions"],
+              ["Q", _b("Q", d["Q"]) + " bytes",
+               f"compulsory {_b('compulsory_Q', d['compulsory_Q'])} bytes; Q / compulsory = "
+               + (num("Q_over_compulsory", d["Q_over_compulsory"]) if d["Q_over_compulsory"] is not None else "–")
+               + (f"; lower bound {_b('lower_bound_Q', d['lower_bound_Q'])}" if d.get("lower_bound_Q") else "")],
+              ["I = W / Q", (num("I", d["I"]) + " FLOPs/byte") if d["I"] is not None else "–",
+               f"ridge P / BW = {num('ridge', d['ridge'])}"],
+              ["P", num("P", d["P"], tflops(d["P"])), esc(d["dtype"])],
+              ["BW", num("BW", d["BW"], f"{d['BW'] / 1e9:.4g} GB/s"), ""],
+              ["T_best = max(W/P, Q/BW)", _t("T_best", d["T_best"]),
+               f"W/P = {_t('T_compute', d['T_compute'])}, Q/BW = {_t('T_memory', d['T_memory'])}; "
+               f"{num('bound', d['bound'], d['bound'])}-bound"],
+              ["T_worst = W/P + Q/BW", _t("T_worst", d["T_worst"]), "no overlap"]]
+    parts.append("<h2>Work and traffic</h2>" + table(["", "value", ""], e_rows, right={1}, cls="entitlement"))
+    t_rows = [[esc(n), esc(t["role"]), _b(f"tensors.{n}.bytes", t["bytes"]),
+               _b(f"tensors.{n}.read_bytes", t["read_bytes"]), _b(f"tensors.{n}.write_bytes", t["write_bytes"]),
+               num(f"tensors.{n}.r", t["r"], f"{t['r']:.4g}") if t["r"] is not None else "–"]
+              for n, t in d["tensors"].items()]
+    parts.append(table(["tensor", "role", "size (bytes)", "read (bytes)", "written (bytes)", "r"],
+                       t_rows, right={2, 3, 4, 5}, cls="tensors")
+                 + '<p class="note">r: times each byte of the tensor crosses HBM (read bytes / size).</p>')
+    parts.append(f'<h2>Roofline</h2><figure class="roofline">{roofline_svg}</figure>')
+    # lower ceilings
+    if "ceilings" in d:
+        parts.append("<h2>Lower ceilings</h2>" + _ceilings_table(d["ceilings"], "ceilings")
+                     + f"<p>binding Tensor Engine ceiling: {num('lowest_ceiling', d['lowest_ceiling'], str(d['lowest_ceiling']))}"
+                     + (f"; {num('instruction_s', d['instruction_s'], _ns(d['instruction_s']))} per instruction"
+                        if d.get("instruction_s") else "") + "</p>")
+    if "kernels" in d:  # a program of several kernels: each one's counts and verdict
+        parts.append("<h2>Kernels of the program</h2>" + table(
+            ["kernel", "ops", "W (FLOPs)", "Q (bytes)", "T", "limit"],
+            [[esc(k["kernel"]), esc(", ".join(k["ops"])), _b(f"kernels.{i}.W", k["W"]),
+              _b(f"kernels.{i}.Q", k["Q"]), _t(f"kernels.{i}.T", k["T"]),
+              num(f"kernels.{i}.limit", k["limit"], k["limit"])] for i, k in enumerate(d["kernels"])],
+            right={2, 3, 4}, cls="kernels"))
+        if d.get("intermediates"):
+            parts.append(table(["intermediate", "bytes", "k (HBM crossings)", "fused", "spilled"],
+                               [[esc(n), _b(f"intermediates.{n}.bytes", im["bytes"]),
+                                 num(f"intermediates.{n}.k", im["k"], f"{im['k']:.4g}"),
+                                 "yes" if im["fused"] else "no", "yes" if im["spilled"] else "no"]
+                                for n, im in d["intermediates"].items()], right={1, 2}, cls="intermediates"))
+    for name, cs in ceilings_of_stages:
+        parts.append(f"<h2>Lower ceilings: kernel {esc(name)}</h2>"
+                     + (_ceilings_table(cs, None) if cs else
+                        '<p class="note">no matmul instructions: no Tensor Engine ceilings</p>'))
+    # SBUF / PSUM
+    s = d["sbuf"]
+    unit = s["unit"]
+    bufs = [[esc(n), _b(f"sbuf.largest_buffers.{n}", b)] for n, b in s["largest_buffers"].items()]
+    parts.append("<h2>SBUF and PSUM</h2>" + table(["", "value"], [
+        ["SBUF", f"{'fits' if s['fits'] else '<b>does not fit</b>'}: peak {_b('sbuf.peak', s['peak'])} of "
+                 f"{_b('sbuf.capacity', s['capacity'])} {esc(unit)} ({esc(s['what'])})"],
+        ["SBUF, whole", f"peak {_b('sbuf.peak_bytes', s['peak_bytes'])} of {_b('sbuf.capacity_bytes', s['capacity_bytes'])} bytes"],
+        ["PSUM", _psum(d["psum"])]], cls="sbuf")
+        + (f"<p>Largest SBUF buffers ({esc(unit)}):</p>" + table(["tensor", unit], bufs, right={1}, cls="buffers")
+           if bufs else ""))
+    # DMA
+    for i, k in enumerate(dma):
+        pre = f"dma.kernels.{i}"
+        head = f"<h2>DMA transfers{': kernel ' + esc(k['stage']) if len(dma) > 1 else ''}</h2>"
+        summary = (f"<p>{_b(pre + '.transfers', k['transfers'])} transfers, {_b(pre + '.bytes', k['bytes'])} bytes; "
+                   + (f"T_dma = {_t(pre + '.T_dma', k['T_dma'])} at {k['dma_bw'] / 1e9:.4g} GB/s; " if k["T_dma"] else "")
+                   + f"{_pct(pre + '.small_share', k['small_share'])} of the bytes in transfers below "
+                   f"{k['small_threshold_bytes_per_partition']:,} bytes per partition.</p>")
+        bands = table(["bytes per partition", "guidance", "transfers", "bytes"],
+                      [[esc(b["band"]), esc(b["guidance"]), _b(f"{pre}.bands.{j}.transfers", b["transfers"]),
+                        _b(f"{pre}.bands.{j}.bytes", b["bytes"])] for j, b in enumerate(k["bands"])],
+                      right={2, 3}, cls="dma-bands")
+        sizes = table(["bytes per partition", "transfers", "bytes"],
+                      [[_b(f"{pre}.bytes_per_partition.{j}.bytes", x["bytes"]),
+                        _b(f"{pre}.bytes_per_partition.{j}.transfers", x["transfers"]),
+                        _b(f"{pre}.bytes_per_partition.{j}.total_bytes", x["total_bytes"])]
+                       for j, x in enumerate(k["bytes_per_partition"])], right={0, 1, 2}, cls="dma-sizes")
+        stm = table(["statement", "line", "transfers", "bytes"],
+                    [[f"<code>{esc(x['statement'])}</code>", esc(x["line"]),
+                      _b(f"{pre}.statements.{j}.transfers", x["transfers"]),
+                      _b(f"{pre}.statements.{j}.bytes", x["bytes"])] for j, x in enumerate(k["statements"])],
+                    right={2, 3}, cls="dma-statements")
+        parts.append(head + summary + '<div class="grid2">' + bands + sizes + "</div>" + stm
+                     + f'<p class="note">Bands: {esc(k["bands_source"])}.</p>')
+    parts.append('<h2>Timeline</h2><div id="timeline">' + (timeline_html or
+                 '<p class="note">No timeline renderer in this loopsim (loopsim.render.timeline).</p>')
+                 + "</div>")
+    m = d.get("measured")
+    if m is not None:
+        parts.append("<h2>Measured: the gap</h2>" + _gap_table(d, m)
+                     + ("<pre>" + esc("\n".join(measured_lines)) + "</pre>" if measured_lines else ""))
+    parts.append('<p class="note">Written by loopsim report; the numbers are those of '
+                 "<code>loopsim entitle --json</code> and <code>loopsim dma --json</code> with the "
+                 "same options.</p>")
+    return page(f"loopsim report: {d['kernel']} on {d['hardware']}", "\n".join(parts))
+
+
+def _ceilings_table(cs: list[dict], key: str | None) -> str:
+    def k(i, f):
+        return f"{key}.{i}.{f}" if key else None
+
+    def n(i, f, v, text):
+        return num(k(i, f), v, text) if key else esc(text)
+
+    rows = [[esc(c["name"]), n(i, "factor", c["factor"], f"{c['factor']:.4g}") if c["factor"] is not None else "–",
+             n(i, "P", c["P"], tflops(c["P"])), n(i, "T", c["T"], fmt_time(c["T"])),
+             esc(c["explanation"]) + (" <b>ASSUMED</b>" if c.get("assumed") else "")]
+            for i, c in enumerate(cs)]
+    return table(["ceiling", "factor of P", "rate", "time", "why"], rows, right={1, 2, 3}, cls="ceilings")
+
+
+def _psum(p: dict) -> str:
+    if "kernels" in p:
+        return "; ".join(f"{esc(k)}: {esc(v['verdict'])}" for k, v in p["kernels"].items())
+    out = esc(p["verdict"]) + f" ({_b('psum.needed_banks', p['needed_banks'])} of {_b('psum.banks', p['banks'])} banks)"
+    if p.get("evacuation_engine"):
+        out += (f"; evacuation PSUM → SBUF on the {esc(p['evacuation_engine'])} engine: "
+                f"{_b('psum.evacuated_elements', p['evacuated_elements'])} elements, "
+                f"{_t('psum.T_evacuate', p['T_evacuate'])}")
+    return out
+
+
+def _gap_table(d: dict, m: dict) -> str:
+    """T_best (roofs) -> T (roofs and ceilings) -> T_measured, each step's share of the gap."""
+    T_best, T, Tm = d["T_best"], d["T"], m["T"]
+    gap = m["gap"]
+    rows = [["T_best = max(W/P, Q/BW)", _t("T_best", T_best), "", "the roofline's entitlement"],
+             ["T, every ceiling", _t("T", T), fmt_time(T - T_best) + (f" ({(T - T_best) / gap:.0%} of the gap)" if gap > 0 else ""),
+              f"explained by the model: {esc(d['limit'])} binds"],
+             ["T_measured", _t("measured.T", Tm), fmt_time(Tm - T) + (f" ({(Tm - T) / gap:.0%} of the gap)" if gap > 0 else ""),
+              "not explained by the model: find it on the profile's timeline (idle Tensor Engine, no "
+              "overlap, fixed cost, extra bytes)"],
+             ["gap = T_measured − T_best", _t("measured.gap", gap), "", ""],
+             ["fraction of entitlement", _pct("measured.fraction_of_entitlement", m["fraction_of_entitlement"]), "", "T_best / T_measured"],
+             ["MFU = W / T_measured / P", _pct("measured.MFU", m["MFU"]), "", ""],
+             ["achieved BW = Q / T_measured", num("measured.achieved_BW", m["achieved_BW"], f"{m['achieved_BW'] / 1e9:.4g} GB/s"),
+              "", _pct("measured.BW_share", m["BW_share"]) + " of BW"]]
+    rows += [[esc(x["what"]), "", "", esc(x["line"])] for x in m["disagreements"]]
+    return table(["", "time", "step", "what it means"], rows, right={1, 2}, cls="gap")
