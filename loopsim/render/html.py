@@ -318,8 +318,11 @@ def figure_svg(fig) -> str:
     """A matplotlib figure as inline SVG (its text drawn as paths: no font is fetched)."""
     import io
 
+    import matplotlib
+
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    with matplotlib.rc_context({"svg.hashsalt": "loopsim"}):  # the same ids every run
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg"):]
 

@@ -51,7 +51,9 @@ def run(args) -> int:
     if args.json:
         dump_json({**d, "dma": {"kernels": dmas}, "output": args.output})
     else:
-        print(f"wrote {args.output}: {a.name} on {hw.name}, T {a.T:.4g} s ({a.limit})"
+        from loopsim.base.fmt import fmt_time
+
+        print(f"wrote {args.output}: {a.name} on {hw.name}, T {fmt_time(a.T)} ({a.limit})"
               + ("" if a.feasible else "; cannot run as written"))
     return 0 if a.feasible else INFEASIBLE
 
