@@ -102,7 +102,7 @@ _CLOCKWORK_JS = r"""
 const CW = JSON.parse(document.getElementById('cw-data').textContent);
 const SVGNS = 'http://www.w3.org/2000/svg';
 const CELL = 8;                                  // PEs per drawn cell, each way
-const NR = Math.ceil(CW.pe_rows / CELL), NC = Math.ceil(CW.pe_cols / CELL);
+const NR = Math.ceil(CW.rows / CELL), NC = Math.ceil(CW.cols / CELL);
 const PX = 16, X0 = 150, Y0 = 40;                // cell size in px, array origin
 const svg = document.getElementById('array');
 const cells = [];
@@ -122,13 +122,13 @@ el('rect', {x: X0 - 1, y: Y0 - 1, width: Math.ceil(CW.M / CELL) * PX + 1,
 const label = (x, y, t, a) => { const e = el('text', Object.assign({x: x, y: y, 'font-size': 12,
                                                                       fill: '#5b6570'}, a || {}));
                                 e.textContent = t; return e; };
-label(X0, Y0 - 22, `PE array: ${CW.pe_rows} rows (K) × ${CW.pe_cols} columns (M); a square is ${CELL}×${CELL} PEs`);
+label(X0, Y0 - 22, `PE array: ${CW.rows} rows (K) × ${CW.cols} columns (M); a square is ${CELL}×${CELL} PEs`);
 label(X0, Y0 - 8, `stationary tile ${CW.K}×${CW.M} (dashed): rows 0–${CW.K - 1}, columns 0–${CW.M - 1}`);
 // the moving tile in SBUF, streaming in from the left, one column (K elements) per cycle
 const MW = 120, MY = Y0, MH = NR * PX;
 label(4, Y0 - 8, `moving tile ${CW.K}×${CW.N}`);
-el('rect', {x: 4, y: MY, width: MW, height: MH * CW.K / CW.pe_rows, fill: '#cfe0f5', id: 'moving'});
-const movingDone = el('rect', {x: 4, y: MY, width: 0, height: MH * CW.K / CW.pe_rows, fill: '#9bb7d9'});
+el('rect', {x: 4, y: MY, width: MW, height: MH * CW.K / CW.rows, fill: '#cfe0f5', id: 'moving'});
+const movingDone = el('rect', {x: 4, y: MY, width: 0, height: MH * CW.K / CW.rows, fill: '#9bb7d9'});
 // PSUM below the array: M partitions, N fp32 columns of the instruction's accumulator
 const PY = Y0 + NR * PX + 28;
 label(X0, PY - 6, `PSUM: ${CW.M} partitions × ${CW.N} fp32 partial sums`);
@@ -183,7 +183,7 @@ function draw() {
   }
   const streamed = done ? CW.N : Math.min(CW.N, Math.floor(t / CW.slowdown));   // columns issued
   movingDone.setAttribute('width', MW * streamed / CW.N);
-  psumBar.setAttribute('width', NC * PX * (CW.M / CW.pe_cols) * streamed / CW.N);
+  psumBar.setAttribute('width', NC * PX * (CW.M / CW.cols) * streamed / CW.N);
   psumBar.setAttribute('fill', colors[i % colors.length]);
   cursor.setAttribute('x', 4 + bw * Math.min(g / CW.cycles_per_instruction, shown) - 1);
   const cols = done ? CW.count * CW.N : i * CW.N + streamed;   // moving columns issued so far
@@ -223,10 +223,10 @@ def clockwork_page(cw) -> str:
     the keys of ``loopsim clockwork --json``."""
     f = dict(cw.factors)
     cyc_ns = cw.cycle_s * 1e9
-    assumed = " (ASSUMED on this sheet)" if cw.mm_init_assumed else ""
+    assumed = " (ASSUMED on this sheet)" if cw.init_assumed else ""
     rows = [
         ["peak P (bf16, one core)",
-         f"{num('pe_rows', cw.pe_rows)} × {num('pe_cols', cw.pe_cols)} PEs × 2 FLOP × "
+         f"{num('rows', cw.rows)} × {num('cols', cw.cols)} PEs × 2 FLOP × "
          f"{num('clock_hz', cw.clock_hz, f'{cw.clock_hz / 1e9:g} GHz')}",
          num("P", cw.P, tflops(cw.P))],
         [f"dtype {esc(cw.dtype)}", num('factors.dtype', f['dtype'], f"{f['dtype']:g}") + " × P"
@@ -235,10 +235,10 @@ def clockwork_page(cw) -> str:
         ["rows used (partition fill)",
          f"K = {num('K', cw.K)} of {num('rows_eff', cw.rows_eff)} PE rows",
          num("factors.partition_fill", f["partition_fill"])],
-        ["columns used (column fill)", f"M = {num('M', cw.M)} of {cw.pe_cols} PE columns",
+        ["columns used (column fill)", f"M = {num('M', cw.M)} of {cw.cols} PE columns",
          num("factors.column_fill", f["column_fill"])],
         ["cycles per instruction",
-         f"max(N = {num('N', cw.N)}, MM_INIT = {num('mm_init_cycles', cw.mm_init_cycles)}{assumed})"
+         f"max(N = {num('N', cw.N)}, MM_INIT = {num('init_cycles', cw.init_cycles)}{assumed})"
          f" × {cw.slowdown}", num("cycles_per_instruction", cw.cycles_per_instruction)],
         ["issue rate", f"N / max(N, MM_INIT)",
          num("factors.issue_rate", f["issue_rate"])],
