@@ -89,6 +89,19 @@ def test_clockwork_bad_input_is_one_line(capsys, argv, words):
     assert words in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["nope"], "nope"),
+    (["matmul", "--set", "TK=0"], "TK"),
+    (["matmul", "--measured", "missing.json"], "missing.json: cannot read"),
+])
+def test_report_bad_input_is_one_line_and_writes_nothing(capsys, tmp_path, argv, words):
+    out = tmp_path / "r.html"
+    assert main(["report", *argv, "-H", "trn1-core", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and err.startswith("loopsim: error: ")
+    assert not out.exists()
+
+
 def test_report_refuses_a_non_html_output_before_work(capsys, tmp_path):
     assert main(["report", "matmul", "-H", "trn1-core", "-o", str(tmp_path / "r.png")]) == 2
     assert "a page is written as .html" in capsys.readouterr().err
@@ -201,15 +214,24 @@ def profile(tmp_path_factory):
     return str(p)
 
 
-@pytest.mark.parametrize("spec, measured", [(NKI4, True), ("mlp_unfused", False),
-                                            ("matmul_small_tiles", False)])
-def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, measured):
+NKI_BLOCKED = ["tests/nki_kernels/matmul_isa.py::blocked", "--arg", "lhsT=1024x4096",
+               "--arg", "rhs=1024x2048", "--kwarg", "TILES_M=2"]
+
+
+@pytest.mark.parametrize("spec, extra, hw, measured", [
+    (NKI4, [], "trn1-core", True),                       # the tutorial's fully optimized kernel
+    ("mlp_unfused", [], "trn1-core", False),             # a program of three kernels
+    ("matmul_small_tiles", [], "trn1-core", False),      # lower ceilings bind
+    ("matmul_blocked", [], "toy", False),                # cannot run: exit 3, the page written
+    (NKI_BLOCKED[0], NKI_BLOCKED[1:], "trn2-core", False),  # an NKI kernel, traced
+])
+def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, extra, hw, measured):
     out = tmp_path / "report.html"
-    opts = ["-H", "trn1-core"] + (["--measured", profile] if measured else [])
+    opts = [*extra, "-H", hw] + (["--measured", profile] if measured else [])
     status = main(["report", spec, *opts, "-o", str(out)])
     capsys.readouterr()
     ent = json.loads(_out(capsys, ["entitle", spec, *opts, "--json"]))
-    dma = json.loads(_out(capsys, ["dma", spec, "-H", "trn1-core", "--json"]))
+    dma = json.loads(_out(capsys, ["dma", spec, *extra, "-H", hw, "--json"]))
     assert status == (0 if ent["feasible"] else 3)
     page = chrome.open(out, width=1100)
     assert page.errors == []
@@ -225,6 +247,9 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, measur
     assert page.eval("document.querySelectorAll('figure.roofline svg').length") == 1
     if spec == NKI4:
         assert text(page, "verdict").startswith("T = 187.2 µs, limited by compute")
+    if not ent["feasible"]:
+        assert "cannot run as written" in text(page, "verdict")
+        assert ent["infeasible_reasons"][0] in text(page, "verdict")
     # printed on A4 and Letter: nothing wider than the paper's printable width (12 mm margins)
     for paper, mm in (("A4", 210), ("Letter", 215.9)):
         page.b.send("Emulation.setEmulatedMedia", {"media": "print"}, session=page.session)
@@ -237,7 +262,7 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, measur
     page.b.send("Emulation.setEmulatedMedia", {"media": ""}, session=page.session)
     page.b.send("Emulation.setDeviceMetricsOverride", {"width": 1100, "height": 900,
                 "deviceScaleFactor": 1, "mobile": False}, session=page.session)
-    shot(page, f"report-{Path(spec).stem}.png")
+    shot(page, f"report-{Path(spec.split('::')[0]).stem}-{hw}.png")
     assert page.errors == []
 
 
