@@ -81,6 +81,7 @@ def test_clockwork_numbers_are_those_of_loopsim_ceilings_on_its_spec(capsys, tmp
     (["--json", "--count", "0"], "--count 0: must be 1 to 4096"),
     (["--json", "--dtype", "int4"], "--dtype int4: trn1-core has no Tensor Engine roof"),
     (["--json", "-H", "trn2-lnc2"], "the clockwork is one physical core's"),
+    (["--json", "-H", "toy"], "toy: its P is not derived from a PE array"),
     ([], "give -o FILE.html"),
 ])
 def test_clockwork_bad_input_is_one_line(capsys, argv, words):

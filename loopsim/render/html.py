@@ -91,8 +91,12 @@ def tflops(x: float, digits: int = 4) -> str:
     return f"{x / 1e12:.{digits}g} TFLOP/s"
 
 
-def _ns(s: float) -> str:
-    return f"{s * 1e9:.3g} ns"
+def short_time(s: float) -> str:
+    """Seconds to 3 significant digits with a prefix: 2.2857e-08 -> "22.9 ns" (the curriculum's
+    figures are quoted so)."""
+    for f, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(s) >= f or unit == "ns":
+            return f"{s / f:.3g} {unit}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +247,7 @@ def clockwork_page(cw) -> str:
         ["issue rate", f"N / max(N, MM_INIT)",
          num("factors.issue_rate", f["issue_rate"])],
         ["time per instruction", f"{cw.cycles_per_instruction:,} cycles × {cyc_ns:.4g} ns",
-         num("instruction_s", cw.instruction_s, _ns(cw.instruction_s))],
+         num("instruction_s", cw.instruction_s, short_time(cw.instruction_s))],
         ["instructions", "back to back, same tiles", num("count", cw.count)],
         ["total cycles", f"{cw.count:,} × {cw.cycles_per_instruction:,}", num("total_cycles", cw.total_cycles)],
         ["work W", f"2 × K × M × N × {cw.count:,}", num("W", cw.W)],
@@ -394,7 +398,7 @@ def report_page(d: dict, dma: list[dict], roofline_svg: str, *, ceilings_of_stag
     if "ceilings" in d:
         parts.append("<h2>Lower ceilings</h2>" + _ceilings_table(d["ceilings"], "ceilings")
                      + f"<p>binding Tensor Engine ceiling: {num('lowest_ceiling', d['lowest_ceiling'], str(d['lowest_ceiling']))}"
-                     + (f"; {num('instruction_s', d['instruction_s'], _ns(d['instruction_s']))} per instruction"
+                     + (f"; {num('instruction_s', d['instruction_s'], fmt_time(d['instruction_s']))} per instruction"
                         if d.get("instruction_s") else "") + "</p>")
     if "kernels" in d:  # a program of several kernels: each one's counts and verdict
         parts.append("<h2>Kernels of the program</h2>" + table(

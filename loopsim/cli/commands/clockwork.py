@@ -28,6 +28,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from loopsim.analyses.clockwork import clockwork
+    from loopsim.render.html import short_time
     from loopsim.base.errors import InputError
     from loopsim.targets import hardware
 
@@ -43,6 +44,6 @@ def run(args) -> int:
         dump_json({**cw.as_dict(), **({"output": args.output} if args.output else {})})
     else:
         print(f"wrote {args.output}: {cw.count:,} instructions K={cw.K} M={cw.M} N={cw.N} {cw.dtype} on "
-              f"{cw.hardware}: {cw.cycles_per_instruction:,} cycles ({cw.instruction_s * 1e9:.3g} ns) "
+              f"{cw.hardware}: {cw.cycles_per_instruction:,} cycles ({short_time(cw.instruction_s)}) "
               f"per instruction, {cw.rate / 1e12:.3g} TFLOP/s of P = {cw.P / 1e12:.4g}")
     return 0

@@ -45,6 +45,10 @@ def check(hw, K: int, M: int, N: int, count: int, dtype: str) -> None:
         raise InputError(f"--hardware {hw.name}: the clockwork is one physical core's Tensor "
                          f"Engine; this sheet is {hw.physical_cores} cores ({hw.scope})")
     a = array_of(hw)
+    if hw.P("bf16") != a.rows * a.cols * 2 * a.clock_hz:
+        raise InputError(f"--hardware {hw.name}: its P is not derived from a PE array "
+                         f"({a.rows} x {a.cols} PEs x 2 x {a.clock_hz:,} Hz is not "
+                         f"{hw.P('bf16'):,} FLOP/s); the clockwork needs a sheet that derives it")
     for flag, v, top, what in (("--k", K, a.rows, "PE rows (the contraction)"),
                                ("--m", M, a.cols, "PE columns"),
                                ("--n", N, a.n_max, "the moving tile's free size limit"),
