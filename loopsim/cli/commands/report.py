@@ -59,10 +59,22 @@ def run(args) -> int:
 
 
 def timeline_html(a, hw) -> str | None:
-    """The timeline picture of the analysis as HTML, where loopsim has a timeline renderer
-    (``loopsim.render.timeline``); None until it does."""
+    """The timeline picture of each kernel (``loopsim timeline``'s figure and lines) as HTML, where
+    this loopsim predicts a timeline (``loopsim.render.timeline``, a stage's ``timeline``); None
+    where it does not."""
     import importlib.util
 
     if importlib.util.find_spec("loopsim.render.timeline") is None:
         return None
-    return None  # the hook: filled in when the timeline renderer lands
+    from loopsim.render import html, timeline as render
+
+    stages = [(st.name, getattr(st, "timeline", None)) for st in a.stages]
+    stages = [(n, t) for n, t in stages if t is not None]
+    if not stages:
+        return None
+    out = []
+    for name, t in stages:
+        title = f"{a.name} on {hw.name}" + (f", kernel {name}" if len(a.stages) > 1 else "")
+        out.append(f'<figure class="timeline">{html.figure_svg(render.figure(t, title=title))}</figure>'
+                   f"<pre>{html.esc(chr(10).join(render.lines(t)))}</pre>")
+    return "\n".join(out)
