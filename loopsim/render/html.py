@@ -283,9 +283,11 @@ stationary {cw.K}×{cw.M}, moving {cw.K}×{cw.N}, {esc(cw.dtype)}. Numbers from 
 <p class="note">Colour: the instruction whose moving column is in that square of PEs; pale blue:
 stationary values held, no multiply this cycle; grey: PEs the tiles leave unused. The bar under
 PSUM fills as the instruction's output columns are written. Timeline: blue cycles stream moving
-columns, orange cycles wait out MM_INIT. The wavefront is drawn with one cycle of skew per PE row
-and column (a systolic array's fill, overlapped with the previous instruction); the model charges
-only the issue interval.</p>
+columns, orange cycles wait out MM_INIT. Each instruction's stationary tile is loaded into the
+array before its moving tile streams; like the model, the picture gives that load no cycles of its
+own beyond max(N, MM_INIT) (the guide's initiation interval for back-to-back instructions). The
+wavefront is drawn with one cycle of skew per PE row and column (a systolic array's fill,
+overlapped with the previous instruction); the model charges only the issue interval.</p>
 </div></div>
 <h2>The numbers</h2>
 {table(["", "how", "value"], rows, right={2}, cls="numbers")}
