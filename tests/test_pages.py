@@ -135,6 +135,43 @@ def at(d, key: str):
     return d
 
 
+#: SI prefixes of the pages' units
+_PREFIX = {"T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3, "m": 1e-3, "µ": 1e-6, "n": 1e-9}
+
+
+def shown(text: str) -> float | str:
+    """The number a page's text shows ("187.2 µs" -> 1.872e-4, "91.75 TFLOP/s" -> 9.175e13,
+    "71.5%" -> 0.715, "17,179,869,184" -> 17179869184); a word stays a string."""
+    m = re.fullmatch(r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(%|([TGMkmµn]?)(s|FLOP/s|B/s|Hz))?", text)
+    if not m:
+        return text
+    v = float(m.group(1).replace(",", ""))
+    if m.group(2) == "%":
+        return v / 100
+    return v * _PREFIX.get(m.group(3) or "", 1.0)
+
+
+def assert_text_shows_value(key, value, text):
+    """The text a page shows for a number is that number, to the digits shown."""
+    got = shown(text)
+    if isinstance(value, str) or isinstance(value, bool) or value is None:
+        assert got == value or text == str(value), (key, value, text)
+        return
+    assert not isinstance(got, str), (key, value, text)
+    digits = len(re.sub(r"\D", "", text.split("e")[0].lstrip("0.").replace(",", ""))) or 1
+    assert got == pytest.approx(value, rel=0.6 * 10 ** (1 - digits), abs=1e-300), (key, value, text)
+
+
+def test_shown_reads_the_pages_formats():
+    assert shown("187.2 µs") == pytest.approx(187.2e-6) and shown("22.9 ns") == pytest.approx(22.9e-9)
+    assert shown("91.75 TFLOP/s") == pytest.approx(91.75e12) and shown("71.5%") == pytest.approx(0.715)
+    assert shown("17,179,869,184") == 17179869184 and shown("410 GB/s") == 410e9
+    assert shown("2.8 GHz") == 2.8e9 and shown("compute") == "compute"
+    assert_text_shows_value("x", 45.8752e12, "45.9 TFLOP/s")
+    with pytest.raises(AssertionError):
+        assert_text_shows_value("x", 45.8752e12, "46.9 TFLOP/s")
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return struct.unpack(">II", data[16:24])
@@ -173,8 +210,9 @@ def test_clockwork_page_in_chromium(chrome, capsys, tmp_path, k, n, rate_text, n
     nums = dom_numbers(page)
     assert {key for key, _, _ in nums} >= {"P", "rate", "instruction_s", "cycles_per_instruction",
                                            "factors.partition_fill", "factors.issue_rate", "W"}
-    for key, value, _ in nums:
+    for key, value, t in nums:
         assert value == at(d, key), key
+        assert_text_shows_value(key, value, t)
     shown = {key: t for key, _, t in nums}
     assert shown["rate"] == rate_text and shown["instruction_s"] == ns_text
     assert shown["P"] == "91.75 TFLOP/s"
@@ -242,9 +280,10 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, extra,
     assert keys >= {"T", "W", "Q", "I", "T_best", "sbuf.peak", "dma.kernels.0.transfers"}
     assert {f"tensors.{t}.r" for t in ent["tensors"]} <= keys
     assert ("measured.gap" in keys) == measured
-    for key, value, _ in nums:  # every number the page shows is the CLI's JSON, exactly
+    for key, value, t in nums:  # every number the page shows is the CLI's JSON, exactly
         want = at({"dma": dma}, key) if key.startswith("dma.") else at(ent, key)
         assert value == want, key
+        assert_text_shows_value(key, value, t)
     assert page.eval("document.querySelectorAll('figure.roofline svg').length") == 1
     if spec == NKI4:
         assert text(page, "verdict").startswith("T = 187.2 µs, limited by compute")
