@@ -103,6 +103,16 @@ def test_report_bad_input_is_one_line_and_writes_nothing(capsys, tmp_path, argv,
     assert not out.exists()
 
 
+def test_report_json_is_entitle_json_and_dma_json(capsys, tmp_path):
+    out = str(tmp_path / "r.html")
+    rep = run_json(capsys, "report", "matmul_hoisted", "-H", "trn2-core", "--set", "M=512", "-o", out)
+    ent = run_json(capsys, "entitle", "matmul_hoisted", "-H", "trn2-core", "--set", "M=512")
+    dma = run_json(capsys, "dma", "matmul_hoisted", "-H", "trn2-core", "--set", "M=512")
+    assert rep.pop("output") == out and rep.pop("dma") == {"kernels": dma["kernels"]}
+    assert rep == ent
+    assert Path(out).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
 def test_report_refuses_a_non_html_output_before_work(capsys, tmp_path):
     assert main(["report", "matmul", "-H", "trn1-core", "-o", str(tmp_path / "r.png")]) == 2
     assert "a page is written as .html" in capsys.readouterr().err
