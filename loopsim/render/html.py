@@ -37,6 +37,7 @@ figure { margin: 8px 0; } figure svg { max-width: 100%; height: auto; }
 .controls button { font: inherit; padding: 3px 10px; margin-right: 4px; }
 .controls input[type=range] { width: 420px; vertical-align: middle; }
 .grid2 { display: flex; gap: 18px; flex-wrap: wrap; align-items: flex-start; }
+.grid2 > .side { flex: 1 1 300px; min-width: 280px; }
 code, pre { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 pre { background: #f6f8fa; padding: 8px; overflow-x: auto; }
 .bar { display: inline-block; height: 10px; background: var(--busy); vertical-align: middle; }
@@ -271,7 +272,7 @@ stationary {cw.K}×{cw.M}, moving {cw.K}×{cw.N}, {esc(cw.dtype)}. Numbers from 
 <div class="grid2">
 <figure><svg id="array" xmlns="http://www.w3.org/2000/svg" width="640" role="img"
  aria-label="PE array"></svg></figure>
-<div class="keep">
+<div class="keep side">
 <table id="state"><tbody>
 <tr><th>cycle</th><td id="cycle">0</td></tr>
 <tr><th>instruction</th><td id="instruction">1</td></tr>
