@@ -156,6 +156,8 @@ const cursor = el('rect', {x: 4, y: TY - 3, width: 2, height: 20, fill: '#1b1f24
 svg.setAttribute('viewBox', `0 0 640 ${TY + 30}`);
 
 const colors = ['#2f7ed8', '#7a4fc9', '#1f9e89', '#d45d79'];
+// instructions whose wavefront can still be in the array: its fill takes K + M + N x slowdown cycles
+const SPAN = Math.ceil((CW.K + CW.M + CW.N * CW.slowdown) / CW.cycles_per_instruction);
 const $ = id => document.getElementById(id);
 const slider = $('slider');
 slider.max = CW.total_cycles;
@@ -178,7 +180,7 @@ function draw() {
     if (k < CW.K && m < CW.M) {
       fill = '#dbe5f0';                                 // holds stationary values, not computing
       // the newest instruction whose wavefront is in this square now
-      for (let ii = Math.floor(g / cpi); ii >= 0 && ii > Math.floor(g / cpi) - 8; ii--) {
+      for (let ii = Math.floor(g / cpi); ii >= 0 && ii >= Math.floor(g / cpi) - SPAN; ii--) {
         if (ii >= CW.count) continue;
         const j = Math.floor((g - ii * cpi - k - m) / CW.slowdown);
         if (j >= 0 && j < CW.N) { fill = colors[ii % colors.length]; break; }
