@@ -235,6 +235,15 @@ def test_clockwork_page_in_chromium(chrome, capsys, tmp_path, k, n, rate_text, n
     assert text(page, "cycle") == "3"
     click(page, "next")
     assert text(page, "cycle") == f"{cpi:,}" and text(page, "instruction") == f"2 of {d['count']}"
+    # the squares of 8 x 8 PEs computing at a cycle: those where some instruction i's moving
+    # column j = g - i x cpi - (k + m) is one of its N (one cycle of skew per row and column)
+    for g in (5, 100, min(300, total), cpi + 7):
+        page.eval(f"(s => {{ s.value = {g}; s.dispatchEvent(new Event('input')); }})(document.getElementById('slider'))")
+        busy = page.eval("Array.from(document.querySelectorAll('#array rect[data-r]')).filter("
+                         "e => !['var(--idle)', '#dbe5f0'].includes(e.getAttribute('fill'))).length")
+        want = sum(any(0 <= g - i * cpi - 8 * (r + c) < n for i in range(d["count"]))
+                   for r in range(k // 8) for c in range(128 // 8))
+        assert busy == want, g
     if n < 64:  # N = 32: cycles 32..63 of an instruction wait out MM_INIT
         page.eval("(s => { s.value = 40; s.dispatchEvent(new Event('input')); })(document.getElementById('slider'))")
         assert text(page, "phase").startswith("waiting: MM_INIT")
