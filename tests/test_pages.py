@@ -7,10 +7,11 @@ import json
 import os
 import re
 import struct
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from loopsim.analyses.clockwork import clockwork
 from loopsim.cli.main import main
@@ -111,6 +112,48 @@ def test_report_json_is_entitle_json_and_dma_json(capsys, tmp_path):
     assert rep.pop("output") == out and rep.pop("dma") == {"kernels": dma["kernels"]}
     assert rep == ent
     assert Path(out).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+class _Nums(HTMLParser):
+    """The (data-key, data-value) pairs of a page, read without a browser."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "data-key" in a:
+            self.found.append((a["data-key"], json.loads(a["data-value"])))
+
+
+@settings(max_examples=8)
+@given(M=st.sampled_from([128, 384, 1000]), N=st.sampled_from([512, 700, 2048]),
+       K=st.sampled_from([128, 640]), TN=st.sampled_from([128, 512]),
+       hw=st.sampled_from(["trn1-core", "trn2-core", "toy"]))
+def test_report_numbers_are_entitle_json_for_any_tiling(M, N, K, TN, hw):
+    import contextlib
+    import io
+    import tempfile
+
+    sets = [a for n, v in (("M", M), ("N", N), ("K", K), ("TN", TN)) for a in ("--set", f"{n}={v}")]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.html")
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["report", "matmul", "-H", hw, *sets, "-o", out])
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main(["entitle", "matmul", "-H", hw, *sets, "--json"])
+        ent = json.loads(buf.getvalue())
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main(["dma", "matmul", "-H", hw, *sets, "--json"])
+        dma = json.loads(buf.getvalue())
+        p = _Nums()
+        p.feed(Path(out).read_text(encoding="utf-8"))
+    assert len(p.found) >= 40
+    for key, value in p.found:
+        assert value == (at({"dma": dma}, key) if key.startswith("dma.") else at(ent, key)), key
 
 
 def test_report_refuses_a_non_html_output_before_work(capsys, tmp_path):
