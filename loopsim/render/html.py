@@ -304,13 +304,19 @@ MM_INIT = 64 cycles ({64 / (cw.clock_hz / 1e9):.3g} ns at {cw.clock_hz / 1e9:g} 
                 body, _CLOCKWORK_JS)
 
 
-def write(path: str, text: str, flag: str = "-o") -> None:
-    """Write a page whole or not at all; a path not ending in .html/.htm is refused."""
+def check_path(path: str, flag: str = "-o") -> None:
+    """An InputError for a page path not ending in .html/.htm (before any work is done)."""
     from loopsim.base.errors import InputError
-    from loopsim.base.outfile import write_atomic
 
     if not path.lower().endswith((".html", ".htm")):
         raise InputError(f"{flag} {path}: a page is written as .html")
+
+
+def write(path: str, text: str, flag: str = "-o") -> None:
+    """Write a page whole or not at all; a path not ending in .html/.htm is refused."""
+    from loopsim.base.outfile import write_atomic
+
+    check_path(path, flag)
 
     def put(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -34,6 +34,10 @@ def run(args) -> int:
 
     if args.output is None and not args.json:
         raise InputError("clockwork: give -o FILE.html (the page) or --json (the numbers)")
+    if args.output is not None:
+        from loopsim.render.html import check_path
+
+        check_path(args.output)  # before any work
     hw = hardware.load(args.hardware)
     cw = clockwork(hw, K=args.k, N=args.n, M=args.m, dtype=args.dtype, count=args.count)
     if args.output is not None:

@@ -32,8 +32,7 @@ def run(args) -> int:
     from loopsim.targets.neuron import dma
     from loopsim.cli.commands.plot import ceilings_for
 
-    if not args.output.lower().endswith((".html", ".htm")):
-        html.write(args.output, "")  # the one-line refusal, before any work
+    html.check_path(args.output)  # before any work
     hw = hardware_of(args)
     prog = program_of(args)
     a = pipeline.analyze(prog, hw, **analyze_kw(args))
