@@ -757,9 +757,9 @@ class Comparison:
                                               "measured window"))
             rest -= idle
         extra_t, extra_note = 0.0, ""
-        if p.hbm_bytes is not None and e.Q:
-            extra_t = (p.hbm_bytes - e.Q) * self._memory_time() / e.Q
-            extra_note = (f"{p.hbm_bytes - e.Q:+,} bytes (profile {p.hbm_bytes:,} vs Q {e.Q:,}) at "
+        if p.Q is not None and e.Q:
+            extra_t = (p.Q - e.Q) * self._memory_time() / e.Q
+            extra_note = (f"{p.Q - e.Q:+,} bytes (profile {p.Q:,} vs Q {e.Q:,}) at "
                           "the predicted memory-side rate")
         busy = [(prefix, t) for prefix, t in p.engine_times if prefix != "sync_engine"]
         if busy:
