@@ -58,7 +58,8 @@ class Target(Protocol):
       none); ``cannot_run(kernel)``: why a kernel cannot run on it, one line each (tiles).
     - ``ceilings(kernel, dtype=, parallel=, link_bw=, strict=)``, ``steps(...)``,
       ``dma_time(kernel, counts, exact=)``: the lower ceilings, the engine timeline of a stage's
-      ops, and the transfer engines' time of a kernel.
+      ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
+      None if none) and ``transfer_lines(kernel)`` (per source line, seconds of transfers).
     - ``core_split``: whether the target runs a kernel split across cores (LNC), checked by
       :func:`loopsim.count.lnc.check_scope` against ``physical_cores``.
     """
@@ -84,6 +85,7 @@ class Target(Protocol):
     def ceilings(self, kernel, *, dtype: str, parallel=None, link_bw=None, strict: bool = False): ...
     def steps(self, stage, op_map, tensor_map, counts, dtype: str, where: str): ...
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None: ...
+    def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
 
 
 def family_module(family: str, origin: str):

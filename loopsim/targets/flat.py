@@ -79,6 +79,9 @@ class FlatMachine(Roofs):
     def dma_time(self, kernel, counts, *, exact: bool):
         return None
 
+    def transfer_lines(self, kernel):
+        return ()  # no transfer engines: no per-statement transfer time
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         return 0.0  # no instruction cost: W/P is the compute floor

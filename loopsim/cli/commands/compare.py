@@ -44,7 +44,8 @@ def analysed_rows(args, hw) -> tuple[list, list[dict]]:
     rows = sweep.analyze_all(variants, hw, jobs=getattr(args, "jobs", None),
                              scheduler=getattr(args, "scheduler", None),
                              quiet=getattr(args, "quiet", True), **analyze_kw(args))
-    profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows])
+    profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows],
+                      [dict(r.variant.params) for r in rows])
     dicts = []
     for i, r in enumerate(rows):
         d = row_dict(r, i + 1)

@@ -178,6 +178,16 @@ class NeuronCore(Roofs):
         (the measured BW already is the memory side as achieved) or on a sheet without one."""
         return self.dma_bw if self.dma_bw and self.roofs != "measured" else None
 
+    def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]:
+        """(source line, statement, seconds) of each load/store with a source line: its bytes over
+        the DMA engines' bandwidth (its share of the DMA ceiling); () without a DMA bandwidth."""
+        if not self.dma_bw:
+            return ()
+        from loopsim.targets.neuron import dma
+
+        r = dma.report(kernel, self)
+        return tuple((s.line, s.text, s.bytes / self.dma_bw) for s in r.statements if s.line)
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         """Seconds the Tensor Engine needs at least for an m x k by k x n matmul whose instructions
