@@ -30,9 +30,12 @@ class Array:
 
 
 def array_of(hw) -> Array:
-    """The sheet's PE array."""
+    """The sheet's PE array (an InputError for a machine without one)."""
+    if hw.family != "neuron":  # a flat machine has one rate P and no PE array to draw
+        raise InputError(f"--hardware {hw.name}: its P is not derived from a PE array (a "
+                         f"{hw.family} machine); the clockwork needs a NeuronCore sheet")
     return Array(hw.pe_rows, hw.pe_cols, hw.clock_hz, hw.mm_init_cycles, hw.mm_init_assumed,
-                 hw.moving_max)
+                 hw.tile_limits()["N"])  # the moving free size: the sheet's one N_t limit
 
 
 def check(hw, K: int, M: int, N: int, count: int, dtype: str) -> None:
