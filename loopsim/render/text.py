@@ -95,6 +95,9 @@ def roof_lines(a) -> list[str]:
 
 def ceilings_lines(c, indent: str = "  ") -> list[str]:
     """The ceilings as a table, one line of explanation each."""
+    if not c.ceilings and not c.psum.banks:  # a flat target: its roofs are all there is
+        return [f"{indent}none: this machine has only its roofs P and BW"] + \
+            [f"{indent}note: {n}" for n in c.notes]
     lines = [f"{indent}{'ceiling':<15}{'factor':>8}{'P (FLOP/s)':>14}{'T':>12}  why"]
     for x in c.ceilings:
         fac = f"{x.factor:.4g}" if x.factor is not None else "-"
