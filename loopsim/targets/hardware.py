@@ -45,6 +45,12 @@ DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "mxfp4")
 ENGINES = ("vector", "scalar", "gpsimd")
 ROOFS = ("spec", "measured")
 ALT_PER = ("device", "core", "factor", "value")
+#: the ``[timeline]`` constants a sheet may give (each sourced, or ``assumed`` with a reason), units
+TIMELINE_KEYS = {
+    "dma_fixed_ns": "ns per DMA transfer (descriptor setup, synchronisation, semaphore to start)",
+    "engine_min_cycles": "engine cycles: the shortest Vector/Scalar/GpSimd instruction (MIN_II)",
+    "te_fill_cycles": "TensorE cycles from a matmul's issue until its PSUM result can be read",
+}
 FLOPS_PER_MAC = 2
 
 
@@ -188,6 +194,8 @@ class Hardware:
     measured: Measured | None = None
     notes: tuple[str, ...] = ()
     dma_bw: int | None = None  # bytes/s, aggregate of every DMA engine in the scope; None if unsourced
+    #: the timeline's constants (``[timeline]``, see :data:`TIMELINE_KEYS`): (key, value, assumed)
+    timeline: tuple[tuple[str, int, bool], ...] = ()
     _spec_flops: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
 
     # -- roofs -------------------------------------------------------------------------------
@@ -259,6 +267,10 @@ class Hardware:
     @property
     def mm_init_seconds(self) -> float:
         return self.mm_init_cycles / self.clock_hz
+
+    def timeline_value(self, key: str) -> int | None:
+        """A ``[timeline]`` constant of the sheet (units in :data:`TIMELINE_KEYS`), None if absent."""
+        return next((v for k, v, _ in self.timeline if k == key), None)
 
     def value(self, key: str) -> Value:
         """The sourced/derived record for a dotted key (``"hbm.device_bw"``, ``"P.bf16"``, ``"bw"``)."""
@@ -365,7 +377,7 @@ def loads(text: str, origin: str = "<string>") -> Hardware:
 _VALUE_KEYS = {"value", "source", "quote", "paraphrase", "defined", "note", "alternatives", "assumed", "reason"}
 _ALT_KEYS = {"value", "per", "source", "quote", "paraphrase", "defined", "note"}
 _TOP_KEYS = {"schema", "name", "about", "illustrative", "notes", "sources", "scope", "tensor", "sbuf",
-             "psum", "hbm", "dma", "engines", "link", "measured"}
+             "psum", "hbm", "dma", "engines", "link", "measured", "timeline"}
 
 
 class _Builder:
@@ -453,7 +465,7 @@ class _Builder:
         if not isinstance(assumed, bool):
             self.fail(f"{path}.assumed", assumed, "must be true or false")
         if assumed and not assumed_ok:
-            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles")
+            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles and timeline.*")
         reason = node.get("reason", "")
         if assumed and (not isinstance(reason, str) or not reason.strip()):
             self.fail(f"{path}.reason", reason if reason else _MISSING, "must say why the value is assumed")
@@ -680,6 +692,16 @@ class _Builder:
             self.known(lk, "link", {"bw"})
             link = self.number(lk.get("bw", _MISSING), "link.bw", unit="bytes/s per link").value
 
+        timeline = []
+        if "timeline" in d:
+            tl = self.table(d["timeline"], "timeline")
+            self.known(tl, "timeline", set(TIMELINE_KEYS))
+            for key, unit in TIMELINE_KEYS.items():
+                if key in tl:
+                    v = self.number(tl[key], f"timeline.{key}", positive=False, unit=unit,
+                                    assumed_ok=True)
+                    timeline.append((key, v.value, v.assumed))
+
         measured = self.measured(d.get("measured", _MISSING))
 
         return Hardware(
@@ -689,7 +711,7 @@ class _Builder:
             psum_bank_bytes=bank_bytes, mm_init_cycles=mm.value, mm_init_assumed=mm.assumed,
             dma_engines=dma, link_bw=link, illustrative=illustrative, roofs="spec", path=self.origin,
             flops=tuple(flops), engines=tuple(engines), values=tuple(self.values), measured=measured,
-            notes=tuple(notes), dma_bw=dma_bw, _spec_flops=tuple(flops),
+            notes=tuple(notes), dma_bw=dma_bw, _spec_flops=tuple(flops), timeline=tuple(timeline),
         )
 
     def measured(self, node) -> Measured | None:
