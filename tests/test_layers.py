@@ -18,7 +18,7 @@ LAYERS = [
     ["base.errors", "base.fmt", "base.data", "base.numba_env", "base.limits", "base.tomlfile", "base.streams"],  # leaves
     ["ir.expr", "ir.kernel", "targets.hardware", "ir.ops"],                               # vocabulary
     ["ir.tiles", "frontends.spec", "ir.graph", "count.executions", "base.outfile"],             # parse
-    ["sim.trace", "sim.", "sim.replayfile", "count.counts", "count.lnc", "model.entitle", "model.verdict", "count.bound", "count.formula", "count.written",
+    ["sim.trace", "sim.", "sim.replayfile", "model.timeline", "targets.neuron.timeline", "count.counts", "count.lnc", "model.entitle", "model.verdict", "count.bound", "count.formula", "count.written",
      "targets.neuron.ceilings", "targets.neuron.engines", "model.measured", "targets.neuron.dma", "count.readback", "frontends.program", "frontends.nki."],  # model
     ["model.pipeline"],                                                    # the one analysis
     ["analyses.sweep", "analyses.checkformula", "analyses.calibrate", "analyses.search.", "analyses.parallel", "analyses.capacity", "analyses.crossover"],  # many analyses

@@ -119,6 +119,7 @@ class StageResult:
     steps: tuple[engines.Step, ...]
     verdict: verdict_mod.Verdict
     sbuf_buffers: tuple[tuple[str, int], ...]  # (tensor, cost) live at the as-written peak
+    timeline: object = None  # loopsim.targets.neuron.timeline.Timeline (None: roofline model)
 
     @property
     def name(self) -> str:
@@ -230,7 +231,7 @@ def program_dtype(prog: Program) -> str:
 def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
             dtype: str | None = None, allow_scope_mismatch: bool = False,
             link_bw: int | None = None, trace=None, replay: bool = False,
-            strict: bool = False) -> Analysis:
+            strict: bool = False, model: str = "timeline") -> Analysis:
     """Count, entitle and judge every kernel of ``prog`` on sheet ``hw``.
 
     ``policy``: as-written, lru or opt; ``sbuf_bytes``: the SBUF capacity in bytes (default the
@@ -238,7 +239,9 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     interconnect for a ``[parallel]`` spec (default the sheet's); ``trace``: a prebuilt trace of a
     single unsplit nest; ``replay``: count as written by replaying the trace even where the
     closed form claims the nest (the two agree; the replay is the check); ``strict``: a sheet
-    lacking what a ceiling needs (an evacuation engine) is an error, not a note.
+    lacking what a ceiling needs (an evacuation engine) is an error, not a note; ``model``:
+    ``timeline`` (default) adds the engine timeline's predicted time to the verdict (as written
+    only), ``roofline`` keeps the bounds alone.
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -247,7 +250,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     for st in prog.stages:
         results.append(_stage(prog, st, hw, policy=policy, capacity=cap, dtype=dt,
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
-                              replay=replay, strict=strict))
+                              replay=replay, strict=strict, model=model))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
     e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
     lb = None
@@ -260,7 +263,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 
 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
-           where, replay, strict) -> StageResult:
+           where, replay, strict, model="timeline") -> StageResult:
     k = st.kernel
     reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
     if prog.is_single:
@@ -283,6 +286,11 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
+    tline = None
+    if model == "timeline" and policy == "as-written":  # the predicted time: one more time to beat
+        from loopsim.targets.neuron import timeline as timeline_mod
+
+        tline = timeline_mod.attach(st, prog.op_map, c, hw, dtype, times, details)
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.partitions else ""
@@ -293,7 +301,7 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         reasons.append(f"PSUM: {ceil.psum.verdict()}")
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
-    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers)
+    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers, tline)
 
 
 def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:

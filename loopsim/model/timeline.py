@@ -10,8 +10,9 @@ order schedules them all:
     end   = start + duration
 
 A *pipe* is a bandwidth several queues share (the DMA engines of a core): an instruction that
-names one also needs a free stretch of the pipe as long as its duration, the first at or after
-its start (later instructions fill earlier gaps: the queues are independent, the bandwidth is not).
+names one moves its work in the pipe's free stretches from its ready time on, as many as it needs
+(later instructions fill earlier gaps: the queues are independent, the bandwidth is not, and it
+never idles while a transfer is ready); it ends when its duration is used up.
 
 Each instruction keeps the wait that bound its start (``pred``: the instruction it waited for, or
 the previous one on its queue), so the critical path is read back from the last to finish.
@@ -77,12 +78,13 @@ class Scheduler:
         qf = self._qfree[q]
         if qf > ready:
             ready, by, why, lag = qf, self._qlast[q], QUEUE, 0.0
-        start = ready
+        start, pieces = ready, None
         if pipe is not None and duration > 0:
-            start, owner = self._fit(pipe, ready, duration)
+            pieces, owner = self._fit(pipe, ready, duration)
+            start = pieces[0][0]
             if start > ready:
                 by, why, lag = owner, PIPE, 0.0
-        end = start + duration
+        end = pieces[-1][1] if pieces else start + duration
         i = len(self.start)
         self.queue.append(q)
         self.kind.append(self.kinds[q])
@@ -95,24 +97,35 @@ class Scheduler:
         self._pipe_of.append(pipe)
         self._qfree[q] = end
         self._qlast[q] = i
-        if pipe is not None and duration > 0:
-            self._occupy(pipe, start, end, i)
+        for a, b in pieces or ():
+            self._occupy(pipe, a, b, i)
         return i
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------
-    def _fit(self, pipe: str, t: float, d: float) -> tuple[float, int]:
-        """The first start >= t with a free stretch of d seconds, and the instruction that ends
-        the busy stretch it waits behind (-1 when it waits for none)."""
+    def _fit(self, pipe: str, t: float, d: float) -> tuple[list[tuple[float, float]], int]:
+        """The free stretches of the pipe from ``t`` on that together last ``d`` seconds (the
+        transfer moves its bytes whenever the engines are free: the pipe never idles while a
+        transfer is ready), and the instruction whose busy stretch delayed its start (-1 none)."""
         starts, ends, owners = self._pipes.setdefault(pipe, ([], [], []))
         j = bisect.bisect_right(starts, t) - 1
         owner = -1
         if j >= 0 and ends[j] > t:
             t, owner = ends[j], owners[j]
         j += 1
-        while j < len(starts) and starts[j] < t + d * (1 - 1e-12):
-            t, owner = ends[j], owners[j]
-            j += 1
-        return t, owner
+        pieces, need, eps = [], d, d * 1e-12
+        while need > eps:
+            nxt = starts[j] if j < len(starts) else math.inf
+            if nxt > t:
+                take = min(nxt - t, need)
+                pieces.append((t, t + take))
+                need -= take
+                t += take
+            if need > eps:
+                if not pieces:
+                    owner = owners[j]
+                t = max(t, ends[j])
+                j += 1
+        return pieces, owner
 
     def _occupy(self, pipe: str, s: float, e: float, i: int) -> None:
         starts, ends, owners = self._pipes[pipe]
