@@ -136,7 +136,7 @@ def test_verdict_carries_the_dma_ceiling():
     from loopsim.model import pipeline
 
     hw = hardware.load("trn1-core")  # DMA 272 GB/s < HBM share 410 GB/s: the DMA binds
-    a = pipeline.analyze(pipeline.load("copy"), hw)
+    a = pipeline.analyze(pipeline.load("copy"), hw, model="roofline")
     q = 2 * 4096 * 4096 * 2
     assert a.times["dma"] == pytest.approx(q / (272 * GB)) and a.times["memory"] == pytest.approx(q / hw.bw)
     assert a.limit == "dma" and a.T == a.times["dma"]
@@ -146,7 +146,7 @@ def test_verdict_carries_the_dma_ceiling():
     assert lru.times["dma"] == pytest.approx(lru.Q / (272 * GB))
     # measured roofs already are the memory side as achieved: no DMA ceiling on top
     cal = hardware.loads(_calibrated("trn1-core"), "cal.toml")
-    m = pipeline.analyze(pipeline.load("copy"), cal.with_roofs("measured"))
+    m = pipeline.analyze(pipeline.load("copy"), cal.with_roofs("measured"), model="roofline")
     assert "dma" not in m.times and m.limit == "memory"
 
 

@@ -34,8 +34,8 @@ COMMANDS = {
     "dma": "DMA transfers of a kernel spec: count, bytes per partition, small-transfer share, the "
            "DMA engines' ceiling",
     "search": "find the tiling to write (tiles, blocks, loop orders, hoisting)",
-    "timeline": "predicted engine timeline of a kernel: T, busy % per engine, the gap's causes, a "
-                "picture",
+    "timeline": "predicted engine timeline of a kernel: T, busy share per engine, the gap's causes, "
+                "a picture",
 }
 
 

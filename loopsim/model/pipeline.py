@@ -241,7 +241,9 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     closed form claims the nest (the two agree; the replay is the check); ``strict``: a sheet
     lacking what a ceiling needs (an evacuation engine) is an error, not a note; ``model``:
     ``timeline`` (default) adds the engine timeline's predicted time to the verdict (as written
-    only), ``roofline`` keeps the bounds alone.
+    only), ``roofline`` keeps the bounds alone, ``floor`` adds only the timeline's cheap floor
+    (the DMA transfers at the rate their sizes reach: what the search ranks by before it runs
+    timelines).
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -287,10 +289,11 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     tline = None
-    if model == "timeline" and policy == "as-written":  # the predicted time: one more time to beat
+    if model in ("timeline", "floor") and policy == "as-written":  # the predicted time
         from loopsim.targets.neuron import timeline as timeline_mod
 
-        tline = timeline_mod.attach(st, prog.op_map, c, hw, dtype, times, details)
+        tline = timeline_mod.attach(st, prog.op_map, c, hw, dtype, times, details,
+                                    run=model == "timeline")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.partitions else ""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 #: tie order: when two limits give the same time, the one listed first is named
-ORDER = ("compute", "memory", "tensor_engine", "vector", "scalar", "gpsimd", "dma", "link", "timeline")
+ORDER = ("compute", "memory", "tensor_engine", "vector", "scalar", "gpsimd", "dma", "link", "dma_transfers", "timeline")
 _TIE = 1e-9  # relative: times equal to this many parts are a tie (float rounding)
 
 

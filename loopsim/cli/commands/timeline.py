@@ -12,7 +12,7 @@ from loopsim.cli.commands._common import add_kernel_options, analyze_kw, dump_js
 
 
 def register(sub) -> None:
-    p = sub.add_parser("timeline", help="predicted engine timeline of a kernel: T, busy %% per "
+    p = sub.add_parser("timeline", help="predicted engine timeline of a kernel: T, busy share per "
                        "engine, the gap's causes, a picture", description=__doc__)
     add_kernel_options(p)
     p.add_argument("-o", "--output", default=None, metavar="FILE",

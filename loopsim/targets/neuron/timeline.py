@@ -167,7 +167,10 @@ def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]
         notes.append(f"{hw.name} has no [timeline] constants: no DMA fixed cost, engine overhead "
                      "or Tensor Engine fill (throughput only)")
     core_dma = (hw.dma_bw or hw.bw) / hw.physical_cores
-    if not hw.dma_bw:
+    if hw.roofs == "measured":
+        core_dma = hw.bw / hw.physical_cores
+        notes.append(f"measured roofs: the DMA engines' peak is the measured BW ({hw.bw / 1e9:.4g} GB/s)")
+    elif not hw.dma_bw:
         notes.append(f"{hw.name} has no DMA bandwidth: DMA at the core's share of BW")
     spec = hw.with_roofs("spec")
     f = spec.P(dtype) / spec.P("bf16")
@@ -767,11 +770,35 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
                     tuple(dict.fromkeys(notes)), biggest.sched)
 
 
-def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict) -> Timeline | None:
+def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
+    """Seconds the core's DMA engines take at least for the kernel's transfers at the rate their
+    sizes reach (bytes / (dma.core_bw x the [S10] figure's efficiency), the busiest core of a split
+    kernel), which the timeline's DMA pipe cannot beat; and a line saying so. None without a DMA
+    bandwidth (or with measured roofs: the measured BW already is the memory side as achieved)."""
+    if not hw.dma_bw or hw.roofs == "measured":
+        return None
+    from loopsim.targets.neuron import dma
+
+    d = dma.report(kernel, hw)
+    if d.estimate_s is None:
+        return None
+    return d.estimate_s, (f"DMA transfers at the rate their sizes reach ([S10] figure, bytes per "
+                          f"partition): {d.transfers:,} transfers, {d.bytes:,} bytes")
+
+
+def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
+           run: bool = True) -> Timeline | None:
     """The timeline of one kernel of a program, added to a verdict's ``times``/``details`` as
-    ``timeline`` (the pipeline's one call). None, with nothing added, when the sheet lacks what it
-    needs (an op on an engine without a roof: the op's own step says so)."""
+    ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
+    (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
+    when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
+    so)."""
     kernel = stage.kernel
+    fl = transfers_floor(kernel, hw)
+    if fl is not None:
+        times["dma_transfers"], details["dma_transfers"] = fl
+    if not run:
+        return None
     maker = {op_map[n].out: op_map[n] for n in stage.ops} if stage.ops else {}
 
     def work_of(stmt):
@@ -783,7 +810,7 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict) ->
                      Q_BW=counts.hbm_bytes / hw.bw, Q=counts.hbm_bytes, work_of=work_of)
     except HardwareError:
         return None
-    times["timeline"] = t.T
+    times["timeline"] = max(t.T, fl[0] if fl else 0.0)
     parts = ", ".join(f"{CAUSE_SHORT[k]} {v / t.T:.0%}" for k, v in t.gap if abs(v) >= 0.005 * t.T) if t.T else ""
     details["timeline"] = t.summary() + (f"; the gap to T_best: {parts}" if parts else "")
     return t
