@@ -52,7 +52,7 @@ from loopsim.model import timeline as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
 
 #: instructions one run of the (cut) nest may have, over all corner runs
-BUDGET = 60_000
+BUDGET = 24_000
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
 #: runs again with one more
 KEEP = 4
