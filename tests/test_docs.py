@@ -14,7 +14,7 @@ ROOT = docblocks.ROOT
 DOC_FILES = ("README.md", "docs/index.md", "docs/tutorial.md", "docs/spec.md", "docs/hardware.md",
              "docs/counting.md", "docs/fusion.md", "docs/ceilings.md", "docs/plots.md",
              "docs/formulas.md", "docs/api.md", "docs/development.md", "docs/nki.md",
-             "docs/fidelity.md", "docs/model.md", "docs/search.md")
+             "docs/fidelity.md", "docs/model.md", "docs/search.md", "docs/timeline.md")
 
 BLOCKS = [b for f in DOC_FILES if (ROOT / f).exists()
           for b in docblocks.parse((ROOT / f).read_text(encoding="utf-8"), f)]

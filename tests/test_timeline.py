@@ -248,12 +248,25 @@ def test_verdict_T_is_the_timeline_never_below_the_roofline(name):
         assert st_.timeline.T <= st_.timeline.serial * (1 + 1e-12)
 
 
-def test_small_kernels_take_microseconds():
-    """A decode-size copy of 73,728 bytes (Q = 2 x 36,864: 128 x 144 bf16 read and written) is
-    two dependent DMAs: above 2 x F, not the 200 ns Q/BW gives."""
-    a = pipeline.analyze(pipeline.load("copy", dict(R=128, C=144, TR=128, TC=144)), HW)
-    assert a.Q == 73728 and a.Q / HW.bw < 250e-9
-    assert a.T > 2 * F and a.limit == "timeline"
+def test_decode_rmsnorm_takes_microseconds(tmp_path):
+    """A decode-time RMSNorm, 4 tokens of width 4096 (bf16): Q = 32,768 (x) + 8,192 (gamma) +
+    32,768 (y) = 73,728 bytes, Q/BW = 197 ns. As a timeline: gamma (4096 rows of 2 B on 128
+    partitions: 64 B per partition, eff 0.029, 16 engines) and x (4 rows of 8 KiB: eff 0.983, on
+    4 engines) share the DMA engines after F; the Vector Engine's 2 passes over 16,384 elements
+    (512 lanes x 0.96 GHz: 66.7 ns), the Scalar Engine's 1 (128 x 1.2 GHz: 106.7 ns); the store
+    (F + like x). T = F + d_g + d_x + t_v + t_s + F + d_x: microseconds."""
+    p = write_spec(tmp_path, "rms", 'x = { shape = ["B", "D"], dtype = "bf16" }\n'
+                   'gamma = { shape = ["D"], dtype = "bf16" }\n'
+                   'y = { shape = ["B", "D"], dtype = "bf16", output = true }',
+                   "load gamma[:]\nload x[:, :]\nrmsnorm y[:, :] = x[:, :], gamma[:]\nstore y[:, :]\n",
+                   "B = 4\nD = 4096")
+    t, a = predict(p)
+    assert a.Q == 73728 and a.Q / HW.bw < 200e-9
+    d_g = 8192 / (DMA * 0.029)
+    d_x = 32768 / (4 * DMA / 16 * 0.983)
+    t_v, t_s = 2 * 16384 / (512 * 0.96e9), 16384 / (128 * 1.2e9)
+    assert t.T == pytest.approx(F + d_g + d_x + t_v + t_s + F + d_x, rel=1e-9)
+    assert pipeline.analyze(pipeline.load(str(p)), HW).T == t.T > 2 * F
 
 
 def test_timeline_command_json_and_png(tmp_path, capsys):
