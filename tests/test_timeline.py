@@ -290,3 +290,15 @@ def test_timeline_command_text(capsys):
 def test_timeline_refuses_a_policy(capsys):
     assert main(["timeline", "matmul", "--hardware", "trn2-core", "--policy", "lru"]) == 2
     assert "--policy lru" in capsys.readouterr().err
+
+
+def test_an_lnc2_pair_runs_each_half_on_its_own_engines():
+    """matmul at M = 2048 split over the two physical cores of trn2-lnc2 (--lnc 2, the m loop):
+    each core runs the M = 1024 kernel on its own DMA engines, Tensor Engine and PSUM, with the
+    same per-core constants as trn2-core, so T is the single core's T at M = 1024; the pair runs
+    twice the instructions."""
+    pair = pipeline.analyze(pipeline.load("matmul", {"M": 2048}, lnc_cores=2), hardware.load("trn2-lnc2"))
+    one = pipeline.analyze(pipeline.load("matmul", {"M": 1024}), HW)
+    tp, t1 = pair.stages[0].timeline, one.stages[0].timeline
+    assert tp.T == pytest.approx(t1.T, rel=1e-12)
+    assert {k: 2 * n for k, n in t1.instructions} == dict(tp.instructions)
