@@ -1,4 +1,4 @@
-"""The engine timeline (loopsim.targets.neuron.timeline over loopsim.model.timeline): makespans
+"""The engine timeline (loopsim.targets.neuron.timeline over loopsim.targets.schedule): makespans
 derived by hand from the sheet's constants, single vs double buffering, an op on the critical
 path, PSUM banks serialising groups, the extrapolation of cut runs, and the verdict's use of it.
 
@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 from loopsim.cli.main import main
 from loopsim.frontends import spec
 from loopsim.model import pipeline
-from loopsim.model import timeline as tl
+from loopsim.targets import schedule as tl
 from loopsim.targets import hardware
 from loopsim.targets.neuron import timeline as ntl
 

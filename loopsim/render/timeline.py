@@ -94,7 +94,7 @@ def figure(t, *, title: str | None = None):
     share = {}
     for q in qs:
         sel = queue == q
-        from loopsim.model.timeline import union_length
+        from loopsim.targets.schedule import union_length
 
         share[q] = union_length(zip(start[sel], end[sel])) / (span * scale)
     ax.set_yticks(range(len(qs)))

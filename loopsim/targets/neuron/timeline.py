@@ -1,7 +1,7 @@
 """A NeuronCore timeline: the kernel's instructions on the engines' queues, costed from the sheet.
 
 The nest runs in program order, loop iteration by loop iteration. Every statement execution becomes
-instructions (:mod:`loopsim.model.timeline` schedules them):
+instructions (:mod:`loopsim.targets.schedule` schedules them):
 
 - ``load`` / ``store``: one DMA transfer per execution (per chunk of ``load A[...] by R``), on a
   queue of its own statement, sharing the core's DMA engines (a pipe). It starts
@@ -33,7 +33,7 @@ and queues); T is the busiest core's.
 Large kernels: each loop longer than a few iterations is cut to its first iterations and its last
 (interior iterations are alike), the cut nest run at 2^j corner sizes and every figure (makespan,
 busy time, gap parts) extrapolated multilinearly in the trip counts
-(:func:`loopsim.model.timeline.multilinear`): cost grows with the loop structure, not the trip
+(:func:`loopsim.targets.schedule.multilinear`): cost grows with the loop structure, not the trip
 count. Where the whole kernel fits the instruction budget it runs exactly.
 
 Units: seconds, bytes.
@@ -48,7 +48,7 @@ from loopsim.base.errors import HardwareError
 from loopsim.count.counts import buffers_of
 from loopsim.ir.kernel import Accumulate, Kernel, Load, Loop, Matmul, Store
 from loopsim.ir.tiles import full_extent, matmul_roles
-from loopsim.model import timeline as tl
+from loopsim.targets import schedule as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
 
 #: instructions one run of the (cut) nest may have, over all corner runs
@@ -807,7 +807,7 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
 
     try:
         t = timeline(kernel, hw, dtype=dtype, W_P=counts.flops / hw.P(dtype),
-                     Q_BW=counts.hbm_bytes / hw.bw, Q=counts.hbm_bytes, work_of=work_of)
+                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of)
     except HardwareError:
         return None
     times["timeline"] = max(t.T, fl[0] if fl else 0.0)
