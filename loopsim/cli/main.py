@@ -38,6 +38,8 @@ COMMANDS = {
                  "the PE array cycle by cycle",
     "report": "one self-contained HTML page for a kernel: verdict, W and Q, roofline, ceilings, "
               "SBUF/PSUM, DMA, gap",
+    "timeline": "predicted engine timeline of a kernel: T, busy share per engine, the gap's causes, "
+                "a picture",
 }
 
 

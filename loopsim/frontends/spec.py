@@ -422,6 +422,14 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             if parser is None:
                 raise SpecError(f"{w}: unknown statement '{word}'; known: for, {', '.join(STATEMENTS)}")
             try:
+                if word == "load" and " by " in rest:  # load A[:, m] by ROWS: ROWS per transfer
+                    tile, _, rows = rest.rpartition(" by ")
+                    ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    if any(n < 0 for n in ns) or not any(ns):
+                        raise SpecError(f"{w}: 'load {rest}': by {', '.join(map(str, ns))}: extents "
+                                        "per transfer must be > 0 (0: the whole axis)")
+                    nodes.append(Load(parse_access(tile, w), ns, line=ln))
+                    continue
                 nodes.append(parser(rest, ln, w))
             except SpecError:
                 raise

@@ -115,6 +115,9 @@ def analysis_dict(a) -> dict:
         d["psum"] = {"fits": all(s.ceilings.psum.fits for s in a.stages),
                      "kernels": {s.name: s.ceilings.psum.as_dict() for s in a.stages}}
     _link_roofs(a, d)
+    tls = [(s.name, getattr(s, "timeline", None)) for s in a.stages]
+    if any(t is not None for _, t in tls):  # the engine timeline (docs/timeline.md), per kernel
+        d["timeline"] = {n: t.as_dict() for n, t in tls if t is not None}
     if not a.program.is_single:
         d.update(program_dict(a))
     return d

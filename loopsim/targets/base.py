@@ -60,6 +60,9 @@ class Target(Protocol):
       ``dma_time(kernel, counts, exact=)``: the lower ceilings, the engine timeline of a stage's
       ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
       None if none) and ``transfer_lines(kernel)`` (per source line, seconds of transfers).
+    - ``predict(stage, op_map, counts, dtype, times, details, run=)``: the predicted run of a
+      stage (an instruction timeline, docs/timeline.md), added to ``times`` as ``timeline`` (and
+      its cheap floor; ``run=False`` the floor only); returns it, or None where the target has none.
     - ``core_split``: whether the target runs a kernel split across cores (LNC), checked by
       :func:`loopsim.count.lnc.check_scope` against ``physical_cores``.
     """
@@ -86,6 +89,8 @@ class Target(Protocol):
     def steps(self, stage, op_map, tensor_map, counts, dtype: str, where: str): ...
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None: ...
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
+    def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
+                run: bool = True): ...
 
 
 def family_module(family: str, origin: str):

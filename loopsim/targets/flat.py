@@ -82,6 +82,10 @@ class FlatMachine(Roofs):
     def transfer_lines(self, kernel):
         return ()  # no transfer engines: no per-statement transfer time
 
+    def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
+                run: bool = True):
+        return None  # one rate P and one BW: nothing to schedule, T is the roofline's
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         return 0.0  # no instruction cost: W/P is the compute floor

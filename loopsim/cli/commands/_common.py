@@ -30,6 +30,9 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
     p.add_argument("--dtype", default=None,
                    help="dtype whose Tensor Engine roof applies (default: the kernel's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--model", choices=("timeline", "roofline"), default="timeline",
+                   help="timeline (default): T is the engine timeline's predicted time (never below "
+                        "the roofline's); roofline: T is the slowest roof or ceiling alone")
     p.add_argument("--replay", action="store_true",
                    help="as written: replay the trace even where the closed form gives Q (slower; "
                         "the two agree)")
@@ -134,7 +137,8 @@ def analyze_kw(args) -> dict:
     """Keyword arguments of :func:`loopsim.model.pipeline.analyze` from the options."""
     return {"policy": args.policy, "sbuf_bytes": args.sbuf_bytes, "dtype": args.dtype,
             "allow_scope_mismatch": getattr(args, "allow_scope_mismatch", False),
-            "link_bw": getattr(args, "link_bw", None), "replay": getattr(args, "replay", False)}
+            "link_bw": getattr(args, "link_bw", None), "replay": getattr(args, "replay", False),
+            "model": getattr(args, "model", "timeline")}
 
 
 def dump_json(obj) -> None:
