@@ -142,9 +142,17 @@ def test_profile_entries(tmp_path, capsys):
     ([{"spec": "nope", "time_s": 1}], "nope"),
     ([{"total_time": 1e-3}], "no FLOP count"),
     ([3], "expected an object with spec and time_s"),
+    ([{"spec": "copy", "time_s": 5e-324}], "time_s=5e-324 is below 1e-12 s"),
+    ([{"spec": "copy", "time_s": 10**400}], "[0].time_s: an integer of 1329 bits is not a time"),
+    ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "malformed JSON: Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
 ])
 def test_bad_measurement_files(tmp_path, capsys, entries, match):
-    f = _write(tmp_path, entries)
+    if isinstance(entries, str):  # raw text json.dumps would not make
+        (tmp_path / "m.json").write_text(entries)
+        f = str(tmp_path / "m.json")
+    else:
+        f = _write(tmp_path, entries)
     out = tmp_path / "x.toml"
     assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 2
     err = capsys.readouterr().err

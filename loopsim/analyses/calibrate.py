@@ -54,6 +54,11 @@ __all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predi
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
 
 
+#: shortest measured time calibrate fits, seconds: a bound of ours, far below one Tensor Engine
+#: cycle (0.36-0.42 ns at the sheets' 2.4-2.8 GHz); it keeps fitted roofs within float range
+MIN_TIME_S = 1e-12
+
+
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """One measured kernel: W FLOPs, Q bytes, the dtype whose P applies, time in seconds."""
@@ -70,6 +75,9 @@ class Measurement:
             raise InputError(f"{self.label}: W = Q = 0; a measurement must move bytes or do FLOPs")
         if not (isinstance(self.time_s, (int, float)) and math.isfinite(self.time_s) and self.time_s > 0):
             raise InputError(f"{self.label}: time_s={self.time_s!r} must be a positive number of seconds")
+        if self.time_s < MIN_TIME_S:
+            raise InputError(f"{self.label}: time_s={self.time_s!r} is below {MIN_TIME_S:g} s, shorter "
+                             "than one clock cycle (about 0.4 ns): not a time to fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,6 +523,8 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in sets.items()):
         raise InputError(f"{where}.set={sets!r} must be an object of NAME: integer")
     t = entry.get("time_s")
+    if isinstance(t, int) and not isinstance(t, bool) and abs(t) > 2**62:
+        raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
     dtype = entry.get("dtype")
@@ -540,6 +550,8 @@ def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]
         raise InputError(f"{path}: malformed JSON: {e}") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise InputError(f"{path}: malformed JSON: {e}") from None
     entries = data if isinstance(data, list) else [data]
     if not entries:
         raise InputError(f"{path}: the list of measurements is empty")

@@ -277,6 +277,7 @@ def _instructions(data: object, where: str) -> tuple[tuple[str, float], ...]:
         if not isinstance(r, dict) or "nki_source_location" not in r:
             continue
         loc, d = r["nki_source_location"], r.get("duration")
+        _too_big(d, f"instruction[{i}].duration", where)
         if not isinstance(loc, str) or isinstance(d, bool) or not isinstance(d, (int, float)) \
                 or not math.isfinite(d) or d < 0:
             raise InputError(f"{where}: instruction[{i}]: nki_source_location={loc!r}, "
@@ -285,7 +286,19 @@ def _instructions(data: object, where: str) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
+def _too_big(value: object, key: str, where: str) -> None:
+    """InputError for an integer past :data:`loopsim.base.limits.MAX_INT` (JSON integers are
+    unbounded; a float cannot hold them)."""
+    from loopsim.base.limits import MAX_INT
+
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+        raise InputError(f"{where}: {key}=a {digits}-digit integer exceeds the largest "
+                         "integer loopsim accepts (2^62; see docs/errors.md)")
+
+
 def _number(value: object, key: str, where: str, *, integer: bool) -> int | float:
+    _too_big(value, key, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{where}: {key}={value!r} must be a number")
     if value < 0:
@@ -315,6 +328,7 @@ def _quantity(value: object, key: str, name: str, where: str) -> object:
 
 
 def _positive_time(value: object, key: str, where: str) -> float:
+    _too_big(value, key, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not math.isfinite(value) or value <= 0:
         raise InputError(f"{where}: {key}={value!r} must be a positive number of seconds")
@@ -361,6 +375,7 @@ def parse(data: object, where: str = "measured") -> Profile:
         if name in TIME_FIELDS:
             out[name] = _positive_time(value, key, where)
         elif name in PERCENT_FIELDS:
+            _too_big(value, key, where)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                     math.isfinite(value) and value < 0:
                 unavailable.append(key)  # the profiler's "unavailable" sentinel
@@ -381,8 +396,13 @@ def parse(data: object, where: str = "measured") -> Profile:
 def load_all(path: str) -> list[Profile]:
     """Every measurement of a measured JSON file: one object, or a list of them (the format
     ``loopsim calibrate`` reads; see the module docstring)."""
+    from loopsim.base.limits import MAX_FILE_BYTES
+
     p = Path(path)
     try:
+        if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
+            raise InputError(f"--measured {path}: {p.stat().st_size:,} bytes, more than the "
+                             f"{MAX_FILE_BYTES:,} a measured file may have (see docs/errors.md)")
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"--measured {path}: cannot read ({e.strerror})") from None
@@ -394,6 +414,8 @@ def load_all(path: str) -> list[Profile]:
         raise InputError(f"--measured {path}: malformed JSON: {e}") from None
     except RecursionError:
         raise InputError(f"--measured {path}: JSON nested too deeply") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise InputError(f"--measured {path}: malformed JSON: {e}") from None
     if isinstance(data, list):
         if not data:
             raise InputError(f"--measured {path}: the list of measurements is empty")

@@ -94,9 +94,6 @@ def assign(items: list[str], keys: list[tuple[str, ...]],
             if hits:
                 put(hits[0], prof, item)
                 placed += 1
-            elif len(keys) == 1 and len(profs) == 1:
-                put(0, prof, item)
-                placed += 1
         if not placed:
             raise InputError(f"--measured {item}: none of its {len(profs)} records names a tiling "
                              f"analysed here (labels: {labels})")
