@@ -377,3 +377,21 @@ def test_the_nest_gives_each_measurement_its_transfers():
     hw = hardware.load("trn2-core")
     m = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m")
     assert m.transfers == 272   # 128 loads of A, 128 of B, 16 stores of C (fidelity.md's dma report)
+
+
+def test_a_time_on_an_unfitted_roof_is_called_a_bound(tmp_path, capsys):
+    # one memory-bound matmul fits bw only; projection is compute-bound on the spec P, which the
+    # calibrated sheet keeps: its T is a bound, and entitle says so instead of "predicted"
+    f = _write(tmp_path, [{"spec": "matmul", "time_s": 200e-6}])
+    out = tmp_path / "one.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 0
+    capsys.readouterr()
+    argv = ["entitle", "projection", "-H", str(out), "--roofs", "measured"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "T (bound)" in text and "T (predicted)" not in text
+    assert "the compute roof that sets T was not fitted by calibrate" in text
+    assert main(argv + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is False
+    assert main(["entitle", "matmul", "-H", str(out), "--roofs", "measured", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is True

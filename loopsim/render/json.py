@@ -96,6 +96,8 @@ def analysis_dict(a) -> dict:
     c, e, hw = a.counts, a.entitlement, a.hardware
     d = {"kernel": c.kernel, "spec_file": a.program.path, "spec_bundled": a.program.bundled,
          "hardware": hw.name, "hardware_file": hw.path, "scope": hw.scope, "roofs": hw.roofs,
+         "limit_roof_fitted": (None if hw.roofs != "measured"
+                               else not hw.roof_unfitted(a.verdict.limit, a.dtype)),
          "policy": c.policy, "dtype": a.dtype, "params": dict(a.params),
          **entitlement_dict(e),
          **verdict_dict(a),

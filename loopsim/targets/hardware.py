@@ -287,6 +287,18 @@ class Hardware:
             self, roofs="measured", flops=tuple((d, p) for d, p, _ in m.flops), bw=m.bw
         )
 
+    def roof_unfitted(self, limit: str, dtype: str) -> bool:
+        """Whether, on measured roofs, the roof ``limit`` ("memory" or "compute" for ``dtype``) is a
+        spec value that ``loopsim calibrate`` kept for want of a measurement (its ``where`` says
+        "not fitted"): a time it sets is still a bound, not a prediction."""
+        if self.roofs != "measured" or self.measured is None:
+            return False
+        if limit == "memory":
+            return self.measured.bw_where.startswith("not fitted")
+        if limit == "compute":
+            return any(d == dtype and w.startswith("not fitted") for d, _, w in self.measured.flops)
+        return False
+
     def _spec_bw(self) -> int:
         return int(self.value("bw").value)
 
