@@ -6,6 +6,7 @@ import json
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, strategies as st
 
 from loopsim.model import measured
 from loopsim.cli.main import main
@@ -271,3 +272,15 @@ def test_source_lines_measured_beside_predicted(tmp_path, capsys):
     assert rows[36]["predicted_dma_s"] is None                  # the add: no DMA on that line
     assert rows[33]["measured_s"] is None and rows[33]["predicted_dma_s"] == pytest.approx(each)
     assert rows[37]["statements"] == ["store z[pid0, c]"]
+
+
+@given(share=st.floats(0.001, 1.0), total=st.floats(1e-6, 10.0), as_fraction=st.booleans(),
+       engine=st.sampled_from(["dma", "tensor_engine", "vector_engine", "scalar_engine"]))
+def test_the_scale_is_read_from_any_consistent_engine_field(share, total, as_fraction, engine):
+    # an engine busy share x total of the run, its percent written either way: the scale comes back
+    raw = share if as_fraction else 100 * share
+    p = measured.parse({"total_time": total, f"{engine}_active_time": share * total,
+                        f"{engine}_active_time_percent": raw})
+    scale, why = measured.percent_scale(p)
+    assert scale == ("fraction" if as_fraction else "percent")
+    assert f"{engine}_active_time_percent against" in why
