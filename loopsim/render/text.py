@@ -182,8 +182,10 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
         m = d.get("measured")
         if m:
             mfu = f"MFU {m['MFU']:.1%}, " if d["W"] else ""  # no FLOPs, no MFU (as in entitle)
+            pred = (f" and {m['fraction_of_predicted']:.1%} of the predicted {fmt_time(m['T_predicted'])}"
+                    if m.get("fraction_of_predicted") is not None else "")
             lines.append(f"      measured {fmt_time(m['T'])}: gap {fmt_time(m['gap'])}, "
-                         f"{m['fraction_of_entitlement']:.1%} of entitlement, {mfu}"
+                         f"{m['fraction_of_entitlement']:.1%} of entitlement{pred}, {mfu}"
                          f"achieved BW {m['achieved_BW'] / 1e9:.4g} GB/s ({m['BW_share']:.1%} of BW)")
             lines += [f"        {x['line']}" for x in m["disagreements"]]
     lines.append("  * best (can run)   ! cannot run   T: attainable time (max over every roof and "
