@@ -143,6 +143,9 @@ def test_profile_entries(tmp_path, capsys):
     ([{"total_time": 1e-3}], "no FLOP count"),
     ([3], "expected an object with spec and time_s"),
     ([{"spec": "copy", "time_s": 5e-324}], "time_s=5e-324 is below 1e-12 s"),
+    ([{"W": -1, "Q": 5, "time_s": 1}], "[0].W=-1 must be an integer count from 0 to 2^62"),
+    ([{"W": 0, "Q": 5.5, "time_s": 1}], "[0].Q=5.5 must be an integer count"),
+    ([{"W": 0, "Q": 10**30, "time_s": 1}], "[0].Q: an integer of 100 bits exceeds 2^62"),
     ([{"spec": "copy", "time_s": 10**400}], "[0].time_s: an integer of 1329 bits is not a time"),
     ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "malformed JSON: Exceeds the limit"),
     ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
@@ -395,3 +398,24 @@ def test_a_time_on_an_unfitted_roof_is_called_a_bound(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is False
     assert main(["entitle", "matmul", "-H", str(out), "--roofs", "measured", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is True
+
+
+def test_calibrate_json_output_is_an_input_again(tmp_path, capsys):
+    # calibrate --json's measurements rows carry W, Q, time_s and a label: calibrate reads them back
+    # (same fit) and --measured matches them to tilings by label
+    f = _write(tmp_path, [{"spec": "copy", "time_s": 230e-6, "label": "copy R=4096"},
+                          {"spec": "copy", "set": {"R": 8192}, "time_s": 450e-6, "label": "copy R=8192"}])
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "a.toml"), "--json"]) == 0
+    first = capsys.readouterr().out
+    (tmp_path / "fit.json").write_text(first)
+    assert main(["calibrate", str(tmp_path / "fit.json"), "-H", "trn2-core", "-o",
+                 str(tmp_path / "b.toml"), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["bw"] == json.loads(first)["bw"] == round(
+        (sum(x * x for x in (Fraction(67108864) / Fraction(230e-6), Fraction(134217728) / Fraction(450e-6))))
+        / (Fraction(67108864) / Fraction(230e-6) + Fraction(134217728) / Fraction(450e-6)))
+    assert [m["transfers"] for m in again["measurements"]] == [m["transfers"] for m in json.loads(first)["measurements"]]
+    assert main(["compare", "copy", "--vary", "R=4096,8192", "-H", "trn2-core", "--measured",
+                 str(tmp_path / "fit.json"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["label"]: r["measured"]["T"] for r in rows} == {"copy R=4096": 230e-6, "copy R=8192": 450e-6}

@@ -416,6 +416,8 @@ def load_all(path: str) -> list[Profile]:
         raise InputError(f"--measured {path}: JSON nested too deeply") from None
     except ValueError as e:  # an integer of more than 4300 digits
         raise InputError(f"--measured {path}: malformed JSON: {e}") from None
+    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]  # the output of calibrate --json: its rows, by label
     if isinstance(data, list):
         if not data:
             raise InputError(f"--measured {path}: the list of measurements is empty")
