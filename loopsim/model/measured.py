@@ -683,7 +683,8 @@ class Comparison:
         out = []
         for name, what in MFU_FIELDS.items():
             theirs, num = self.percent(name), nums[what]
-            if num is None or (theirs is None and (not num or name != "mfu_inst_estimated_percent")):
+            shown_anyway = name in ("mfu_estimated_percent", "mfu_inst_estimated_percent")
+            if num is None or (theirs is None and (not num or not shown_anyway)):
                 continue
             tot = 100 * num / (e.P * p.total_time) if p.total_time and e.P else None
             win = 100 * num / (e.P * self.T) if e.P else math.nan
