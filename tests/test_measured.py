@@ -73,11 +73,11 @@ def test_profile_field_names_and_shapes():
     legacy = {"summary": [{"total_time": 0.017, "hardware_flops": 10, "transpose_flops": 4,
                            "hbm_read_bytes": 6, "hbm_write_bytes": 2}]}
     p = measured.parse(legacy)
-    assert p.time_s == 0.017 and p.flops == 6 and p.hbm_bytes == 8
+    assert p.time_s == 0.017 and p.flops == 6 and p.Q == 8
     ui = {"Summary": {"Total Time": 1.5, "Hardware Flops": 7, "HBM Read Bytes": 3,
                       "Peak Flops Bandwidth Ratio": 223.78}}
     p = measured.parse(ui)
-    assert (p.time_s, p.hardware_flops, p.hbm_read_bytes, p.hbm_bytes) == (1.5, 7, 3, None)
+    assert (p.time_s, p.hardware_flops, p.hbm_read_bytes, p.Q) == (1.5, 7, 3, None)
     assert measured.parse({"time_s": 2, "unknown_metric": "x"}).time_s == 2.0
 
 

@@ -468,7 +468,7 @@ def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
             warn.append(f"another assignment fits as well (in-sample RMS {rival.rms:.2%}): "
                         f"{', '.join(moved)} on the other roof; the one the spec roofs imply is "
                         "kept. Add a measurement that separates them")
-    fc = _fixed_cost(rows, bw, getattr(spec_hw, "dma_bw", None))
+    fc = _fixed_cost(rows, bw, spec_hw.transfer_bw)
     return Fit(hw.name, bw, best.bw_fitted, spec_hw.bw, flops, tuple(spec_P.items()), tuple(rows),
                len(cands), tuple(warn), threshold, fc)
 

@@ -208,7 +208,7 @@ class Profile:
         return self.hardware_flops - (self.transpose_flops or 0)
 
     @property
-    def hbm_bytes(self) -> int | None:
+    def Q(self) -> int | None:
         """Q as the profile counts it: HBM read + write bytes (None unless both are given)."""
         if self.hbm_read_bytes is None or self.hbm_write_bytes is None:
             return None
@@ -237,8 +237,8 @@ class Profile:
     def traffic(self) -> tuple[int, str]:
         """(Q bytes, how it was obtained) for a profile used without a spec: HBM read + write
         bytes, else W / mm_arithmetic_intensity rounded to the nearest byte."""
-        if self.hbm_bytes is not None:
-            return self.hbm_bytes, "hbm_read_bytes + hbm_write_bytes"
+        if self.Q is not None:
+            return self.Q, "hbm_read_bytes + hbm_write_bytes"
         i = self.mm_arithmetic_intensity
         if i:
             return round(self.work() / i), "(hardware_flops - transpose_flops) / mm_arithmetic_intensity"
@@ -782,9 +782,9 @@ class Comparison:
                                               "measured window"))
             rest -= idle
         extra_t, extra_note = 0.0, ""
-        if p.hbm_bytes is not None and e.Q:
-            extra_t = (p.hbm_bytes - e.Q) * self._memory_time() / e.Q
-            extra_note = (f"{p.hbm_bytes - e.Q:+,} bytes (profile {p.hbm_bytes:,} vs Q {e.Q:,}) at "
+        if p.Q is not None and e.Q:
+            extra_t = (p.Q - e.Q) * self._memory_time() / e.Q
+            extra_note = (f"{p.Q - e.Q:+,} bytes (profile {p.Q:,} vs Q {e.Q:,}) at "
                           "the predicted memory-side rate")
         busy = [(prefix, t) for prefix, t in p.engine_times if prefix != "sync_engine"]
         if busy:
@@ -970,8 +970,8 @@ def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
     if profile.flops is not None:
         ds.append(_disagree("W", e.W, profile.flops,
                             "the profile did {pct} {way} FLOPs than the nest implies", more, "FLOPs"))
-    if profile.hbm_bytes is not None:
-        ds.append(_disagree("Q", e.Q, profile.hbm_bytes,
+    if profile.Q is not None:
+        ds.append(_disagree("Q", e.Q, profile.Q,
                             "the profile moved {pct} {way} bytes than the nest implies", more, "bytes"))
     else:
         for what, verb, nest, prof in (("Q read", "read", read_bytes, profile.hbm_read_bytes),

@@ -475,8 +475,8 @@ def capacity_curve(curve, ax=None):
     ax_q.yaxis.set_major_formatter(byte_fmt)
     ax_q.set_title(f"{curve.kernel} on {curve.hardware}: Q against SBUF capacity", fontsize=10)
     last = axes[-1]
-    last.set_xlabel("SBUF capacity (whole SBUF" + (f", {curve.partitions} partitions)" if
-                                                     curve.partitions else ")"))
+    last.set_xlabel("SBUF capacity (whole SBUF" + (f", {curve.lanes} partitions)" if
+                                                     curve.lanes else ")"))
     last.xaxis.set_major_formatter(byte_fmt)
     if ax_r is not None:
         ax_r.set_ylabel("r: reads per byte of each input")

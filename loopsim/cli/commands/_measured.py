@@ -112,16 +112,12 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
 
 
 def predicted_lines(rep, profile) -> tuple[tuple[int, str, float], ...]:
-    """(source line, statement, seconds) of each load/store of a single-kernel analysis: its
-    bytes over the sheet's DMA bandwidth (its share of the DMA ceiling), for a profile with
-    per-instruction source locations; () otherwise."""
-    hw = rep.hardware
-    if not profile.instructions or len(rep.stages) != 1 or not getattr(hw, "dma_bw", None):
+    """(source line, statement, seconds) of each load/store of a single-kernel analysis (the
+    target's :meth:`transfer_lines`), for a profile with per-instruction source locations; ()
+    otherwise."""
+    if not profile.instructions or len(rep.stages) != 1:
         return ()
-    from loopsim.targets.neuron import dma
-
-    r = dma.report(rep.stages[0].stage.kernel, hw)
-    return tuple((s.line, s.text, s.bytes / hw.dma_bw) for s in r.statements if s.line)
+    return rep.hardware.transfer_lines(rep.stages[0].stage.kernel)
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:
