@@ -284,3 +284,26 @@ def test_the_scale_is_read_from_any_consistent_engine_field(share, total, as_fra
     scale, why = measured.percent_scale(p)
     assert scale == ("fraction" if as_fraction else "percent")
     assert f"{engine}_active_time_percent against" in why
+
+
+FIELDS = sorted(set(measured._ALIASES)) + ["Total Active Time", "Hardware Flops", "unknown"]
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**400),
+                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
+                         st.sampled_from(["2.05 ms", "45%", "0.5", "1 GiB", "3 GFLOPS", "-1", "1e-3"]))
+JSON = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) |
+                    st.dictionaries(st.sampled_from(FIELDS), inner, max_size=4), max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=10))
+def test_any_summary_is_read_or_refused_in_one_line(data):
+    # whatever a file holds under the known names: a Profile, or an InputError; then the
+    # comparison and its text build, or refuse with an InputError (never another exception)
+    from loopsim.base.errors import InputError
+    from loopsim.model.entitle import Entitlement
+
+    try:
+        p = measured.parse(data, "f.json")
+        c = measured.compare(Entitlement(10**9, 10**7, 78.6432e12, 375e9), p)
+        c.as_dict(), c.lines()
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).startswith("f.json")
