@@ -419,3 +419,19 @@ def test_calibrate_json_output_is_an_input_again(tmp_path, capsys):
                  str(tmp_path / "fit.json"), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["label"]: r["measured"]["T"] for r in rows} == {"copy R=4096": 230e-6, "copy R=8192": 450e-6}
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**12), st.integers(1, 10**10), st.floats(1e-7, 1e-2),
+                          st.sampled_from(["bf16", "fp8"])), min_size=1, max_size=5))
+def test_the_choice_is_never_beaten_by_a_simpler_assignment(kernels):
+    # any times: the chosen assignment has the lowest in-sample RMS among those fitting as few
+    # roofs or fewer (within its class of roofs above spec), and every row is predicted
+    hw = hardware.load("trn2-core")
+    ms = [calibrate.Measurement(f"k{i}", W, Q, d, t) for i, (W, Q, t, d) in enumerate(kernels)]
+    spec = hw.with_roofs("spec")
+    best, cands = calibrate._choose(ms, spec.bw, dict(spec.flops))
+    for c in cands:
+        if len(c.above_spec) == len(best.above_spec) and c.n_fitted <= best.n_fitted:
+            assert best.rms <= c.rms + 1e-9
+    fit = calibrate.fit(ms, hw)
+    assert len(fit.rows) == len(ms) and all(r.predicted_s > 0 for r in fit.rows)
