@@ -307,3 +307,30 @@ def test_any_summary_is_read_or_refused_in_one_line(data):
         c.as_dict(), c.lines()
     except InputError as e:
         assert "\n" not in str(e) and str(e).startswith("f.json")
+
+
+def test_matmul_lines_get_their_tensor_engine_time(tmp_path, capsys):
+    # our blocked matmul (lhsT 1024 x 4096, rhs 1024 x 2048): line 88 issues every nc_matmul,
+    # K/128 x M/128 x N/512 = 8 x 32 x 4 = 1024 instructions of max(512, 64) = 512 cycles each at
+    # trn2-core's 2.4 GHz: 524,288 cycles = 218.45 µs (the array full: W/P exactly)
+    from pathlib import Path
+
+    k = Path(__file__).parent / "nki_kernels" / "matmul_isa.py"
+    assert "nisa.nc_matmul(" in k.read_text().splitlines()[87]
+    data = {"summary": [{"total_time": 1e-3, "total_active_time": 5e-4}], "instruction": [
+        {"duration": 300_000, "nki_source_location": "matmul_isa.py:88"}]}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(data))
+    assert main(["entitle", f"{k}::blocked", "--arg", "lhsT=1024x4096", "--arg", "rhs=1024x2048",
+                 "-H", "trn2-core", "--measured", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = {r["line"]: r for r in d["measured"]["source_lines"]}
+    te = 1024 * 512 / 2_400_000_000
+    # the lines add up to the verdict's ceilings: Tensor Engine (one core) and DMA
+    assert sum(r["predicted_tensor_engine_s"] or 0 for r in rows.values()) == pytest.approx(
+        d["times"]["tensor_engine"])
+    assert sum(r["predicted_dma_s"] or 0 for r in rows.values()) == pytest.approx(d["times"]["dma"])
+    assert rows[88]["measured_s"] == pytest.approx(300e-6)
+    assert rows[88]["predicted_tensor_engine_s"] == pytest.approx(te) == pytest.approx(
+        2 * 4096 * 2048 * 1024 / P_TRN2)
+    assert rows[88]["predicted_dma_s"] is None and rows[88]["statements"][0].startswith("matmul")

@@ -621,7 +621,7 @@ class Comparison:
     times: tuple[tuple[str, float], ...] = ()
     scale: str = "percent"
     scale_why: str = ""
-    predicted_lines: tuple[tuple[int, str, float], ...] = ()
+    predicted_lines: tuple[tuple[int, str, float, str], ...] = ()
 
     @property
     def T(self) -> float:
@@ -834,27 +834,32 @@ class Comparison:
                 "disagreements": [d.as_dict() for d in self.disagreements]}
 
     def source_lines(self) -> list[dict]:
-        """Per source line: the profile's measured instruction time (``nki_source_location``) and
-        the predicted DMA time of the kernel's loads/stores on that line (bytes / DMA bandwidth),
+        """Per source line: the profile's measured instruction time (``nki_source_location``)
+        beside the predicted time of the kernel's statements on that line, per engine (``dma``:
+        loads/stores, bytes over the DMA bandwidth; ``tensor_engine``: matmul instruction cycles),
         matched by line number; lines only one side has are listed too."""
-        pred: dict[int, list] = {}
-        for line, text, sec in self.predicted_lines:
-            e = pred.setdefault(line, [[], 0.0])
-            e[0].append(text)
-            e[1] += sec
+        pred: dict[int, dict] = {}
+        for line, text, sec, kind in self.predicted_lines:
+            e = pred.setdefault(line, {"statements": [], "dma": None, "tensor_engine": None})
+            e["statements"].append(text)
+            e[kind] = (e[kind] or 0.0) + sec
         out, seen = [], set()
+
+        def row(loc, n, sec, hit):
+            return {"location": loc, "line": n, "measured_s": sec,
+                    "predicted_dma_s": hit["dma"] if hit else None,
+                    "predicted_tensor_engine_s": hit["tensor_engine"] if hit else None,
+                    "statements": hit["statements"] if hit else []}
+
         for loc, sec in self.profile.instructions:
             tail = loc.rpartition(":")[2]
             n = int(tail) if tail.isdigit() else None
             hit = pred.get(n) if n is not None else None
             if hit is not None:
                 seen.add(n)
-            out.append({"location": loc, "line": n, "measured_s": sec,
-                        "predicted_dma_s": hit[1] if hit else None,
-                        "statements": hit[0] if hit else []})
+            out.append(row(loc, n, sec, hit))
         for n in sorted(set(pred) - seen):
-            out.append({"location": None, "line": n, "measured_s": None,
-                        "predicted_dma_s": pred[n][1], "statements": pred[n][0]})
+            out.append(row(None, n, None, pred[n]))
         return out
 
     def throttle(self) -> dict | None:
@@ -943,12 +948,13 @@ class Comparison:
             out.append("  throttling          " + ", ".join(bits) +
                        " (the measured time includes it; the model has no throttling)")
         if p.instructions:
-            out.append(f"    {'source line (nki_source_location)':<40}{'measured':>12}"
-                       f"{'predicted DMA':>15}  statements")
+            out.append(f"    {'source line (nki_source_location)':<36}{'measured':>11}"
+                       f"{'predicted DMA':>15}{'predicted TE':>14}  statements")
             for r in self.source_lines()[:20]:
                 where = r["location"] or f"line {r['line']}"
-                out.append(f"    {where:<40}{fmt_time(r['measured_s']):>12}"
-                           f"{fmt_time(r['predicted_dma_s']):>15}  {'; '.join(r['statements'])}")
+                out.append(f"    {where:<36}{fmt_time(r['measured_s']):>11}"
+                           f"{fmt_time(r['predicted_dma_s']):>15}"
+                           f"{fmt_time(r['predicted_tensor_engine_s']):>14}  {'; '.join(r['statements'])}")
         out += [f"  {n}" for n in self.mfu_notes()]
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")
@@ -958,11 +964,11 @@ class Comparison:
 
 def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
             write_bytes: int | None = None, verdict=None,
-            predicted_lines: tuple[tuple[int, str, float], ...] = ()) -> Comparison:
+            predicted_lines: tuple[tuple[int, str, float, str], ...] = ()) -> Comparison:
     """Set ``profile`` against ``e`` and the ``verdict`` (its T is the prediction; None: hand
     counts, T_best); ``read_bytes``/``write_bytes`` split the nest's Q (optional), so a profile
     giving only one of HBM read/write bytes is still compared; ``predicted_lines``: (source line,
-    statement, predicted seconds) set beside the profile's per-line instruction time. InputError when the profile's
+    statement, predicted seconds, engine) set beside the profile's per-line instruction time. InputError when the profile's
     ``*_percent`` fields cannot be read as percent or fraction (:func:`percent_scale`)."""
     scale, why = percent_scale(profile, e.P)
     ds: list[Disagreement | None] = []

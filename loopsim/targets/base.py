@@ -59,7 +59,8 @@ class Target(Protocol):
     - ``ceilings(kernel, dtype=, parallel=, link_bw=, strict=)``, ``steps(...)``,
       ``dma_time(kernel, counts, exact=)``: the lower ceilings, the engine timeline of a stage's
       ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
-      None if none) and ``transfer_lines(kernel)`` (per source line, seconds of transfers).
+      None if none) and ``transfer_lines(kernel)`` (per source line, seconds of transfers);
+      ``engine_lines(kernel, dtype)`` (per source line, seconds of engine instructions: matmuls).
     - ``core_split``: whether the target runs a kernel split across cores (LNC), checked by
       :func:`loopsim.count.lnc.check_scope` against ``physical_cores``.
     """
@@ -86,6 +87,7 @@ class Target(Protocol):
     def steps(self, stage, op_map, tensor_map, counts, dtype: str, where: str): ...
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None: ...
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
+    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]: ...
 
 
 def family_module(family: str, origin: str):

@@ -82,6 +82,9 @@ class FlatMachine(Roofs):
     def transfer_lines(self, kernel):
         return ()  # no transfer engines: no per-statement transfer time
 
+    def engine_lines(self, kernel, dtype: str):
+        return ()  # one rate P: no engine instructions to time per statement
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         return 0.0  # no instruction cost: W/P is the compute floor
