@@ -397,7 +397,31 @@ def test_a_time_on_an_unfitted_roof_is_called_a_bound(tmp_path, capsys):
     assert main(argv + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is False
     assert main(["entitle", "matmul", "-H", str(out), "--roofs", "measured", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is True
+    d = json.loads(capsys.readouterr().out)
+    # matmul itself: memory-bound on the fitted bw, a prediction; but its compute side is spec
+    assert d["limit"] == "memory" and d["limit_roof_fitted"] is True
+    assert d["T_caveat"] == "its compute roof is the spec one, not fitted: T is at least this"
+    # copy has no FLOPs: nothing rests on the spec P
+    assert main(["entitle", "copy", "-H", str(out), "--roofs", "measured", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["limit_roof_fitted"] is True and d["T_caveat"] is None
+
+
+def test_a_lower_ceiling_on_calibrated_roofs_is_a_bound():
+    # a ceiling computed from the sheet's documented numbers (the Tensor Engine's) is never fitted
+    from loopsim.model.measured import roof_status
+
+    cal = hardware.load("trn2-core").with_roofs("spec")
+    assert roof_status(cal, "tensor_engine", "bf16", 1, 1) == (True, "")  # spec roofs: as before
+    class Measured:  # the three fields roof_status reads of a calibrated sheet
+        roofs = "measured"
+
+        @staticmethod
+        def roof_unfitted(limit, dtype):
+            return False
+    ok, why = roof_status(Measured, "tensor_engine", "bf16", 1, 1)
+    assert not ok and why.startswith("the tensor_engine ceiling that sets T is computed from the "
+                                     "sheet's documented numbers")
 
 
 def test_calibrate_json_output_is_an_input_again(tmp_path, capsys):

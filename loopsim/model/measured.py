@@ -561,6 +561,26 @@ def _disagree(what: str, nest: float, profile: float, template: str, ways: tuple
     return Disagreement(what, nest, profile, f"{text} ({_num(profile)} vs {_num(nest)} {unit})")
 
 
+def roof_status(hw, limit: str, dtype: str, W: int, Q: int) -> tuple[bool, str]:
+    """On calibrated roofs (``hw.roofs == "measured"``): (whether the verdict's T, bound by
+    ``limit``, is a prediction, a sentence saying why not or what it rests on). T is a prediction
+    only when its limit is a roof calibrate fitted; a roof kept at its spec value, or a lower
+    ceiling computed from the sheet's documented numbers, makes it a bound; a fitted limit whose
+    other roof is a spec value makes it "at least" T. (True, "") on spec roofs."""
+    if hw.roofs != "measured":
+        return True, ""
+    if limit not in ("memory", "compute"):
+        return False, (f"the {limit} ceiling that sets T is computed from the sheet's documented "
+                       "numbers, not fitted: T is a bound, not a prediction")
+    if hw.roof_unfitted(limit, dtype):
+        return False, (f"the {limit} roof that sets T was not fitted by calibrate (no measurement it "
+                       "binds): it is the spec value, so T is a bound, not a prediction")
+    other, amount = ("compute", W) if limit == "memory" else ("memory", Q)
+    if amount and hw.roof_unfitted(other, dtype):
+        return True, (f"its {other} roof is the spec one, not fitted: T is at least this")
+    return True, ""
+
+
 #: the gap's named causes, in the order the gap table lists them
 CAUSES = ("fixed cost", "no overlap", "extra bytes", "slower engine", "Tensor Engine under-fill",
           "unexplained")

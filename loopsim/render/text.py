@@ -15,8 +15,10 @@ from loopsim.render.json import lowest
 def headline(a) -> list[str]:
     """The verdict in two or three lines."""
     v = a.verdict
-    unfitted = a.hardware.roof_unfitted(v.limit, a.dtype)
-    word = "bound" if unfitted else "predicted" if a.hardware.roofs == "measured" else "attainable"
+    from loopsim.model.measured import roof_status
+
+    predicted, why = roof_status(a.hardware, v.limit, a.dtype, a.W, a.Q)
+    word = "bound" if not predicted else "predicted" if a.hardware.roofs == "measured" else "attainable"
     lines = []
     if not v.feasible:
         lines.append(f"  CANNOT RUN as written: {v.reasons[0]}")
@@ -26,9 +28,8 @@ def headline(a) -> list[str]:
         rate = f"   ({si(a.W / v.T, 'FLOP/s')}, {a.W / v.T / a.entitlement.P:.1%} of P)" \
             if a.W and v.T else ""
         lines.append(f"  T ({word})             {fmt_time(v.T):>12}   limit: {v.limit}{rate}")
-    if unfitted:
-        lines.append(f"    the {v.limit} roof that sets T was not fitted by calibrate (no measurement "
-                     "it binds): it is the spec value, so T is a bound, not a prediction")
+    if why:
+        lines.append(f"    {why}")
     if v.detail:
         lines.append(f"    {v.detail}")
     return lines
