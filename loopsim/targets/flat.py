@@ -86,6 +86,9 @@ class FlatMachine(Roofs):
                 run: bool = True):
         return None  # one rate P and one BW: nothing to schedule, T is the roofline's
 
+    def engine_lines(self, kernel, dtype: str):
+        return ()  # one rate P: no engine instructions to time per statement
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         return 0.0  # no instruction cost: W/P is the compute floor

@@ -200,6 +200,13 @@ class NeuronCore(Roofs):
         r = dma.report(kernel, self)
         return tuple((s.line, s.text, s.bytes / self.dma_bw) for s in r.statements if s.line)
 
+    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]:
+        """(source line, statement, seconds) of each matmul with a source line: its Tensor Engine
+        instruction time (:func:`loopsim.targets.neuron.ceilings.matmul_lines`)."""
+        from loopsim.targets.neuron.ceilings import matmul_lines
+
+        return matmul_lines(kernel, self, dtype)
+
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
         """Seconds the Tensor Engine needs at least for an m x k by k x n matmul whose instructions
