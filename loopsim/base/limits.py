@@ -59,3 +59,31 @@ def check_int(v: int, where: str, error: type[Exception], *, limit: int = MAX_IN
         raise error(f"{where}={describe_int(v)} exceeds the largest {what or 'value'} loopsim accepts "
                     f"({lim}; see docs/errors.md)")
     return v
+#: longest a kernel file's code may run under the shim (its import and the kernel call), seconds.
+#: Tracing records each loop once, so real kernels take well under a second; past this the
+#: kernel is stopped as an endless loop (one line, exit 2).
+MAX_TRACE_S = 60.0
+#: most dimensions of an SPMD launch grid (``--grid G0xG1...``): each is one loop axis of the
+#: trace, so the same bound as a tensor's rank keeps the nest within numpy's 64 array axes.
+MAX_GRID_DIMS = MAX_TENSOR_DIMS
+
+
+def short_text(text: object, width: int = 60) -> str:
+    """A user's text cut to ``width`` characters for an error message (a long one says its length)."""
+    s = str(text)
+    return s if len(s) <= width else f"{s[:width - 20]}...<{len(s):,} characters>"
+
+
+def flag_int(text: str, where: str, error: type[Exception], *, limit: int = MAX_INT,
+             what: str = "integer") -> int:
+    """A decimal integer typed by the user (a flag's value, a dimension), within ``limit``: more
+    than 19 digits is over 2^62 for sure and refused before ``int()`` (which refuses 4,300)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits.isdigit() and len(digits) > 19:
+        raise error(f"{where}=<{len(digits):,} digits> exceeds the largest {what} loopsim accepts "
+                    "(2^62; see docs/errors.md)")
+    try:
+        v = int(text.replace("_", ""))
+    except ValueError:
+        raise error(f"{where}={short_text(text, 40)!r} must be an integer") from None
+    return check_int(v, where, error, limit=limit, what=what)
