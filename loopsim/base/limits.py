@@ -87,3 +87,56 @@ def flag_int(text: str, where: str, error: type[Exception], *, limit: int = MAX_
     except ValueError:
         raise error(f"{where}={short_text(text, 40)!r} must be an integer") from None
     return check_int(v, where, error, limit=limit, what=what)
+#: longest replay loopsim starts without ``--force``, estimated seconds on one core (measured on
+#: the trace's own first requests before the replay starts; the estimate is printed above
+#: ``loopsim.sim.stream.NOTE_ABOVE`` requests). A bigger nest is refused with its estimate.
+MAX_WORK_S = 600.0
+#: most tilings ``search --top`` lists (it keeps that many in memory and prints each).
+MAX_TOP = 1_000
+#: most ``check --examples`` (each is a full simulation).
+MAX_EXAMPLES = 100_000
+#: largest ``--jobs`` typed; more than the cores available is capped at the cores
+#: (``loopsim.analyses.parallel.check_jobs``): more processes than cores only fork and wait.
+MAX_JOBS = 4_096
+
+#: set by ``--force`` (the CLI): a replay estimated over :data:`MAX_WORK_S` runs anyway. A module
+#: flag (not an argument threaded through every analysis) so forked workers inherit it.
+_forced = False
+
+
+def force_long_work(on: bool = True) -> None:
+    """``--force``: allow work estimated over :data:`MAX_WORK_S` for the rest of this process."""
+    global _forced
+    _forced = bool(on)
+
+
+def check_work(seconds: float, what: str, error: type[Exception]) -> None:
+    """Refuse work estimated at ``seconds`` (> :data:`MAX_WORK_S`) unless ``--force`` was given."""
+    if seconds > MAX_WORK_S and not _forced:
+        raise error(f"{what}: estimated {seconds:,.0f} s on one core, more than loopsim runs "
+                    f"without --force ({MAX_WORK_S:,.0f} s; see docs/errors.md); use larger tiles "
+                    "or smaller parameters (--set), or pass --force to run it")
+
+
+def bounded(flag: str, lo: int, hi: int):
+    """An argparse ``type=`` for the integer flag ``flag`` in ``lo..hi``: a value outside is a
+    :class:`loopsim.base.errors.FlagError` (one ``loopsim: error:`` line, exit 2)."""
+    from loopsim.base.errors import FlagError
+
+    top = "2^62" if hi == MAX_INT else f"{hi:,}"
+
+    def parse(text: str) -> int:
+        digits = text.strip().replace("_", "").lstrip("+-")
+        if digits.isdigit() and len(digits) > 19:
+            raise FlagError(f"{flag} <{len(digits):,} digits> is not between {lo:,} and {top} "
+                            "(see docs/errors.md)")
+        try:
+            v = int(text.replace("_", ""))
+        except ValueError:
+            raise FlagError(f"{flag} {short_text(text, 40)!r} is not an integer") from None
+        if not lo <= v <= hi:
+            raise FlagError(f"{flag} {v} is not between {lo:,} and {top} (see docs/errors.md)")
+        return v
+
+    parse.__name__ = "integer"
+    return parse

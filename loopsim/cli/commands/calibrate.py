@@ -45,6 +45,10 @@ def _si(x: float, unit: str) -> str:
 
 
 def run(args) -> int:
+    from loopsim.base.outfile import regular_target, require_suffix
+
+    require_suffix(args.output, (".toml",))
+    regular_target(args.output)  # a device, FIFO or folder refused before any work
     hw = hardware.load(args.hardware)
     ms = calibrate.load(args.measurements, hw)
     fit = calibrate.fit(ms, hw)

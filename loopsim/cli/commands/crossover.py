@@ -4,6 +4,7 @@ are analysed on ``--jobs`` processes (default: every core), with the same answer
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_INT, bounded
 from loopsim.cli.commands._common import add_kernel_options, analyze_kw, dump_json, hardware_of, kernel_args, parse_buffers
 
 
@@ -12,7 +13,7 @@ def register(sub) -> None:
                        description=__doc__)
     add_kernel_options(p)
     p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
-    p.add_argument("--multiple-of", type=int, default=1, metavar="N", dest="multiple",
+    p.add_argument("--multiple-of", type=bounded("--multiple-of", 1, MAX_INT), default=1, metavar="N", dest="multiple",
                    help="search only multiples of N (a traced kernel's dimension usually must be a "
                         "multiple of its tile, e.g. --multiple-of 128 for a K split in 128-row "
                         "tiles); default 1")
@@ -36,10 +37,6 @@ def run(args) -> int:
     if args.dim not in sf.params:
         raise SpecError(f"--dim {args.dim}: {sf.path} has no parameter {args.dim}; "
                         f"it has: {', '.join(sf.params)}")
-    from loopsim.base.limits import MAX_INT
-
-    if not 1 <= args.multiple <= MAX_INT:
-        raise InputError(f"--multiple-of {args.multiple} must be between 1 and 2^62")
     from dataclasses import replace
 
     from loopsim.analyses.crossover import Point, search
