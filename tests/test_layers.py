@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent / "loopsim"
 #: lowest first; a prefix ending in "." covers a package
 LAYERS = [
     ["base", "ir", "frontends", "count", "targets", "targets.neuron", "model", "analyses", "cli"],  # folders (empty __init__)
-    ["base.errors", "base.fmt", "base.data", "base.numba_env", "base.limits", "base.tomlfile", "base.streams"],  # leaves
+    ["base.errors", "base.fmt", "base.data", "base.numba_env", "base.limits", "base.tomlfile", "base.streams", "base.jsonfile"],  # leaves
     ["ir.expr", "ir.kernel", "targets.hardware", "ir.ops"],                               # vocabulary
     ["ir.tiles", "frontends.spec", "ir.graph", "count.executions", "base.outfile"],             # parse
     ["sim.trace", "sim.", "sim.replayfile", "count.counts", "count.lnc", "model.entitle", "model.verdict", "count.bound", "count.formula", "count.written",

@@ -140,3 +140,14 @@ def bounded(flag: str, lo: int, hi: int):
 
     parse.__name__ = "integer"
     return parse
+#: deepest nesting of arrays and objects in a JSON input (measurements, profiles): loopsim's own
+#: files nest 3 levels; ``json`` recurses once per level and raised RecursionError at ~1,000.
+MAX_JSON_DEPTH = 64
+#: longest number literal in a JSON input, characters (a float64 needs at most 24, an integer
+#: up to 2^62 19 digits); ``json`` refused 4,301 digits with ValueError and 401 overflowed float().
+MAX_JSON_NUMBER_CHARS = 100
+#: a measured time in seconds is in MIN_TIME_S .. MAX_TIME_S: one nanosecond is 1.4 cycles of
+#: the NeuronCore's 1.4 GHz base clock (hardware-sources, [S20]), shorter than any kernel; a week
+#: is longer than any profile. 5e-324 s (subnormal) made calibrate fit a bandwidth of 10^330.
+MIN_TIME_S = 1e-9
+MAX_TIME_S = 604_800.0

@@ -32,7 +32,6 @@ From the entitlement (W FLOPs, Q bytes, P FLOP/s, BW bytes/s) and T_measured (s)
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from decimal import Decimal
@@ -43,6 +42,7 @@ from typing import Mapping
 
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
 #: relative difference above which a profile field is reported as disagreeing with the nest
 TOLERANCE = 0.01
@@ -230,6 +230,9 @@ def parse(data: object, where: str = "measured") -> Profile:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                     not math.isfinite(value) or value <= 0:
                 raise InputError(f"{where}: {key}={value!r} must be a positive number of seconds")
+            if not MIN_TIME_S <= value <= MAX_TIME_S:
+                raise InputError(f"{where}: {key}={value!r} s is outside {MIN_TIME_S:g} .. "
+                                 f"{MAX_TIME_S:g} s, the times loopsim takes (see docs/errors.md)")
             continue
         out[name] = _number(value, str(key), where, integer=integer)
     t = fields.get("time_s", fields.get("total_time"))[0]
@@ -238,17 +241,9 @@ def parse(data: object, where: str = "measured") -> Profile:
 
 def load(path: str) -> Profile:
     """Read a measured JSON file (see the module docstring)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--measured {path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"--measured {path}: not a UTF-8 JSON file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"--measured {path}: malformed JSON: {e}") from None
+    from loopsim.base import jsonfile
+
+    data = jsonfile.read(path, f"--measured {path}", InputError)
     return dataclasses.replace(parse(data, f"--measured {path}"), source=path)
 
 
