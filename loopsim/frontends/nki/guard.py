@@ -33,23 +33,63 @@ class _Overtime(BaseException):
 
 @contextlib.contextmanager
 def running(shown: str, func: str, limit_s: float | None = None):
-    """Run the kernel file's code inside: stdout to stderr, its exit an error, a time limit
-    (``limit_s``, default :data:`loopsim.base.limits.MAX_TRACE_S`)."""
+    """Run the kernel file's code inside: its prints held for stderr, its exit an error, a time
+    limit (``limit_s``, default :data:`loopsim.base.limits.MAX_TRACE_S`)."""
     limit_s = limits.MAX_TRACE_S if limit_s is None else limit_s
-    timer = _timer(limit_s)
+    printed = _Printed()
     try:
-        with contextlib.redirect_stdout(sys.stderr), timer:
+        with contextlib.redirect_stdout(printed), _timer(limit_s):
             yield
     except SystemExit as e:
         code = e.code if e.code is None or isinstance(e.code, int) else repr(e.code)[:60]
-        raise TraceError(f"the kernel called sys.exit({'' if code is None else code}): a kernel "
-                         "ends by returning, and its exit is an error of the kernel") \
-            .with_traceback(e.__traceback__) from None
+        err = TraceError(f"the kernel called sys.exit({'' if code is None else code}): a kernel "
+                         "ends by returning, and its exit is an error of the kernel")
+        printed.note_on(err)
+        raise err.with_traceback(e.__traceback__) from None
     except _Overtime as e:
-        raise TraceError(f"the kernel ran for more than {limit_s:g} s under the shim (an endless "
+        err = TraceError(f"the kernel ran for more than {limit_s:g} s under the shim (an endless "
                          "loop?); tracing records each loop once, so a real kernel takes well "
-                         f"under a second (limit: {limits.MAX_TRACE_S:g} s, see docs/errors.md)") \
-            .with_traceback(e.__traceback__) from None
+                         f"under a second (limit: {limits.MAX_TRACE_S:g} s, see docs/errors.md)")
+        printed.note_on(err)
+        raise err.with_traceback(e.__traceback__) from None
+    except BaseException as e:
+        printed.note_on(e)
+        raise
+    printed.relay()
+
+
+class _Printed:
+    """What the kernel's code prints, held (its last :data:`KEEP` characters): after a trace
+    that succeeds it is written to stderr as printed; when the trace fails, the error's one line
+    says how many lines it printed and the last one (the contract is one error line)."""
+
+    KEEP = 1 << 16
+
+    def __init__(self):
+        self.text, self.lines = "", 0
+
+    def write(self, s) -> int:
+        s = str(s)
+        self.lines += s.count("\n")
+        self.text = (self.text + s)[-self.KEEP:]
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def relay(self) -> None:
+        if self.text:
+            sys.stderr.write(self.text)
+            sys.stderr.flush()
+
+    def note_on(self, e: BaseException) -> None:
+        """Append "(the kernel printed N lines; the last: '...')" to ``e``'s message."""
+        last = next((x for x in reversed(self.text.splitlines()) if x.strip()), "")
+        if not last or not e.args or not isinstance(e.args[0], str):
+            return
+        n = max(self.lines, 1)
+        e.args = (f"{e.args[0]} (the kernel printed {n:,} line{'s' * (n != 1)} before; the last: "
+                  f"{_short(last)})",) + e.args[1:]
 
 
 @contextlib.contextmanager
