@@ -52,3 +52,9 @@ os.environ.setdefault("LOOPSIM_FUZZ_SEED", str(int.from_bytes(os.urandom(4), "li
 def pytest_report_header(config):
     return (f"loopsim fuzz seed: {os.environ['LOOPSIM_FUZZ_SEED']} "
             f"(replay a failure with LOOPSIM_FUZZ_SEED={os.environ['LOOPSIM_FUZZ_SEED']})")
+
+
+def pytest_terminal_summary(terminalreporter):
+    fuzz = sys.modules.get("tests.fuzzgen")
+    if fuzz is not None and fuzz.SUMMARY:
+        terminalreporter.write_line(f"loopsim fuzz (seed {os.environ['LOOPSIM_FUZZ_SEED']}): " + "; ".join(fuzz.SUMMARY))
