@@ -21,6 +21,7 @@ import math
 import signal
 import sys
 import threading
+import time
 
 from loopsim.base import limits
 from loopsim.frontends.nki.errors import TraceError
@@ -104,6 +105,7 @@ def _timer(limit_s: float):
         raise _Overtime()
 
     old = signal.signal(signal.SIGALRM, ring)
+    t0 = time.monotonic()
     left, _ = signal.setitimer(signal.ITIMER_REAL, limit_s)
     try:
         yield
@@ -111,7 +113,7 @@ def _timer(limit_s: float):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         if left:  # an outer timer was running: give it back what it had left (at least 1 ms)
-            signal.setitimer(signal.ITIMER_REAL, max(left - limit_s, 0.001))
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - t0), 0.001))
 
 
 def invoke(fn, call_args: dict, shown: str, func: str):

@@ -51,7 +51,7 @@ def parse_arg(text: str) -> tuple[str, tuple[tuple[int | str, ...], str]]:
     m = re.fullmatch(rf"\s*([A-Za-z_]\w*)\s*=\s*({_DIM}(?:\s*x\s*{_DIM})*)\s*(?::\s*(\w+))?\s*",
                      text or "")
     if not m:
-        raise SpecError(f"--arg {text!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
+        raise SpecError(f"--arg {limits.short_text(text)!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
                         "or lhsT=KxM with --set K=1024 --set M=4096")
     shape = tuple(limits.flag_int(d.strip(), f"--arg {m.group(1)}", SpecError) if d.strip().isdigit()
                   else d.strip() for d in m.group(2).split("x"))
@@ -72,12 +72,12 @@ def parse_kwarg(text: str) -> tuple[str, object]:
     name, eq, value = (text or "").partition("=")
     name = name.strip()
     if not eq or not name.isidentifier():
-        raise SpecError(f"--kwarg {text!r} must look like NAME=VALUE (a Python literal)")
+        raise SpecError(f"--kwarg {limits.short_text(text)!r} must look like NAME=VALUE (a Python literal)")
     try:
         return name, ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        raise SpecError(f"--kwarg {text!r}: {value.strip()!r} is not a Python literal (int, float, "
-                        "string, tuple, ...)") from None
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        raise SpecError(f"--kwarg {name}={limits.short_text(value.strip())!r} is not a Python literal "
+                        "loopsim takes (int, float, string, tuple, ...; see docs/errors.md)") from None
 
 
 def parse_grid(text: str) -> tuple[int, ...]:
