@@ -335,8 +335,9 @@ def replay_case(rng: random.Random) -> Case:
     arrays = {"obj": np.array(obj, np.int64), "size": np.full(n, size, np.int64)}
     expect = "ok"
     if how < 0.15:
-        arrays["size"][rng.randrange(n)] = rng.choice([0, -1, size + 1])  # sizes disagree / not > 0
-        expect = "refuse" if n > 1 or arrays["size"][0] <= 0 else "any"
+        i = rng.randrange(n)
+        arrays["size"][i] = rng.choice([0, -1, size + 1])  # not > 0, or two sizes of one object
+        expect = "refuse" if arrays["size"][i] <= 0 or obj.count(obj[i]) > 1 else "any"
     elif how < 0.25:
         arrays["obj"][rng.randrange(n)] = -1
         expect = "refuse"

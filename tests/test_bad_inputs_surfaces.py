@@ -125,6 +125,8 @@ KERNEL_CASES = {  # name -> (function, extra argv, pinned message)
                     r"'a line the kernel prints'\)$"),
     "SystemExit(3)": ("copy", ["--kwarg", "code=2"], r"copy_kernel\.py:13: kernel copy: the kernel called sys\.exit\(3\)"),
     "kwarg of a str": ("copy", ["--kwarg", "note=3"], r"parameter note=3 must be a string, as its default 'x' is"),
+    "kwarg 200,000 brackets": ("copy", ["--kwarg", "note=" + "(" * 100000 + ")" * 100000],
+                               r"--kwarg note='\(\(\(.*\.\.\.<200,000 characters>' is not a Python literal loopsim takes"),
     "affine_range(10**30)": ("huge", [], r"copy_kernel\.py:26: kernel huge: affine_range bound=a 31-digit integer "
                                          r"exceeds the largest loop bound"),
     "5000-digit --arg": ("copy", ["--arg", "b=1024x" + "9" * 5000], r"--arg b=<5,000 digits> exceeds the largest integer"),
