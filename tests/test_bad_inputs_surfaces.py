@@ -419,3 +419,17 @@ def test_every_help_that_can_reach_a_kernel_file_says_it_executes(tmp_path, caps
     text = " ".join(capsys.readouterr().out.split())
     if mark.exists():
         assert "EXECUTES" in text, command
+
+
+def test_calibrate_predict_of_a_kernel_file_says_it_executes(tmp_path, capsys):
+    mark = tmp_path / "EXECUTED"
+    k = tmp_path / "marks.py"
+    k.write_text(f"open({str(mark)!r}, 'w').write('x')\n\ndef f(N=128):\n    pass\n")
+    m = tmp_path / "m.json"
+    m.write_text('[{"spec": "matmul", "time_s": 1e-4}]')
+    main(["calibrate", str(m), "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--predict", f"{k}::f"])
+    capsys.readouterr()
+    assert mark.exists()  # --predict is the user's own command line: code, run as asked
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    assert "EXECUTES" in " ".join(capsys.readouterr().out.split())

@@ -32,7 +32,8 @@ def register(sub) -> None:
                    help="name of the calibrated sheet (default: the output file's stem)")
     p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
                    help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
-                        "prediction), side by side (repeatable)")
+                        "prediction), side by side (repeatable); an NKI kernel PATH.py::FUNCTION "
+                        "here EXECUTES that file, as python FILE.py would")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=run)
 
