@@ -122,24 +122,25 @@ def invoke(fn, call_args: dict, shown: str, func: str):
     for name, value in call_args.items():
         prm = params.get(name)
         default = prm.default if prm is not None else inspect.Parameter.empty
-        check_value(name, value, default, f"{shown}::{func}")
+        check_value(name, value, default)  # load_kernel prefixes "FILE: kernel FUNC: "
     return fn(**call_args)
 
 
-def check_value(name: str, value, default, where: str) -> None:
+def check_value(name: str, value, default, where: str = "") -> None:
     """Refuse a keyword value of another kind than its default (int, float, bool, str, tuple), or
-    holding a non-finite float or an integer over 2^62 (one line naming the parameter)."""
+    holding a non-finite float or an integer over 2^62 (one line naming the parameter, after the
+    prefix ``where``)."""
     shown = _short(value)
     kind = _kind(default)
     if kind is not None and _kind(value) != kind and not (kind == "number" and _kind(value) == "integer"):
-        raise TraceError(f"{where}: parameter {name}={shown} must be {_ARTICLE[kind]} {kind}, "
+        raise TraceError(f"{where}parameter {name}={shown} must be {_ARTICLE[kind]} {kind}, "
                          f"as its default {_short(default)} is (--kwarg values are passed as "
                          "given, never replaced by the default)")
     for v in _leaves(value):
         if isinstance(v, float) and not math.isfinite(v):
-            raise TraceError(f"{where}: parameter {name}={shown} holds {v}, not a finite number")
+            raise TraceError(f"{where}parameter {name}={shown} holds {v}, not a finite number")
         if isinstance(v, int) and not isinstance(v, bool):
-            limits.check_int(v, f"{where}: parameter {name}", TraceError, what="integer")
+            limits.check_int(v, f"{where}parameter {name}", TraceError, what="integer")
 
 
 _ARTICLE = {"integer": "an", "number": "a", "bool": "a", "string": "a", "tuple": "a"}
