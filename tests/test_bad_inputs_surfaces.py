@@ -80,7 +80,7 @@ def refused(capsys, argv, pattern) -> str:
 
 #: --kwarg VALUE on blocked's integer TILES_M (default 2) -> pinned message; it was replaced by 2
 KWARG_CASES = {
-    "True": r"parameter TILES_M=True must be an integer, as its default 2 is",
+    "True": r"matmul_isa\.py: kernel blocked: parameter TILES_M=True must be an integer, as its default 2 is",
     "2.5": r"parameter TILES_M=2\.5 must be an integer",
     "'x'": r"parameter TILES_M='x' must be an integer",
     "None": r"parameter TILES_M=None must be an integer",
@@ -93,7 +93,7 @@ KWARG_CASES = {
 @pytest.mark.parametrize("value", KWARG_CASES)
 def test_a_kwarg_is_passed_as_given_or_refused(capsys, value):
     err = refused(capsys, ["entitle", *BLOCKED, "--kwarg", f"TILES_M={value}"], KWARG_CASES[value])
-    assert "matmul_isa.py: kernel blocked: parameter TILES_M=" in err and err.count("matmul_isa.py") == 1
+    assert err.count("matmul_isa.py") == 1  # the file named once
 
 
 def test_an_integer_kwarg_is_the_one_traced(capsys):
