@@ -6,7 +6,7 @@ scope's aggregate DMA bandwidth, sourced per sheet; see ``loopsim hardware NAME`
 from __future__ import annotations
 
 from loopsim.base.limits import MAX_LNC_CORES, bounded
-from loopsim.cli.commands._common import dump_json, hardware_of, program_of
+from loopsim.cli.commands._common import add_nki_options, dump_json, hardware_of, program_of
 
 
 def register(sub) -> None:
@@ -22,6 +22,7 @@ def register(sub) -> None:
                    help="run the kernel on N physical cores (each core's transfers counted)")
     p.add_argument("--split", default=None, metavar="VAR", help="the loop to split with --lnc")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_nki_options(p)
     p.set_defaults(func=run)
 
 
