@@ -55,7 +55,6 @@ hand-count case: T_best) and T_measured (s):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from decimal import Decimal
@@ -66,6 +65,7 @@ from typing import Mapping
 
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
 #: relative difference above which a profile field is reported as disagreeing with the nest
 TOLERANCE = 0.01
@@ -332,6 +332,9 @@ def _positive_time(value: object, key: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not math.isfinite(value) or value <= 0:
         raise InputError(f"{where}: {key}={value!r} must be a positive number of seconds")
+    if not MIN_TIME_S <= value <= MAX_TIME_S:
+        raise InputError(f"{where}: {key}={value!r} s is outside {MIN_TIME_S:g} .. {MAX_TIME_S:g} s, "
+                         "the times loopsim takes (see docs/errors.md)")
     return float(value)
 
 
@@ -396,26 +399,9 @@ def parse(data: object, where: str = "measured") -> Profile:
 def load_all(path: str) -> list[Profile]:
     """Every measurement of a measured JSON file: one object, or a list of them (the format
     ``loopsim calibrate`` reads; see the module docstring)."""
-    from loopsim.base.limits import MAX_FILE_BYTES
+    from loopsim.base import jsonfile
 
-    p = Path(path)
-    try:
-        if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"--measured {path}: {p.stat().st_size:,} bytes, more than the "
-                             f"{MAX_FILE_BYTES:,} a measured file may have (see docs/errors.md)")
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--measured {path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"--measured {path}: not a UTF-8 JSON file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"--measured {path}: malformed JSON: {e}") from None
-    except RecursionError:
-        raise InputError(f"--measured {path}: JSON nested too deeply") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise InputError(f"--measured {path}: malformed JSON: {e}") from None
+    data = jsonfile.read(path, f"--measured {path}", InputError)
     if isinstance(data, dict) and isinstance(data.get("measurements"), list):
         data = data["measurements"]  # the output of calibrate --json: its rows, by label
     if isinstance(data, list):

@@ -11,14 +11,17 @@ import ast
 import importlib.util
 import inspect
 import itertools
+import math
 import re
 import sys
 import traceback
 from pathlib import Path
 from typing import Mapping
 
+from loopsim.base import limits
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import DTYPES
+from loopsim.frontends.nki import guard
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder
 from loopsim.frontends.nki.views import DTYPE_OF
@@ -48,11 +51,15 @@ def parse_arg(text: str) -> tuple[str, tuple[tuple[int | str, ...], str]]:
     m = re.fullmatch(rf"\s*([A-Za-z_]\w*)\s*=\s*({_DIM}(?:\s*x\s*{_DIM})*)\s*(?::\s*(\w+))?\s*",
                      text or "")
     if not m:
-        raise SpecError(f"--arg {text!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
+        raise SpecError(f"--arg {limits.short_text(text)!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
                         "or lhsT=KxM with --set K=1024 --set M=4096")
-    shape = tuple(int(d) if d.strip().isdigit() else d.strip() for d in m.group(2).split("x"))
+    shape = tuple(limits.flag_int(d.strip(), f"--arg {m.group(1)}", SpecError) if d.strip().isdigit()
+                  else d.strip() for d in m.group(2).split("x"))
     if any(isinstance(d, int) and d <= 0 for d in shape):
         raise SpecError(f"--arg {text!r}: every dimension must be > 0")
+    if len(shape) > limits.MAX_TENSOR_DIMS:
+        raise SpecError(f"--arg {m.group(1)}: {len(shape)} dimensions; loopsim takes at most "
+                        f"{limits.MAX_TENSOR_DIMS} (see docs/errors.md)")
     dt = m.group(3) or "bf16"
     dt = DTYPE_OF.get(dt, dt)
     if dt not in DTYPES:
@@ -65,20 +72,26 @@ def parse_kwarg(text: str) -> tuple[str, object]:
     name, eq, value = (text or "").partition("=")
     name = name.strip()
     if not eq or not name.isidentifier():
-        raise SpecError(f"--kwarg {text!r} must look like NAME=VALUE (a Python literal)")
+        raise SpecError(f"--kwarg {limits.short_text(text)!r} must look like NAME=VALUE (a Python literal)")
     try:
         return name, ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        raise SpecError(f"--kwarg {text!r}: {value.strip()!r} is not a Python literal (int, float, "
-                        "string, tuple, ...)") from None
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        raise SpecError(f"--kwarg {name}={limits.short_text(value.strip())!r} is not a Python literal "
+                        "loopsim takes (int, float, string, tuple, ...; see docs/errors.md)") from None
 
 
 def parse_grid(text: str) -> tuple[int, ...]:
     """``G0[xG1...]`` -> the SPMD launch grid."""
-    if not re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text or "") or any(
-            int(g) <= 0 for g in text.split("x")):
-        raise SpecError(f"--grid {text!r} must look like G0[xG1...], positive integers, e.g. 4x2")
-    return tuple(int(g) for g in text.split("x"))
+    if not re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text or ""):
+        raise SpecError(f"--grid {limits.short_text(text)!r} must look like G0[xG1...], positive "
+                        "integers, e.g. 4x2")
+    grid = tuple(limits.flag_int(g.strip(), "--grid", SpecError) for g in text.split("x"))
+    if any(g <= 0 for g in grid) or len(grid) > limits.MAX_GRID_DIMS:
+        raise SpecError(f"--grid {limits.short_text(text)!r} must look like G0[xG1...], 1 to "
+                        f"{limits.MAX_GRID_DIMS} positive integers, e.g. 4x2")
+    limits.check_int(math.prod(grid), f"--grid {limits.short_text(text)} (launches in all)",
+                     SpecError, what="grid")
+    return grid
 
 
 def parse_options(args=(), kwargs=(), grid=None) -> dict:
@@ -123,14 +136,14 @@ def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None
     rec = Recorder(src, func)
     shown = rec.shown = path
     try:
-        with installed(rec):
+        with installed(rec), guard.running(shown, func):
             fn = _import(src, func, shown)
             call_args = _arguments(fn, args, kwargs, shown, func, rec)
             for axis, g in enumerate(grid):
                 rec.grid_var(axis, int(g))
             rec.running = True
             try:
-                fn(**call_args)
+                guard.invoke(fn, call_args, shown, func)
             finally:
                 rec.running = False
             if rec.stack:
