@@ -309,19 +309,33 @@ class NKIObject:
             try:
                 return _init(self, *a, **k)
             except TypeError as e:
-                import inspect
-
-                try:
-                    where = f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
-                except (OSError, TypeError):
-                    where = cls.__module__
                 if "positional argument" in str(e) or "keyword argument" in str(e) or \
                         "missing" in str(e):
-                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at {where}): {e}") from None
+                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at "
+                                     f"{_defined_at(cls, _init)}): {e}") from None
                 raise
         wrapped._loopsim_wrapped = True
         wrapped.__wrapped__ = init
         cls.__init__ = wrapped
+
+
+def _defined_at(cls, init) -> str:
+    """FILE:LINE of ``class NAME`` (the line of its ``__init__`` when the class line is not found)."""
+    import linecache
+    import os
+
+    code = init.__code__
+    path, line = code.co_filename, code.co_firstlineno
+    for n in range(line, 0, -1):
+        text = linecache.getline(path, n).lstrip()
+        if text.startswith(f"class {cls.__name__}") and text[len(cls.__name__) + 6:][:1] in "(:":
+            line = n
+            break
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:
+        shown = path
+    return f"{shown if not shown.startswith('..') else path}:{line}"
 
 
 def load(src, mask=None, dtype=None, **_):

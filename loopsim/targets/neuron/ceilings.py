@@ -436,6 +436,6 @@ def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
             except HardwareError as e:
                 notes.append(f"{w.call} at {w.where}: not costed ({e})")
         if w.assumed:
-            notes.append(f"ASSUMED {w}")
+            notes.append(f"assumed: {w}")
         out.append((w, t))
     return tuple(out)
