@@ -166,8 +166,17 @@ class Recorder:
         """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
         variables the buffer's coordinates absorb (a buffer filled by a loop)."""
         kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
+            # a value along no tensor axis (a per-row statistic) into a slot of another shape
+            dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
+                                                         zip(ref.starts, ref.sizes)))
+            return set()
         if len(kept) != len(axis_of):
-            raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
+            # shapes equal but for axes of one element ([128, 1] into [128]): squeeze them
+            axis_of = [d for d in axis_of if d is not None and ref.sizes[d] != 1]
+            kept = [a for a in kept if dst.sizes[a] != 1]
+            if len(kept) != len(axis_of):
+                raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
         local = {r.var for r in self.stack[dst.buf.depth:]}
         absorbed: set = set()
         dims = []
