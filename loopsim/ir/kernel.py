@@ -242,6 +242,8 @@ class Kernel:
     source: str = ""  # file the kernel came from, for error messages
     # buffers a load inside a loop rotates through, per tensor ("*": every tensor); default 1
     buffers: tuple[tuple[str, int], ...] = ()
+    # engine work outside the op statements (loopsim.ir.ops.EngineWork), from a traced kernel
+    work: tuple = ()
 
     def __post_init__(self) -> None:
         where = self.source or f"kernel {self.name}"

@@ -59,6 +59,9 @@ def ceilings_dict(c, hw) -> dict:
          "lnc": {"cores": c.cores, "split": c.split, "sheet_physical_cores": hw.physical_cores},
          "psum": c.psum.as_dict(), "link": c.link.as_dict() if c.link else None,
          "lowest_ceiling": low}
+    if c.work:
+        d["engine_work"] = [{**w.as_dict(), "seconds": t} for w, t in c.work]
+        d["assumed"] = [{**w.as_dict(), "seconds": t} for w, t in c.work if w.assumed]
     if c.notes:
         d["ceiling_notes"] = list(c.notes)
     return d

@@ -38,7 +38,7 @@ from loopsim.ir.kernel import DTYPES
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder, user_frame
 from loopsim.frontends.nki.symbolic import NeedsConcrete
-from loopsim.frontends.nki.views import DTYPE_OF
+from loopsim.frontends.nki.views import DTYPE_OF, NKI_OF
 from loopsim.frontends.nki.shim import Jit, installed, py_range
 
 #: traces of one kernel at most (each retry makes more loops concrete)
@@ -74,8 +74,9 @@ def parse_arg(text: str) -> tuple[str, tuple[tuple[int | str, ...], str]]:
     if any(isinstance(d, int) and d <= 0 for d in shape):
         raise SpecError(f"--arg {text!r}: every dimension must be > 0")
     dt = m.group(3) or "bf16"
-    dt = DTYPE_OF.get(dt, dt)
-    if dt not in DTYPES:
+    if dt in DTYPE_OF:  # an NKI name: loopsim's when it round-trips, else kept for the kernel
+        dt = DTYPE_OF[dt] if NKI_OF.get(DTYPE_OF[dt]) == dt else dt
+    elif dt not in DTYPES:
         raise SpecError(f"--arg {text!r}: dtype {m.group(3)!r} is not known; known: {', '.join(DTYPES)}")
     return m.group(1), (shape, dt)
 

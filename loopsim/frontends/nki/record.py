@@ -117,10 +117,10 @@ class Recorder:
         return v
 
     # -- tensors and buffers --------------------------------------------------------------
-    def hbm(self, name: str, shape, dtype: str, *, line: int = 0) -> HbmTensor:
-        lg = Logical("hbm", self.unique(name), dtype, tuple(int(d) for d in shape), line)
+    def hbm(self, name: str, shape, dtype, *, line: int = 0, buffer: str = "hbm") -> HbmTensor:
+        lg = Logical("hbm", self.unique(name), dtype_name(dtype), tuple(int(d) for d in shape), line)
         self.logicals.append(lg)
-        return HbmTensor(self, lg)
+        return HbmTensor(self, lg, dtype, buffer)
 
     def alloc(self, shape, dtype, space: str, name: str | None = None) -> Tile:
         shape = tuple(shape)
@@ -128,7 +128,7 @@ class Recorder:
             if isinstance(d, Sym) or isinstance(d, bool) or not isinstance(d, int) or d <= 0:
                 raise TraceError(f"buffer shape {shape!r} must be positive integers")
         b = Buffer(self, name or self.assigned_name("buf"), shape, dtype_name(dtype, "fp32" if space == "psum" else "bf16"),
-                   space, self.depth, self.line())
+                   space, self.depth, self.line(), dtype)
         # the concrete iterations it was allocated in, and those that had ended when it was
         # read (a tile kept in a list and read by a later loop)
         b.homes = [f for f in self.stack if isinstance(f, IterFrame)]
@@ -445,7 +445,7 @@ class Recorder:
             c.data_ops = tuple(data_ops)
             dst.buf.binding = Binding(c, ())
             return
-        val = Logical("op", dst.buf.name, dst.dtype, line=line)
+        val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
         val.running, val.stat = running, reduce or first is None
         if val.stat:
@@ -462,7 +462,7 @@ class Recorder:
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
         out = current if current.kind == "sum" else None
         if out is None:
-            out = Logical("sum", self.unique(dst.buf.name), dst.dtype, line=line)
+            out = Logical("sum", self.unique(dst.buf.name), dst.buf.dtype, line=line)
             self.logicals.append(out)
         ref = TileRef(out, src.starts, src.sizes)
         self.bind(dst, ref, axes)

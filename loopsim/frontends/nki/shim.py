@@ -14,9 +14,12 @@ import contextlib
 import sys
 import types
 
+from loopsim.frontends.nki import work as work_mod
+from loopsim.frontends.nki.access import Index
+from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder
-from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, ParDim, Tile, dtype_name
+from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
 _active: list[Recorder] = []
@@ -29,7 +32,12 @@ def _rec() -> Recorder:
 
 
 class Unmodelled:
-    """A name of the NKI API that loopsim does not model; using it stops the trace."""
+    """A name of the NKI API that loopsim does not model.
+
+    Called on tiles whose shapes are known (its ``dst=``, or an instruction documented to keep its
+    input's shape), it is charged as generic work on its engine (:mod:`.work`, listed as ASSUMED
+    with its FILE:LINE) and its output holds its first input's tile; called without a tile, or
+    without a known output shape, it stops the trace naming the call."""
 
     def __init__(self, name: str):
         self._name = name
@@ -40,6 +48,11 @@ class Unmodelled:
         return Unmodelled(f"{self._name}.{attr}")
 
     def __call__(self, *a, **k):
+        short = self._name.rsplit(".", 1)[-1]
+        if short in work_mod.NO_WORK and _active:
+            return None
+        if _active and self._name.startswith(("nki.isa", "nki.language")):
+            return _assumed(self._name, short, a, k)
         raise TraceError(f"{self._name} is not modelled by loopsim's NKI shim")
 
     def _use(self, *_):
@@ -47,20 +60,52 @@ class Unmodelled:
 
     __iter__ = __bool__ = __int__ = __index__ = __getitem__ = __enter__ = _use
 
-
-class _DType:
-    def __init__(self, name):
-        self.name = self.__name__ = name
-
     def __repr__(self):
-        return f"nl.{self.name}"
+        return self._name
+
+
+#: unmodelled instructions whose output has their first input's shape (NKI ISA reference)
+_SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cumulative",
+               "tensor_copy_predicated", "range_select", "gelu_apprx_sigmoid", "silu_dx", "erf_dx",
+               "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
+
+
+def _assumed(name: str, short: str, args, kwargs):
+    rec = _rec()
+    dst = kwargs.get("dst")
+    if dst is None and args and isinstance(args[0], Tile) and "dst" not in kwargs and \
+            any(isinstance(x, Tile) for x in list(args[1:]) + list(kwargs.values())) and \
+            short not in _SAME_SHAPE:
+        dst = args[0]  # NKI 0.2 style: dst first, positionally
+        args = args[1:]
+    ins = [x for x in list(args) + [v for kk, v in kwargs.items() if kk != "dst"] if isinstance(x, Tile)]
+    if dst is None:
+        if not ins:
+            raise TraceError(f"{name} is not modelled by loopsim's NKI shim (and has no tile "
+                             "argument to cost it by)")
+        if short not in _SAME_SHAPE:
+            raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
+                             f"not known: pass dst= (an output tile) so it can be costed as generic "
+                             "work, or rewrite it with modelled calls")
+        dst = rec.alloc(ins[0].shape, kwargs.get("dtype") or ins[0].dtype, "sbuf",
+                        rec.assigned_name(short))
+    if not isinstance(dst, Tile):
+        raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
+                         "on-chip tile: its cost is not known")
+    src = next((x for x in ins if x.shape == dst.shape and x.buf is not dst.buf), None)
+    if src is not None:
+        rec.copy(dst, src)
+    else:
+        rec.memset(dst)
+    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, 1, assumed=True)
+    return dst
 
 
 def _opname(op) -> str:
     if op is None:
         return "copy"
     if isinstance(op, Unmodelled):
-        op()
+        return op._name.rsplit(".", 1)[-1]  # an operator the shim has no entry for: its name
     name = getattr(op, "__name__", None) or getattr(op, "name", None) or str(op)
     return {"amax": "max", "amin": "min", "identity": "copy", "bypass": "copy", "true_divide": "divide",
             "max_": "max", "min_": "min"}.get(name, name)
@@ -103,16 +148,26 @@ def par_dim(n):
     return ParDim(n)
 
 
-def ds(start, size):
+def ds(start, size, step=None):
+    """``nl.ds(start, size)``: ``size`` consecutive indices from ``start`` (a loop-index expression)."""
+    if step not in (None, 1):
+        raise TraceError(f"nl.ds({start}, {size}, step={step}): a strided slice is not modelled")
     return DS(start, size)
 
 
 def arange(*args):
+    """``nl.arange([start,] stop[, step])``: an index tile; ``* s`` and ``+`` of other index
+    tiles (strides, sliding windows) are affine index expressions (:class:`.access.Index`)."""
     if len(args) == 1:
-        lo, hi = 0, args[0]
+        lo, hi, st = 0, args[0], 1
     else:
-        lo, hi = args[0], args[1]
-    return IndexTile(Sym.of(lo), hi - lo)
+        lo, hi, st = args[0], args[1], (args[2] if len(args) > 2 else 1)
+    if isinstance(st, bool) or not isinstance(st, int) or st <= 0:
+        raise TraceError(f"nl.arange step {st!r} must be a positive integer")
+    n = -(-(hi - lo) // st)
+    if n <= 0:
+        raise TraceError(f"nl.arange({lo}, {hi}, {st}) is empty")
+    return Index(Sym.of(lo), ((None, st, n),))
 
 
 class _MGrid:
@@ -121,7 +176,8 @@ class _MGrid:
         out = []
         for i, k in enumerate(key):
             lo = k.start or 0
-            out.append(IndexTile(Sym.of(lo), k.stop - lo, i))
+            step = k.step or 1
+            out.append(Index(Sym.of(lo), ((i, step, -(-(k.stop - lo) // step)),)))
         return _Grid(out)
 
 
@@ -153,8 +209,15 @@ def program_id(axis=0):
     return Sym({rec.grid[axis]: 1}, 0)
 
 
-def num_programs(axis=None):
+def num_programs(axis=None, axes=None):
+    """``nl.num_programs(axes=0)`` (also ``axis=``, or none: the whole grid) from ``--grid``."""
     rec = _rec()
+    axis = axes if axis is None else axis
+    if isinstance(axis, (tuple, list)):
+        n = 1
+        for a in axis:
+            n *= num_programs(a)
+        return n
     if axis is None:
         n = 1
         for g in rec.grid:
@@ -176,8 +239,35 @@ def ndarray(shape, dtype=None, buffer=None, name="", **_):
     rec = _rec()
     space = buffer if isinstance(buffer, str) else "sbuf"
     if space in _HBM:
-        return rec.hbm(name or rec.assigned_name("out"), shape, dtype_name(dtype))
+        return rec.hbm(name or rec.assigned_name("out"), shape, dtype, buffer=space)
     return rec.alloc(shape, dtype, space, name or None)
+
+
+def shared_constant(constant, dtype=None, **_):
+    """``nl.shared_constant(array, dtype)``: a constant the compiler places in shared HBM; the
+    kernel loads it like any input (its bytes are read from HBM)."""
+    import numpy as np
+
+    rec = _rec()
+    shape = tuple(int(d) for d in np.shape(constant))
+    if not shape:
+        raise TraceError("nl.shared_constant of a scalar is not modelled (a tensor is)")
+    return rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
+                   buffer="shared_hbm")
+
+
+def shared_identity_matrix(n, dtype=None, **_):
+    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in shared HBM."""
+    rec = _rec()
+    return rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+
+
+def loop_reduce(x, op=None, loop_indices=(), dtype=None, mask=None, **_):
+    """``dst[...] = nl.loop_reduce(x, op=np.add, loop_indices=[k])``: ``dst op= x`` over loop
+    ``k``, a Vector Engine op per iteration; an add of a matmul's PSUM tile is an SBUF
+    accumulation (``acc``). https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/general/nki/api/generated/nki.language.loop_reduce.html"""
+    _tile(x, "nl.loop_reduce")
+    return LoopReduce(x, _opname(op) if op is not None else "add")
 
 
 def _filled(shape, dtype=None, buffer=None, name="", **_):
@@ -197,6 +287,41 @@ ones = zeros
 
 def full(shape, fill_value=0, dtype=None, buffer=None, name="", **k):
     return _filled(shape, dtype, buffer, name)
+
+
+class NKIObject:
+    """``nl.NKIObject``: the base class of kernel dataclasses and configuration objects
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/_modules/nki/language.html). A plain
+    Python class here; keyword arguments become attributes. A subclass whose ``__init__`` is called
+    wrongly fails with its class name and the line it is defined at."""
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_loopsim_wrapped", False):
+            return
+
+        def wrapped(self, *a, _init=init, **k):
+            try:
+                return _init(self, *a, **k)
+            except TypeError as e:
+                import inspect
+
+                try:
+                    where = f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
+                except (OSError, TypeError):
+                    where = cls.__module__
+                if "positional argument" in str(e) or "keyword argument" in str(e) or \
+                        "missing" in str(e):
+                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at {where}): {e}") from None
+                raise
+        wrapped._loopsim_wrapped = True
+        wrapped.__wrapped__ = init
+        cls.__init__ = wrapped
 
 
 def load(src, mask=None, dtype=None, **_):
@@ -287,6 +412,17 @@ _BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power
 _REDUCE = ("max", "min", "sum", "mean", "prod")
 
 
+def _static_cast(x, dtype=None, **_):
+    """``nl.static_cast(t, dtype)``: a copy of the tile in another dtype."""
+    return copy(x, dtype=dtype)
+
+
+def dynamic_range(*args, **_):
+    raise TraceError("nl.dynamic_range: a loop whose trip count is read from a register at run "
+                     "time (data-dependent control flow); loopsim needs trip counts it can know: "
+                     "use nl.affine_range/sequential_range with a bound from the shapes")
+
+
 def softmax(x, axis=-1, dtype=None, **_):
     _tile(x, "nl.softmax")
     return _rec().elementwise("softmax", [x], dtype)
@@ -313,9 +449,10 @@ def _language() -> dict:
         matmul=matmul, softmax=softmax, tile_size=_TileSize,
         sbuf="sbuf", psum="psum", hbm="hbm", shared_hbm="shared_hbm", private_hbm="private_hbm",
     ))
-    for d in ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
-              "uint8", "int16", "uint16", "int32", "uint32", "bool_"):
-        ns[d] = _DType(d)
+    ns.update(all_dtypes())
+    ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
+              loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
+              static_cast=_static_cast, dynamic_range=dynamic_range)
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -414,12 +551,34 @@ def activation_reduce(op, data, reduce_op=None, reduce_res=None, bias=None, scal
 
 
 @_styled(("op", "data", "axis"), ("data",))
-def tensor_reduce(op, data, axis=None, dst=None, negate=False, keepdims=False, **_):
+def tensor_reduce(op, data, axis=None, dst=None, negate=False, keepdims=False, dtype=None, **_):
+    """Vector Engine reduction over free axes; without ``dst`` the reduced axes are dropped
+    unless ``keepdims`` (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.tensor_reduce.html)."""
     rec = _rec()
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(a % len(data.shape) for a in axes)
     shape = tuple((1 if i in axes else s) for i, s in enumerate(data.shape))
-    out, _ = _result(dst, shape, data.dtype, "sbuf", "reduced")
+    if not keepdims:
+        shape = tuple(s for i, s in enumerate(shape) if i not in axes) or (1,)
+    out, _ = _result(dst, shape, dtype or data.dtype, "sbuf", "reduced")
     rec.op(_opname(op), "vector", out, [data], reduce=True)
+    return out
+
+
+@_styled(("data", "op0", "operand0", "reduce_op", "reduce_res"), ("data",))
+def tensor_scalar_reduce(data, op0, operand0, reduce_op=None, reduce_res=None, dst=None,
+                         reverse0=False, dtype=None, **_):
+    """``tensor_scalar`` with one operator, then a reduction of its result along the free axes into
+    ``reduce_res`` (one element per partition), on the Vector Engine
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.tensor_scalar_reduce.html):
+    the elementwise result is a Vector op like ``tensor_scalar``'s; the reduction is its statistic."""
+    rec = _rec()
+    out, _ = _result(dst, data.shape, dtype or data.dtype, "sbuf", "tsr")
+    rec.op(_opname(op0), "vector", out, [data] + _operands(operand0))
+    if reduce_res is not None:
+        _tile(reduce_res, "nisa.tensor_scalar_reduce reduce_res")
+        rec.op(_opname(reduce_op) if reduce_op is not None else "add", "vector", reduce_res, [out],
+               reduce=True)
     return out
 
 
@@ -484,12 +643,219 @@ def dma_copy(dst=None, src=None, **_):
     _rec().dma(dst, src)
 
 
+@_styled(("src",), ())
+def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
+    """A DMA that swaps the two axes of a 2-D access (HBM -> SBUF or SBUF -> SBUF): the bytes of
+    ``src`` move once; the tile lands transposed
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_transpose)."""
+    rec = _rec()
+    if not isinstance(src, (Tile, HbmView, HbmTensor)):
+        raise TraceError(f"nisa.dma_transpose of {src!r}: expected an HBM tensor or a tile")
+    if len(src.shape) != 2 or (axes is not None and tuple(axes) != (1, 0)):
+        raise TraceError(f"nisa.dma_transpose of a {len(src.shape)}-D access (axes={axes}) is not "
+                         "modelled; a 2-D transpose is")
+    out, _ = _result(dst, src.shape[::-1], dtype or src.dtype, "sbuf", "transposed")
+    if isinstance(src, Tile):
+        rec.copy(out, src, transpose=True)
+        return out
+    landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+    rec.dma(landed, src)
+    rec.copy(out, landed, transpose=True)
+    return out
+
+
+def iota(*args, dst=None, expr=None, pattern=None, offset=0, dtype=None, channel_multiplier=0, **k):
+    """Index values generated on the GpSimd Engine into an SBUF tile (a constant: no HBM bytes),
+    one element-op per output element
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.iota.html:
+    "Build a constant literal in SBUF using GpSimd Engine")."""
+    rec = _rec()
+    if args and isinstance(args[0], Tile):
+        dst = args[0]
+    elif args and expr is None:
+        expr = args[0]
+        dtype = dtype or (args[1] if len(args) > 1 else None)
+    if dst is None:
+        if not isinstance(expr, IndexTile):
+            raise TraceError("nisa.iota without dst= needs an nl.arange/mgrid expression (its shape)")
+        shape = _index_shape(expr)
+        dst = rec.alloc(shape, dtype or "int32", "sbuf", rec.assigned_name("iota"))
+    _tile(dst, "nisa.iota dst")
+    rec.memset(dst)
+    work_mod.charge(rec, "nki.isa.iota", "gpsimd", dst.size)
+    return dst
+
+
+def _index_shape(expr) -> tuple[int, ...]:
+    if isinstance(expr, Index):
+        axes = {}
+        for a, _, n in expr.terms:
+            axes[a if a is not None else 0] = n
+        top = max(axes)
+        return tuple(axes.get(i, 1) for i in range(top + 1))
+    return (expr.size,)
+
+
+def affine_select(*args, dst=None, pred=None, on_true_tile=None, on_false_value=None, **k):
+    """A predicated copy on the GpSimd Engine: ``dst`` holds ``on_true_tile`` where an affine
+    predicate of the indices holds, a constant elsewhere; one element-op per element
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.affine_select.html)."""
+    rec = _rec()
+    tiles = [a for a in args if isinstance(a, Tile)]
+    if dst is None and on_true_tile is not None and len(tiles) >= 1:
+        dst = tiles[0]
+    if on_true_tile is None:
+        rest = [t for t in tiles if t is not dst]
+        on_true_tile = rest[-1] if rest else None
+    _tile(on_true_tile, "nisa.affine_select on_true_tile")
+    if dst is None:
+        dst = rec.alloc(on_true_tile.shape, k.get("dtype") or on_true_tile.dtype, "sbuf",
+                        rec.assigned_name("selected"))
+    rec.copy(dst, on_true_tile)
+    work_mod.charge(rec, "nki.isa.affine_select", "gpsimd", dst.size)
+    return dst
+
+
+def _bytes(t) -> int:
+    return t.size * t.dtype.itemsize
+
+
+def sendrecv(src=None, dst=None, send_to_rank=None, recv_from_rank=None, **_):
+    """Send ``src`` to another core and receive ``dst`` from one: ``src``'s bytes cross the link
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, sendrecv). The
+    received tile is the peer's version of ``src`` (same tile of the same tensor)."""
+    rec = _rec()
+    _tile(src, "nisa.sendrecv src")
+    _tile(dst, "nisa.sendrecv dst")
+    rec.copy(dst, src)
+    work_mod.charge(rec, "nki.isa.sendrecv", "link", 0, 0, link_bytes=_bytes(src))
+
+
 def _isa() -> dict:
     return dict(nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
                 activation_reduce=activation_reduce, tensor_reduce=tensor_reduce,
                 tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
                 scalar_tensor_tensor=scalar_tensor_tensor, tensor_copy=tensor_copy,
-                reciprocal=reciprocal, memset=memset, dma_copy=dma_copy)
+                reciprocal=reciprocal, memset=memset, dma_copy=dma_copy,
+                tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
+                affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
+                nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
+
+
+class NcVersion(int):
+    """``nisa.nc_version.gen2/gen3/gen4``: NeuronCore generations, comparable as integers."""
+
+    def __repr__(self):
+        return f"nc_version.gen{int(self)}"
+
+
+for _g in (2, 3, 4):
+    setattr(NcVersion, f"gen{_g}", NcVersion(_g))
+
+#: the NeuronCore generation ``nisa.get_nc_version()`` answers: gen3 (NeuronCore-v3, Trainium2),
+#: the core of loopsim's trn2 sheets. ASSUMED when the kernel is traced for another sheet.
+NC_VERSION = 3
+
+
+def get_nc_version():
+    """``nisa.get_nc_version()``: NeuronCore-v3 (Trainium2), :data:`NC_VERSION` (ASSUMED)."""
+    return NcVersion(NC_VERSION)
+
+
+class _Enum:
+    """A config enum of ``nki.isa`` (``engine``, ``dge_mode``, ``oob_mode``, ...): each member a
+    distinct named value (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.29.1/_sources/nki/api/nki.isa.rst,
+    "NKI ISA Config Enums")."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        v = _EnumValue(f"{self._name}.{attr}")
+        setattr(self, attr, v)
+        return v
+
+
+class _EnumValue(str):
+    pass
+
+
+_ENUMS = {n: _Enum(n) for n in ("engine", "dma_engine", "reduce_cmd", "dge_mode", "oob_mode",
+                               "matmul_perf_mode", "activation_function")}
+_ENGINES = {"vector_engine": _ENUMS["engine"].vector, "scalar_engine": _ENUMS["engine"].scalar,
+            "gpsimd_engine": _ENUMS["engine"].gpsimd, "tensor_engine": _ENUMS["engine"].tensor,
+            "unknown_engine": _ENUMS["engine"].unknown}
+
+
+def _constants_module():
+    return _module("nki.isa.constants", dict(_ENUMS))
+
+
+# ---------------------------------------------------------------------------------------------
+# nki.collectives: bytes over the link
+
+
+class ReplicaGroup:
+    """``nki.collectives.ReplicaGroup(groups)``: the ranks taking part (lists of rank ids)."""
+
+    def __init__(self, groups=None, *a, **k):
+        self.groups = groups if groups is not None else (a[0] if a else [[0]])
+
+    @property
+    def size(self) -> int:
+        g = self.groups
+        return len(g[0]) if g and isinstance(g[0], (list, tuple)) else len(g)
+
+
+def _pairs(dsts, srcs, what):
+    dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if len(dsts) != len(srcs):
+        raise TraceError(f"{what}: {len(srcs)} sources for {len(dsts)} destinations")
+    for t in dsts + srcs:
+        if not isinstance(t, (Tile, HbmTensor, HbmView)):
+            raise TraceError(f"{what}: {t!r} is not a tensor")
+    return list(zip(dsts, srcs))
+
+
+def _arrived(dst) -> None:
+    """A collective's destination holds data from other ranks: on chip a value of its own."""
+    if isinstance(dst, Tile):
+        _rec().memset(dst)
+    else:
+        t = dst.tensor if isinstance(dst, HbmView) else dst
+        t.logical.output = True
+
+
+def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
+    """Each rank receives every other rank's shard: (C - 1) x its source's bytes over the link,
+    C = destination elements / source elements (ring all-gather)."""
+    rec = _rec()
+    for dst, src in _pairs(dsts, srcs, "ncc.all_gather"):
+        c = dst.size // max(1, src.size)
+        work_mod.charge(rec, "nki.collectives.all_gather", "link", 0, 0,
+                        link_bytes=(c - 1) * _bytes(src))
+        _arrived(dst)
+
+
+def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
+    """Ring all-reduce over C ranks (C from ``replica_group``): 2 (C - 1) / C x the buffer's
+    bytes over the link per rank."""
+    rec = _rec()
+    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
+    if not c:
+        raise TraceError("ncc.all_reduce needs replica_group=ReplicaGroup([[ranks...]]) to know "
+                         "how many ranks take part")
+    for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
+        work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
+                        link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
+        _arrived(dst)
+
+
+def _collectives() -> dict:
+    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -551,9 +917,12 @@ def modules() -> dict[str, types.ModuleType]:
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
+    coll = _module("nki.collectives", _collectives())
+    nki.__dict__["collectives"] = coll
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
-           "nki.compiler": compiler, "neuronxcc": nx}
+           "nki.compiler": compiler, "nki.isa.constants": isa.constants,
+           "nki.collectives": coll, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):
             out["neuronxcc." + k] = v

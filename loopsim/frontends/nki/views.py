@@ -6,54 +6,122 @@ the recorder (``tile.buf.rec``): a tile has a shape, never values.
 
 from __future__ import annotations
 
+from loopsim.frontends.nki import access
+from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, loopsim_dtype
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
-#: NKI dtype names -> loopsim dtypes
-DTYPE_OF = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "tfloat32": "fp32",
-            "float8_e4m3": "fp8", "float8_e5m2": "fp8", "int8": "int8", "uint8": "int8",
-            "int32": "fp32", "uint32": "fp32", "int16": "fp16", "uint16": "fp16", "bool_": "int8"}
+#: NKI dtype names -> loopsim dtypes (bytes per element preserved; see :mod:`.dtypes`)
+DTYPE_OF = {n: v[1] for n, v in NKI_DTYPES.items()}
+
+#: loopsim dtype -> the NKI dtype a kernel sees for a tensor given in loopsim's name
+NKI_OF = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3",
+          "int8": "int8"}
 
 
 def dtype_name(dt, default: str = "bf16") -> str:
-    if dt is None:
-        return default
-    if isinstance(dt, str):
-        return DTYPE_OF.get(dt, dt)
-    name = getattr(dt, "__name__", None) or getattr(dt, "name", None) or str(dt)
-    return DTYPE_OF.get(name, DTYPE_OF.get(str(name).split(".")[-1], default))
+    """The loopsim dtype counted for an NKI (or loopsim) dtype ``dt``."""
+    return loopsim_dtype(dt, default)
+
+
+def nki_dtype(dt, fallback: str = "bf16") -> NkiDType:
+    """The NKI dtype object for ``dt`` (an NKI dtype, an NKI or loopsim name)."""
+    if isinstance(dt, NkiDType):
+        return dt
+    name = dt if isinstance(dt, str) else (getattr(dt, "__name__", None) or getattr(dt, "name", None))
+    name = str(name).split(".")[-1] if name is not None else None
+    if name in NKI_DTYPES:
+        return NkiDType(name)
+    return NkiDType(NKI_OF.get(name, NKI_OF.get(loopsim_dtype(dt, fallback), "bfloat16")))
 
 
 class ParDim(int):
     """``nl.par_dim(n)``: marks the partition axis of an on-chip buffer's shape."""
 
 
-class HbmTensor:
-    """An HBM tensor argument (or one the kernel allocates in HBM for its result)."""
+class _Viewable:
+    """What HBM tensors and on-chip tiles share: NKI's tensor attributes and view methods
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.language.NkiTensor.html)."""
 
-    def __init__(self, rec: "Recorder", logical: Logical):
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+
+class HbmTensor(_Viewable):
+    """An HBM tensor argument (or one the kernel allocates in HBM for its result).
+
+    ``reshape`` before the tensor's first access gives the tensor that shape (the same bytes,
+    row-major); a tensor is then read in one shape only."""
+
+    def __init__(self, rec: "Recorder", logical: Logical, dtype=None, buffer: str = "hbm"):
         self._rec, self.logical = rec, logical
+        self._shape = tuple(logical.shape)
+        self._dtype = nki_dtype(dtype if dtype is not None else logical.dtype)
+        self.buffer = buffer
 
     @property
     def shape(self):
-        return self.logical.shape
+        return self._shape
 
     @property
     def dtype(self):
-        return self.logical.dtype
+        return self._dtype
+
+    def _current(self) -> None:
+        if tuple(self.logical.shape) != self._shape:
+            raise TraceError(f"HBM tensor {self.logical.name} is used as {list(self._shape)} after "
+                             f"it was reshaped to {list(self.logical.shape)}: loopsim reads a tensor "
+                             "in one shape; reshape it once, before its first use")
 
     def __getitem__(self, key):
+        self._current()
         return HbmView(self, _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                         [True] * len(self.shape), key))
+                                         [True] * len(self.shape), key, hbm=True))
 
     def full(self) -> "HbmView":
+        self._current()
         return HbmView(self, [(Sym({}, 0), d, True) for d in self.shape])
+
+    def reshape(self, *shape) -> "HbmTensor":
+        """The same bytes as another row-major shape (NkiTensor.reshape)."""
+        shape = _shape_arg(shape, self.size, f"HBM tensor {self.logical.name}")
+        lg = self.logical
+        if tuple(shape) == tuple(lg.shape):
+            return self
+        if lg.loaded or lg.output:
+            raise TraceError(f"HBM tensor {lg.name} reshaped to {list(shape)} after it was accessed "
+                             f"as {list(lg.shape)}: not modelled; reshape it before its first use")
+        lg.shape = tuple(shape)
+        return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+
+    def ap(self, pattern, offset=0, dtype=None, **kw) -> "HbmView":
+        """``.ap(pattern=[[stride, num], ...], offset=...)``: the box of this tensor the access
+        pattern walks (:func:`loopsim.frontends.nki.access.decompose`)."""
+        self._current()
+        return HbmView(self, _ap_dims(self, self.shape, pattern, offset, dtype, kw, hbm=True))
+
+    def broadcast_to(self, shape):
+        raise TraceError(f"broadcast of HBM tensor {self.logical.name} to {list(shape)} (a DMA "
+                         "reading the same bytes into every partition) is not modelled; load it "
+                         "once and broadcast the tile on chip")
 
     def __repr__(self):
         return f"HBM {self.logical.name}{list(self.shape)}"
 
 
-class HbmView:
+class HbmView(_Viewable):
     """A slice of an HBM tensor: per dimension (start, size, kept)."""
 
     def __init__(self, t: HbmTensor, dims):
@@ -67,14 +135,75 @@ class HbmView:
     def dtype(self):
         return self.tensor.dtype
 
+    @property
+    def buffer(self):
+        return self.tensor.buffer
+
     def __getitem__(self, key):
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key))
+        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
+                                                hbm=True))
+
+    def reshape(self, *shape):
+        shape = _shape_arg(shape, self.size, repr(self))
+        if tuple(shape) == self.shape:
+            return self
+        kept = [d for d, (_, _, k) in enumerate(self.dims) if k]
+        # only dimensions of size 1 added or removed: the same box
+        if [n for n in shape if n != 1] == [n for n in self.shape if n != 1]:
+            dims = [(a, s, k and s != 1) for a, s, k in self.dims]
+            return HbmView(self.tensor, dims)
+        raise TraceError(f"reshape of a slice {list(self.shape)} of HBM tensor "
+                         f"{self.tensor.logical.name} to {list(shape)} is not modelled (kept "
+                         f"dimensions {kept}); reshape the whole tensor before its first use")
+
+    def ap(self, pattern, offset=0, dtype=None, **kw):
+        raise TraceError(f".ap on a slice of HBM tensor {self.tensor.logical.name} is not modelled; "
+                         "call .ap on the tensor itself (offsets are from its start)")
+
+    def broadcast_to(self, shape):
+        return self.tensor.broadcast_to(shape)
+
+    def __repr__(self):
+        return f"HBM {self.tensor.logical.name} slice {list(self.shape)}"
 
 
-def _slice_dims(sizes, starts, kept, key):
-    """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim."""
+def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
+        raise TraceError(f"reshape of {what} to {list(shape)}: dimensions must be positive integers")
+    n = 1
+    for d in shape:
+        n *= d
+    if n != size:
+        raise TraceError(f"reshape of {what} ({size} elements) to {list(shape)} ({n} elements)")
+    return tuple(int(d) for d in shape)
+
+
+def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
+    what = f".ap of {t!r}"
+    for k in ("vector_offset", "scalar_offset"):
+        if kw.get(k) is not None:
+            raise TraceError(f"{what}: {k}= makes the address depend on tensor data (an indirect "
+                             "access): loopsim cannot know which elements are read; not modelled")
+    if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
+        raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
+                         "not modelled")
+    dims, view, in_order = access.decompose(shape, pattern, offset, what)
+    if not in_order:
+        raise TraceError(f"{what}: pattern {pattern!r} walks the axes out of order (a transposing "
+                         "access): not modelled; use nisa.dma_transpose or nc_transpose")
+    return dims
+
+
+def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
+    """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim.
+
+    An index tile that is not a plain run (a stride, a window ``s*i + j``) covers the box from
+    its lowest to its highest index: allowed on chip (``shaped`` receives the grid shape it
+    spans), refused for HBM, whose bytes must be a box."""
     key = key if isinstance(key, tuple) else (key,)
     if any(k is Ellipsis for k in key):
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -85,27 +214,75 @@ def _slice_dims(sizes, starts, kept, key):
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
+    complex_index = False
+    view: list = []  # the view's own shape, entry by entry (a grid index adds its axes)
+    seen: set = set()
     for pos, k in zip(positions, key):
         base, size, _ = out[pos]
         if isinstance(k, slice):
             if k.step not in (None, 1):
-                raise TraceError(f"a strided slice (step {k.step}) is not modelled")
+                if hbm:
+                    raise TraceError(f"a strided slice (step {k.step}) of an HBM tensor is not "
+                                     "modelled (its bytes are not a box); load the rows and pick "
+                                     "on chip")
+                lo = Sym.of(0 if k.start is None else k.start)
+                hi = Sym.of(size if k.stop is None else k.stop)
+                n = (hi - lo)
+                if not n.is_const() or n.const <= 0:
+                    raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
+                out[pos] = (base + lo, n.const, True)
+                view.append(-(-n.const // k.step))
+                complex_index = True
+                continue
             lo = Sym.of(0 if k.start is None else k.start)
             hi = Sym.of(size if k.stop is None else k.stop)
             n = hi - lo
             if not n.is_const() or n.const <= 0:
                 raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
             out[pos] = (base + lo, n.const, True)
+            view.append(n.const)
         elif isinstance(k, DS):
             out[pos] = (base + k.start, k.size, True)
+            view.append(k.size)
+        elif isinstance(k, access.Index) and not k.simple:
+            if hbm:
+                raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
+                                 "overlapping access (its bytes are not a box, or are read more "
+                                 "than once): not modelled; load the box once and index the "
+                                 "window on chip")
+            out[pos] = (base + k.low, k.extent, True)
+            for a, _, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
+                if a is None or a not in seen:
+                    seen.add(a)
+                    view.append(n)
+            complex_index = True
         elif isinstance(k, IndexTile):
             out[pos] = (base + k.offset, k.size, True)
+            if isinstance(k, access.Index) and k.terms[0][0] in seen:
+                continue
+            seen.add(k.axis if isinstance(k, access.Index) else None)
+            view.append(k.size)
         elif isinstance(k, (int, Sym)) and not isinstance(k, bool):
             out[pos] = (base + Sym.of(k), 1, False)
         else:
             raise TraceError(f"index {k!r} is not modelled (slices, nl.ds, nl.arange, ints and "
                              "loop indices are)")
+    if complex_index and shaped is not None:
+        shaped.append(tuple(view))
     return out
+
+
+def _index_text(k) -> str:
+    parts = [f"{c}*axis{a}" for a, c, _ in k.terms]
+    return " + ".join(parts + ([str(k.offset)] if str(k.offset) != "0" else []))
+
+
+class LoopReduce:
+    """What ``nl.loop_reduce(x, op, loop_indices)`` returns: assigned into a tile it accumulates
+    ``x`` there across the loops (from the reduction's identity at their first iteration)."""
+
+    def __init__(self, x, op: str):
+        self.x, self.op = x, op
 
 
 class DS:
@@ -119,50 +296,138 @@ class DS:
 
 
 class Buffer:
-    """An SBUF or PSUM allocation, at the loop depth where it was made."""
+    """An SBUF or PSUM allocation, at the loop depth where it was made.
 
-    def __init__(self, rec, name, shape, dtype, space, depth, line):
+    A reshaped buffer (``t.reshape(...)``) is another Buffer over the same storage: its
+    ``binding`` is its origin's, re-expressed in its own axes (:func:`.access.reshape_binding`),
+    so a tile written through one shape is read through the other."""
+
+    def __init__(self, rec, name, shape, dtype, space, depth, line, nki=None):
         self.rec, self.name, self.dtype, self.space, self.depth, self.line = \
             rec, name, dtype, space, depth, line
+        self.nki_dtype = nki_dtype(nki if nki is not None else dtype)
         self.shape = tuple(int(s) for s in shape)
         pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
         self.pax = pars[0] if pars else 0
-        self.binding: Binding | None = None
+        self.origin: Buffer | None = None  # the buffer this one reshapes
+        self._binding: Binding | None = None
         self.fresh_load = None  # (LoadEv, source) of an nl.load result not yet used
         self.fresh_op = None  # (op name, inputs) of an nl.* elementwise result
         self.fresh_matmul = None  # the MatmulEv of a return-style nc_matmul/nl.matmul result
 
+    @property
+    def binding(self):
+        if self.origin is None:
+            return self._binding
+        b = self.origin.binding
+        return None if b is None else access.reshape_binding(b, self.origin.shape, self.shape,
+                                                             self.name)
 
-class Tile:
+    @binding.setter
+    def binding(self, b) -> None:
+        if self.origin is None:
+            self._binding = b
+        else:
+            self.origin.binding = None if b is None else access.reshape_binding(
+                b, self.shape, self.origin.shape, self.name)
+
+    def reshaped(self, shape) -> "Buffer":
+        root = self.origin or self
+        nb = Buffer(self.rec, self.name, shape, self.dtype, self.space, self.depth, self.line,
+                    self.nki_dtype)
+        nb.origin = root
+        nb.pax = 0
+        return nb
+
+
+class Tile(_Viewable):
     """A view of an on-chip buffer (what kernels hold and index): per buffer axis (offset, size,
-    kept). Operators on tiles are elementwise engine ops; truth values are refused."""
+    kept). Operators on tiles are elementwise engine ops; truth values are refused.
 
-    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None):
+    ``view_shape``: the shape the kernel sees when it differs from the box of the buffer the
+    view covers (a broadcast, a strided or windowed index tile): the ops read that box."""
+
+    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None, view_shape=None):
         self.buf = buf
         n = len(buf.shape)
         self.offsets = offsets if offsets is not None else [Sym({}, 0)] * n
         self.sizes = sizes if sizes is not None else list(buf.shape)
         self.kept = kept if kept is not None else [True] * n
+        self.view_shape = None if view_shape is None else tuple(view_shape)
 
     @property
     def shape(self):
+        if self.view_shape is not None:
+            return self.view_shape
         return tuple(s for s, k in zip(self.sizes, self.kept) if k)
 
     @property
     def dtype(self):
-        return self.buf.dtype
+        return self.buf.nki_dtype
 
     @property
     def buffer(self):
         return self.buf.space
 
+    def _whole(self) -> bool:
+        return self.view_shape is None and all(k for k in self.kept) and \
+            list(self.sizes) == list(self.buf.shape) and all(o.same(Sym({}, 0)) for o in self.offsets)
+
     def __getitem__(self, key):
-        dims = _slice_dims(self.sizes, self.offsets, self.kept, key)
+        if self.view_shape is not None:
+            raise TraceError(f"indexing {self!r}, a broadcast or strided view, is not modelled; "
+                             "index the tile first, then broadcast")
+        shaped: list = []
+        dims = _slice_dims(self.sizes, self.offsets, self.kept, key, shaped=shaped)
         # a slice of a tile is relative to the tile's own start
+        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                    shaped[0] if shaped else None)
+
+    def reshape(self, *shape) -> "Tile":
+        """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
+        shape = _shape_arg(shape, self.size, repr(self))
+        if tuple(shape) == self.shape and self.view_shape is None:
+            return self
+        if not self._whole():
+            if self.view_shape is None and [n for n in shape if n != 1] == \
+                    [n for n in self.shape if n != 1]:
+                return Tile(self.buf, self.offsets, self.sizes, self.kept, tuple(shape))
+            raise TraceError(f"reshape of {self!r}, a slice of buffer {self.buf.name}"
+                             f"{list(self.buf.shape)}, to {list(shape)} is not modelled; reshape "
+                             "the whole buffer")
+        access.reshape_groups(self.buf.shape, shape, repr(self))
+        return Tile(self.buf.reshaped(shape))
+
+    def broadcast_to(self, shape) -> "Tile":
+        """A view repeating size-1 dimensions up to ``shape`` (NkiTensor broadcast): the ops
+        reading it read this tile."""
+        shape = tuple(shape)
+        own = self.shape
+        if len(shape) < len(own) or any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
+            raise TraceError(f"broadcast of {self!r} to {list(shape)}: only size-1 dimensions "
+                             "repeat")
+        return Tile(self.buf, self.offsets, self.sizes, self.kept, shape)
+
+    broadcast = None  # set below: NkiTensor.broadcast(dim, size)
+
+    def ap(self, pattern, offset=0, dtype=None, **kw) -> "Tile":
+        """``.ap(pattern=[[stride, num], ...], offset=...)`` of an on-chip tile: the box of the
+        buffer the pattern walks, the buffer laid out row-major (partition dimension first)."""
+        if not self._whole():
+            raise TraceError(f".ap on {self!r}, a slice of buffer {self.buf.name}, is not "
+                             "modelled; call .ap on the whole buffer (offsets are from its start)")
+        dims = _ap_dims(self, self.buf.shape, pattern, offset, dtype, kw, hbm=False)
         return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims])
 
     def __setitem__(self, key, value):
-        self.buf.rec.assign(self[key], value)
+        target = self[key]
+        if isinstance(value, LoopReduce):  # dst[...] = nl.loop_reduce(x, op, [k]): dst op= x over k
+            rec = self.buf.rec
+            if target.buf.binding is None:
+                rec.memset(target)  # the reduction starts from its identity at the first iteration
+            rec.op(value.op, "vector", target, [target, value.x])
+            return
+        self.buf.rec.assign(target, value)
 
     def __iadd__(self, other):
         return self.buf.rec.iadd(self, other)
@@ -194,5 +459,17 @@ class Tile:
 
     def __repr__(self):
         return f"tile {self.buf.name}{list(self.shape)}"
+
+
+def _broadcast(self, dim, size):
+    shape = list(self.shape)
+    if shape[dim] != 1:
+        raise TraceError(f"broadcast of {self!r} along dimension {dim} of size {shape[dim]} "
+                         "(only a size-1 dimension repeats)")
+    shape[dim] = size
+    return self.broadcast_to(tuple(shape))
+
+
+Tile.broadcast = _broadcast
 
 

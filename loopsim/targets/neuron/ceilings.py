@@ -148,6 +148,13 @@ class Ceilings:
     psum: Psum
     link: Link | None
     notes: tuple[str, ...] = ()
+    # (loopsim.ir.ops.EngineWork, seconds or None when the sheet has no roof for its engine)
+    work: tuple = ()
+
+    @property
+    def assumed(self) -> tuple:
+        """The engine work charged for calls the front end does not model."""
+        return tuple(w for w, _ in self.work if w.assumed)
 
     def get(self, name: str) -> Ceiling:
         for c in self.ceilings:
@@ -404,5 +411,31 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
                            f"{link.bytes:,} bytes ({how}) at {link.bw:.4g} B/s ({link.bw_source})"))
     if hw.roofs == "measured":
         notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    work = _engine_work(kernel, hw, link_bw, notes)
     return Ceilings(dtype, p_ref, W, count, inst_s, cores,
-                    split.var if split else None, tuple(out), ps, link, tuple(notes))
+                    split.var if split else None, tuple(out), ps, link, tuple(notes), work)
+
+
+def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
+    """Seconds of each :class:`loopsim.ir.ops.EngineWork` of ``kernel``: element-ops at the
+    engine's roof (elements/s, fp32), link bytes at the link bandwidth; None (with a note) where
+    the sheet has no such roof."""
+    out = []
+    for w in getattr(kernel, "work", ()):
+        t = None
+        if w.engine == "link":
+            bw = link_bw if link_bw is not None else hw.link_bw
+            if bw:
+                t = w.link_bytes * w.executions / bw
+            else:
+                notes.append(f"{w.call} at {w.where}: {w.link_bytes * w.executions:,} link bytes not "
+                             f"costed ({hw.name} has no link.bw; give --link-bw)")
+        else:
+            try:
+                t = w.element_ops / hw.engine_roof(w.engine, "fp32")
+            except HardwareError as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
+        if w.assumed:
+            notes.append(f"ASSUMED {w}")
+        out.append((w, t))
+    return tuple(out)
