@@ -98,7 +98,7 @@ def test_unmodelled_call_is_one_line_naming_call_file_line_kernel():
 
 
 @pytest.mark.parametrize("func,line,what", [("branches_on_data", 9, "data-dependent control flow"),
-                                            ("branches_on_index", 19, "control flow on a loop index")])
+                                            ("loads_differ_by_index", 30, "does not re-roll")])
 def test_control_flow_on_values_is_refused(func, line, what):
     with pytest.raises(SpecError) as e:
         traced("bad_data_branch.py", func, {"x": ((256, 512), "bf16")})

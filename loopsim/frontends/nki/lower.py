@@ -66,6 +66,9 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
                 yield n
 
     events = list(walk(rec.root))
+    for ev in events:
+        if isinstance(ev, LoadEv) and ev.hoist and not ev.absorbed:
+            ev.absorbed = _hoisted(ev)
     whole = _whole_dims(events)
     step: dict = {}
     for ev in events:
@@ -117,7 +120,13 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         lg = r.logical.find()
         t = tensors[lg.name]
         idx = []
+        unrolled = getattr(ev_of.get(id(r)), "unrolled", None)
         for d, (s, n) in enumerate(zip(r.starts, r.sizes)):
+            if unrolled is not None and (s.const or not s.terms and n != t.shape[d]):
+                raise TraceError(f"{_where(rec, line)}: loop {unrolled.name} (line {unrolled.line}) "
+                                 "was traced iteration by iteration and its iterations move "
+                                 "different tiles, so it does not re-roll into one loop; "
+                                 "loopsim's IR has no statement at a fixed offset")
             if s.const:
                 raise TraceError(f"{_where(rec, line)}: tile of {lg.name} starts at a constant "
                                  f"offset ({s}) in dimension {d}: loopsim's IR indexes tiles by "
@@ -135,6 +144,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
                                  "loopsim's IR needs tile size = loop step")
             idx.append(tuple(name_of(v) for v, _ in sorted(s.terms.items(), key=lambda vc: -vc[1])))
         return ir.Access(lg.name, tuple(idx))
+
+    ev_of = {id(r): ev for ev in events for r in refs(ev)}
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
@@ -214,7 +225,28 @@ def _whole_dims(events) -> list:
             v = made.setdefault((id(lg), d, n), LoopVar(f"{lg.name}_{'mn'[d]}", 1, "whole", ev.line))
             ev.out = spanning(ev.out, d, v)
             setattr(ev, operand, spanning(op, f, v))
+        # a contraction over the whole of K in one instruction (no K loop): a loop of one trip
+        st, mv = ev.stationary, ev.moving
+        if len(st.starts) == 2 and len(mv.starts) == 2:
+            ks, km = 1 - ev.free_dims[0], 1 - ev.free_dims[1]
+            a, b = st.starts[ks], mv.starts[km]
+            if not (a.terms or a.const or b.terms or b.const) and st.sizes[ks] == mv.sizes[km]:
+                lg = ev.out.logical.find()
+                v = made.setdefault((id(lg), "k", st.sizes[ks]),
+                                    LoopVar(f"{lg.name}_k", 1, "whole", ev.line))
+                ev.stationary, ev.moving = spanning(st, ks, v), spanning(mv, km, v)
     return list(made.values())
+
+
+def _hoisted(ev: LoadEv) -> tuple:
+    """The re-rolled loops a load hoists out of (outermost first): from the innermost, each
+    whose iterations' buffers were read after their iteration (a list of tiles used later)."""
+    out = []
+    for v, bufs, cvar in ev.hoist:
+        if not any(id(f) in b.escaped for b in bufs for f in b.homes if f.var is cvar):
+            break
+        out.append(v)
+    return tuple(reversed(out))
 
 
 def _emitted(ev: OpEv) -> bool:

@@ -13,31 +13,52 @@ Numbers are elements (sizes, offsets) and never tensor values: the record tracks
 
 from __future__ import annotations
 
+import linecache
 import math
+import os
 import re
+import sys
 
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
-from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, Sym
+from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, NeedsConcrete, Sym
 from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
-class Recorder:
-    """State of one trace: the loop stack, the recorded body, tensors and buffers."""
+_PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
-    def __init__(self, path: str, func: str):
+
+def user_frame():
+    """The innermost frame of the user's code (a kernel file or a helper it imports): the first
+    frame outside the loopsim package."""
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PKG) or
+                             f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back
+    return f
+
+
+class Recorder:
+    """State of one trace: the loop stack, the recorded body, tensors and buffers.
+
+    ``concrete``: the loop sites (file, line) to run iteration by iteration (the loader fills it
+    from :class:`NeedsConcrete`); ``sites``: every loop site this trace entered."""
+
+    def __init__(self, path: str, func: str, concrete=frozenset()):
         self.path, self.func = path, func
         self.shown = path  # the path as the user gave it, for messages
         self.root: list = []
-        self.stack: list[LoopRec] = []
+        self.stack: list = []  # LoopRec (symbolic loop) or IterFrame (one concrete iteration)
         self.logicals: list[Logical] = []
         self.grid: list[LoopVar] = []
         self.names: set[str] = set()
         self.running = False
+        self.concrete = frozenset(concrete)
+        self.sites: set = set()
+        self.notes: list[str] = []  # what the trace assumed or stubbed, for the report
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
-        import sys
         f = sys._getframe(1)
         while f is not None:
             if f.f_code.co_filename == self.path:
@@ -46,7 +67,6 @@ class Recorder:
         return 0
 
     def source_line(self) -> str:
-        import linecache
         n = self.line()
         return linecache.getline(self.path, n) if n else ""
 
@@ -78,8 +98,17 @@ class Recorder:
 
     # -- loops ---------------------------------------------------------------------------
     def loop(self, trips: int, kind: str, start: int = 0, step: int = 1):
-        m = re.match(r"\s*for\s+(\w+)\s+in\b", self.source_line())
-        var = LoopVar(m.group(1) if m else "i", trips, kind, self.line())
+        """The iterator of one loop: symbolic (one pass, the index a :class:`Sym`) or, at a site
+        in ``concrete``, one pass per iteration with integer indices, re-rolled at its end."""
+        f = user_frame()
+        site = (f.f_code.co_filename, f.f_lineno) if f is not None else None
+        text = linecache.getline(*site) if site else ""
+        m = re.match(r"\s*for\s+(\w+)\s+in\b", text)
+        var = LoopVar(m.group(1) if m else "i", trips, kind, self.line(), site)
+        if site is not None:
+            self.sites.add(site)
+        if site in self.concrete:
+            return _ConcreteIter(self, var, start, step)
         return _LoopIter(self, var, start, step)
 
     def grid_var(self, axis: int, trips: int) -> LoopVar:
@@ -100,6 +129,10 @@ class Recorder:
                 raise TraceError(f"buffer shape {shape!r} must be positive integers")
         b = Buffer(self, name or self.assigned_name("buf"), shape, dtype_name(dtype, "fp32" if space == "psum" else "bf16"),
                    space, self.depth, self.line(), dtype)
+        # the concrete iterations it was allocated in, and those that had ended when it was
+        # read (a tile kept in a list and read by a later loop)
+        b.homes = [f for f in self.stack if isinstance(f, IterFrame)]
+        b.escaped = set()
         return Tile(b)
 
     # -- binding and resolving tiles ------------------------------------------------------
@@ -109,6 +142,10 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        homes = getattr(t.buf, "homes", None)
+        if homes:
+            live = {id(f) for f in self.stack}
+            t.buf.escaped.update(id(f) for f in homes if id(f) not in live)
         starts, sizes, axis_of = [], [], [None] * len(t.offsets)
         for d, dm in enumerate(b.dims):
             s, n = dm.start, dm.size
@@ -129,8 +166,17 @@ class Recorder:
         """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
         variables the buffer's coordinates absorb (a buffer filled by a loop)."""
         kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
+            # a value along no tensor axis (a per-row statistic) into a slot of another shape
+            dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
+                                                         zip(ref.starts, ref.sizes)))
+            return set()
         if len(kept) != len(axis_of):
-            raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
+            # shapes equal but for axes of one element ([128, 1] into [128]): squeeze them
+            axis_of = [d for d in axis_of if d is not None and ref.sizes[d] != 1]
+            kept = [a for a in kept if dst.sizes[a] != 1]
+            if len(kept) != len(axis_of):
+                raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
         local = {r.var for r in self.stack[dst.buf.depth:]}
         absorbed: set = set()
         dims = []
@@ -160,6 +206,10 @@ class Recorder:
         out = ref.vars() - self.in_scope()
         if out:
             v = next(iter(out))
+            sites = {u.site for u in out if u.site is not None and u.kind != "grid"}
+            if sites:  # a tile kept past its loop (a list of tiles): run that loop concretely
+                raise NeedsConcrete(f"{what} reads a tile written in loop {v.name} after that "
+                                    "loop ended", sites)
             raise TraceError(f"{what} reads a tile written in loop {v.name} after that loop ended "
                              "(the buffer holds one iteration's tile): not modelled")
 
@@ -179,12 +229,12 @@ class Recorder:
                 raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             absorbed = self.bind(dst, ref, axis_of)
             self._vote(dst, weak=True)
-            order = [r.var for r in self.stack]
+            order = [r.var for r in self.stack if isinstance(r, LoopRec)]
             if absorbed and set(order[len(order) - len(absorbed):]) != absorbed:
                 raise TraceError(f"buffer {dst.buf.name} is filled by loops "
                                  f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
                                  "innermost loops around the DMA: not modelled")
-            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line)
+            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf)
             self.body.append(ev)
             return ev
         elif isinstance(src, Tile) and isinstance(dst, HbmView):
@@ -441,6 +491,49 @@ class Recorder:
         lg.name = self.unique(lg.name)
         self.logicals.append(lg)
         return TileRef(lg, ref.starts, ref.sizes)
+
+
+class IterFrame:
+    """One iteration of a loop traced concretely: what it recorded, until the loop re-rolls."""
+
+    __slots__ = ("var", "body", "index")
+
+    def __init__(self, var: LoopVar, index: int):
+        self.var, self.index, self.body = var, index, []
+
+
+class _ConcreteIter:
+    """Yields the loop's integer indices, one recorded iteration each; at the end the
+    iterations are re-rolled into one loop where their tiles move affinely
+    (:func:`loopsim.frontends.nki.reroll.reroll`)."""
+
+    def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
+        self.rec, self.var, self.start, self.step = rec, var, start, step
+        self.i = -1
+        self.bodies: list[list] = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        from loopsim.frontends.nki.reroll import reroll
+
+        rec = self.rec
+        if self.i >= self.var.trips:
+            raise StopIteration
+        if self.i >= 0:
+            top = rec.stack[-1] if rec.stack else None
+            if not isinstance(top, IterFrame) or top.var is not self.var:
+                raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
+                                 "not run to its end): not modelled")
+            rec.stack.pop()
+            self.bodies.append(top.body)
+        self.i += 1
+        if self.i == self.var.trips:
+            rec.body.extend(reroll(self.var, self.bodies, rec.notes))
+            raise StopIteration
+        rec.stack.append(IterFrame(self.var, self.i))
+        return self.start + self.step * self.i
 
 
 class _LoopIter:

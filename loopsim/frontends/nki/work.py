@@ -55,8 +55,10 @@ def engine_of(call: str) -> str:
 
 def executions(rec) -> int:
     """How many times the statement being recorded runs: the product of the trip counts of the
-    loops open around it and of the launch grid."""
-    return math.prod(r.var.trips for r in rec.stack) * math.prod(g.trips for g in rec.grid)
+    loops open around it and of the launch grid (a loop traced iteration by iteration records
+    each iteration, so it counts once: its frames carry an ``index``)."""
+    return math.prod(r.var.trips for r in rec.stack if not hasattr(r, "index")) * \
+        math.prod(g.trips for g in rec.grid)
 
 
 def call_site(rec) -> str:
