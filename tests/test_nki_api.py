@@ -94,8 +94,8 @@ def test_decompose_returns_the_box_a_pattern_walks(shape, data):
     strides = access.row_major(shape)
     pattern = [[s, n] for s, n in zip(strides, sizes)]
     offset = sum(a * s for a, s in zip(starts, strides))
-    dims, view, in_order = access.decompose(shape, pattern, offset, "t")
-    assert in_order and view == tuple(sizes)
+    dims, view, order = access.decompose(shape, pattern, offset, "t")
+    assert order == sorted(order) and view == tuple(sizes)
     for (a, n, kept), want_a, want_n in zip(dims, starts, sizes):
         assert a.const == want_a and (n == want_n or (want_n == 1 and not kept))
 
@@ -276,3 +276,18 @@ def test_assumed_work_is_listed_in_text_and_json(capsys):
     d = json.loads(capsys.readouterr().out)
     text = json.dumps(d)
     assert '"assumed": [' in text and f"api_2026.py:{line_of('nisa.max8(')}" in text
+
+
+def test_unmodelled_mx_matmul_is_tensor_engine_multiply_adds():
+    args = {"st_x4": ((128, 128), "float8_e4m3fn_x4"), "mv_x4": ((128, 512), "float8_e4m3fn_x4"),
+            "st_scale": ((16, 128), "uint8"), "mv_scale": ((16, 512), "uint8")}
+    k = traced("mx_matmul", args)
+    (w,) = k.work
+    # 128 x 512 outputs, each 4 * 128 = 512 multiply-adds (K packed 4 per x4 element)
+    assert (w.engine, w.assumed, w.element_ops) == ("tensor", True, 128 * 512 * 512)
+    rep = pipeline.analyze_kernel(k, TRN2)
+    assert dict(rep.verdict.times)["tensor_engine"] == pytest.approx(
+        2 * 128 * 512 * 512 / TRN2.P("fp8"))
+    b = bytes_of(k)
+    # data: 4 bytes per x4 element; scales 1 byte; out 128 x 512 bf16
+    assert b["Q"] == 128 * 128 * 4 + 128 * 512 * 4 + 16 * 128 + 16 * 512 + 128 * 512 * 2

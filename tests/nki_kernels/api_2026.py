@@ -219,3 +219,24 @@ def strided_view(x):
     v = t[i_p, 2 * i_f]
     assert v.shape == (128, 256), v.shape
     return v
+
+
+@nki.jit
+def mx_matmul(st_x4, mv_x4, st_scale, mv_scale):
+    """One MX matmul (nc_matmul_mx, not modelled): costed on the Tensor Engine, one multiply-add
+    per output element per contraction value (4 per packed x4 element of a stationary column)."""
+    out = nl.ndarray((st_x4.shape[1], mv_x4.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    st = nl.ndarray(st_x4.shape, dtype=st_x4.dtype, buffer=nl.sbuf)
+    mv = nl.ndarray(mv_x4.shape, dtype=mv_x4.dtype, buffer=nl.sbuf)
+    ss = nl.ndarray(st_scale.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    ms = nl.ndarray(mv_scale.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st, src=st_x4)
+    nisa.dma_copy(dst=mv, src=mv_x4)
+    nisa.dma_copy(dst=ss, src=st_scale)
+    nisa.dma_copy(dst=ms, src=mv_scale)
+    ps = nl.ndarray((st_x4.shape[1], mv_x4.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=ps, stationary=st, moving=mv, stationary_scale=ss, moving_scale=ms)
+    res = nl.ndarray(ps.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=ps)
+    nisa.dma_copy(dst=out, src=res)
+    return out
