@@ -410,6 +410,8 @@ class Recorder:
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
+                if lg.kind == "sum" and name == "add" and not reduce:
+                    continue  # sum += tile, again (a K-block loop traced concretely)
             carried = x.buf.depth < self.depth
             if lg.kind == "const":
                 data_ops += lg.data_ops
