@@ -151,3 +151,31 @@ def test_published_tutorial_matmuls_match_hand_counts(shape, func, want):
          "nki_matmul_block_free_dimension_": (1, M // 256),
          "nki_matmul_fully_optimized_": (N // 1024, 1), "nki_matmul_basic_": (1, 1)}[func]
     assert want == 2 * (K * M * r[0] + K * N * r[1] + M * N)
+
+
+def test_psum_accumulator_has_the_kernels_dtype_and_is_not_an_input(capsys):
+    """matmul_isa.fully_optimized sums PSUM tiles ``ps`` (nl.float32) into SBUF: the traced
+    ``ps`` is fp32 (M x N x 4 B = 4096 x 2048 x 4 = 33,554,432 bytes of footprint), never
+    crosses the link, and the JSON calls it "on-chip", not "input"."""
+    import json
+
+    from loopsim.cli.main import main
+
+    args = {"lhsT": ((1024, 4096), "bf16"), "rhs": ((1024, 2048), "bf16")}
+    k = load_kernel(str(KERNELS / "matmul_isa.py"), "fully_optimized", args=args)
+    assert k.tensor_map["ps"].dtype == "fp32" and k.tensor_map["lhsT"].dtype == "bf16"
+    assert main(["entitle", f"{KERNELS / 'matmul_isa.py'}::fully_optimized", "--arg", "lhsT=1024x4096",
+                 "--arg", "rhs=1024x2048", "-H", "trn2-core", "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)["tensors"]
+    assert {n: v["role"] for n, v in t.items()} == {"lhsT": "input", "rhs": "input",
+                                                   "result": "output", "ps": "on-chip"}
+    assert t["ps"]["bytes"] == 4096 * 2048 * 4 and t["ps"]["read_bytes"] == 0
+
+
+def test_dma_command_takes_a_kernel_reference(capsys):
+    """rotated_copy of 512 x 1024 bf16: 4 loads and 4 stores of 128 x 1024 x 2 B, 2,097,152 B."""
+    from loopsim.cli.main import main
+
+    assert main(["dma", f"{KERNELS / 'idioms.py'}::rotated_copy", "--arg", "x=512x1024",
+                 "-H", "trn2-core"]) == 0
+    assert "DMA: 8 transfers, 2,097,152 bytes" in capsys.readouterr().out
