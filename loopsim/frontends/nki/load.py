@@ -200,7 +200,12 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
                     raise
                 except Exception:
                     # a kernel failing with a loop run once (a list of one tile indexed by k):
-                    # run every loop seen concretely, once
+                    # first the loops that had ended where it failed, then every loop seen
+                    open_ = {f.var.site for f in rec.stack}
+                    ended = rec.sites - open_ - concrete
+                    if ended:
+                        concrete |= ended
+                        continue
                     if rec.sites - concrete:
                         concrete |= rec.sites
                         continue

@@ -331,7 +331,9 @@ class Recorder:
                     a.same(b) for a, b in zip(cur.starts, starts)) and tuple(cur.sizes) == sizes:
                 out_lg = cur.logical.find()
         if out_lg is None:
-            out_lg = Logical("acc", self.unique(dst.buf.name), sref.logical.find().dtype, line=line)
+            # the accumulator has the dtype the kernel gives its buffer (PSUM: fp32)
+            dt = dst.buf.dtype if dst.buf.space == "psum" else sref.logical.find().dtype
+            out_lg = Logical("acc", self.unique(dst.buf.name), dt, line=line)
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
@@ -410,6 +412,8 @@ class Recorder:
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
+                if lg.kind == "sum" and name == "add" and not reduce:
+                    continue  # sum += tile, again (a K-block loop traced concretely)
             carried = x.buf.depth < self.depth
             if lg.kind == "const":
                 data_ops += lg.data_ops

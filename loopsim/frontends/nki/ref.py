@@ -25,7 +25,7 @@ def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None
     :func:`loopsim.frontends.spec.bind_params`. ``options``: ``args``/``kwargs``/``grid`` as
     :func:`loopsim.frontends.nki.load.parse_options` returns them; ``known``: values for dimension names."""
     path, func = split_reference(ref)
-    opts = {"args": {}, "kwargs": {}, "grid": (), **dict(options or {})}
+    opts = {"args": {}, "kwargs": {}, "grid": (), "paths": (), **dict(options or {})}
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{path}: no such kernel file")
@@ -68,4 +68,4 @@ def trace(sf: SpecFile, params: Mapping[str, int]):
 
     o = sf.data["nki"]
     return load_kernel(o["path"], o["func"], args=o["args"], kwargs=o["kwargs"], grid=o["grid"],
-                       sets=dict(params))
+                       sets=dict(params), paths=tuple(o.get("paths", ())))

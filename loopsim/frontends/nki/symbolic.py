@@ -82,22 +82,35 @@ def _comparisons(what: str):
 
 
 def _as_sym(x) -> "Sym | None":
+    t = type(x)
+    if t is Sym:
+        return x
+    if t is int:
+        return _make(_NO_TERMS, x)
     if isinstance(x, Sym):
         return x
-    if isinstance(x, bool):
+    if isinstance(x, bool) or not isinstance(x, int):
         return None
-    if isinstance(x, int):
-        return Sym({}, x)
-    return None
+    return _make(_NO_TERMS, int(x))
+
+
+_NO_TERMS: dict = {}
+
+
+def _make(terms: dict, const: int) -> "Sym":
+    """A Sym of terms already without zero coefficients (never mutated afterwards)."""
+    s = object.__new__(Sym)
+    s.terms, s.const = terms, const
+    return s
 
 
 class Sym:
-    """``Σ terms[var]·var + const`` over recorded loop variables."""
+    """``Σ terms[var]·var + const`` over recorded loop variables (terms never mutated)."""
 
     __slots__ = ("terms", "const")
 
     def __init__(self, terms: dict, const: int = 0):
-        self.terms = {v: c for v, c in terms.items() if c}
+        self.terms = {v: c for v, c in terms.items() if c} if terms else _NO_TERMS
         self.const = const
 
     @staticmethod
@@ -117,9 +130,15 @@ class Sym:
         return Sym({v: c for v, c in self.terms.items() if v not in names}, self.const)
 
     def __add__(self, o):
+        if type(o) is int:
+            return _make(self.terms, self.const + o)
         s = _as_sym(o)
         if s is None:
             return NotImplemented
+        if not s.terms:
+            return _make(self.terms, self.const + s.const)
+        if not self.terms:
+            return _make(s.terms, self.const + s.const)
         t = dict(self.terms)
         for v, c in s.terms.items():
             t[v] = t.get(v, 0) + c
@@ -128,9 +147,11 @@ class Sym:
     __radd__ = __add__
 
     def __neg__(self):
-        return Sym({v: -c for v, c in self.terms.items()}, -self.const)
+        return _make({v: -c for v, c in self.terms.items()} if self.terms else _NO_TERMS, -self.const)
 
     def __sub__(self, o):
+        if type(o) is int:
+            return _make(self.terms, self.const - o)
         s = _as_sym(o)
         return NotImplemented if s is None else self + (-s)
 
@@ -146,7 +167,10 @@ class Sym:
                 return o * self.const
             else:
                 _refuse_value(f"loop index expression {self} * {o!r} is not affine", self, o)
-        return Sym({v: c * o for v, c in self.terms.items()}, self.const * o)
+        if o == 0:
+            return _make(_NO_TERMS, 0)
+        return _make({v: c * o for v, c in self.terms.items()} if self.terms else _NO_TERMS,
+                     self.const * o)
 
     __rmul__ = __mul__
 
@@ -193,7 +217,12 @@ class Sym:
     __repr__ = __str__
 
     __lt__, __le__, __gt__, __ge__, __eq__, __ne__ = _comparisons("{}")
-    __hash__ = object.__hash__
+
+    def __hash__(self):
+        """A dict keyed by a loop index (``tiles[k] = t``) needs the index's value."""
+        if self.is_const():
+            return hash(self.const)
+        self._refuse()
 
 
 class IndexTile:
