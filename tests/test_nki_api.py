@@ -291,3 +291,18 @@ def test_unmodelled_mx_matmul_is_tensor_engine_multiply_adds():
     b = bytes_of(k)
     # data: 4 bytes per x4 element; scales 1 byte; out 128 x 512 bf16
     assert b["Q"] == 128 * 128 * 4 + 128 * 512 * 4 + 16 * 128 + 16 * 512 + 128 * 512 * 2
+
+
+def test_dma_compute_reads_its_hbm_source_and_size_one_dims_squeeze():
+    k = traced("dma_combine", {"x": ((256, 512), "bf16"), "y": ((256, 512), "bf16")})
+    b = bytes_of(k)
+    # x and y each read once (256 x 512 x 2 B), out written once
+    assert b["x"] == b["y"] == (262_144, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add" and sorted(a.tensor for a in op.inputs) == ["x", "y"]
+
+
+def test_register_trip_count_is_data_dependent():
+    with pytest.raises(SpecError, match=r"api_2026.py:\d+: kernel register_loop: nl.dynamic_range: "
+                                        r"a loop whose trip count is read from a register"):
+        traced("register_loop", {"x": ((128, 512), "bf16"), "n_tiles": ((1, 1), "int32")})

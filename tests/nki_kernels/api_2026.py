@@ -240,3 +240,30 @@ def mx_matmul(st_x4, mv_x4, st_scale, mv_scale):
     nisa.tensor_copy(dst=res, src=ps)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def dma_combine(x, y):
+    """out = x + y with the add done by the DMA (nisa.dma_compute reading x from HBM), the
+    (128, 1, 512) SBUF tile filled from a (128, 512) HBM tile (shapes equal up to size-1 dims),
+    and loops written with nl.range / nl.dynamic_range(int)."""
+    rows, cols = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.range(rows // 128):
+        for _ in nl.dynamic_range(1):
+            yt = nl.ndarray((128, 1, cols), dtype=y.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=yt, src=y[nl.ds(i * 128, 128), :])
+            acc = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_compute(dst=acc, srcs=[x[nl.ds(i * 128, 128), :], yt[:, 0, :]], reduce_op=nl.add)
+            nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=acc)
+    return out
+
+
+@nki.jit
+def register_loop(x, n_tiles):
+    """A loop whose trip count is read into a register at run time: refused (data-dependent)."""
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, n_tiles)
+    for _ in nl.dynamic_range(reg):
+        t = nl.load(x)
+    return x

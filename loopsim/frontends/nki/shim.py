@@ -468,6 +468,12 @@ def _static_cast(x, dtype=None, **_):
 
 
 def dynamic_range(*args, **_):
+    """``nl.dynamic_range``: a hardware loop. With integer bounds it is a loop like any other
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dynamic-loops.html:
+    start/stop "Can be Python int literals or VirtualRegister objects"); a bound read from a
+    register at run time is data-dependent control flow."""
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return _range("dynamic_range")(*args)
     raise TraceError("nl.dynamic_range: a loop whose trip count is read from a register at run "
                      "time (data-dependent control flow); loopsim needs trip counts it can know: "
                      "use nl.affine_range/sequential_range with a bound from the shapes")
@@ -502,7 +508,8 @@ def _language() -> dict:
     ns.update(all_dtypes())
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
-              static_cast=_static_cast, dynamic_range=dynamic_range)
+              static_cast=_static_cast, dynamic_range=dynamic_range,
+              range=_range("range"))
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -690,7 +697,80 @@ def memset(*args, **kwargs):
 
 
 def dma_copy(dst=None, src=None, **_):
+    """A DMA between HBM and an on-chip tile (or on chip); shapes equal up to size-1 dimensions
+    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements."""
+    dst, src = _squeezed(dst, src)
     _rec().dma(dst, src)
+
+
+def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
+    """A DMA that reads several sources and combines them with ``reduce_op`` into ``dst``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_compute): each
+    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``."""
+    rec = _rec()
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if not isinstance(dst, Tile) or not srcs:
+        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile and srcs= a list of tensors")
+    tiles = []
+    for x in srcs:
+        if isinstance(x, (HbmTensor, HbmView)):
+            if len(srcs) == 1:
+                d, x2 = _squeezed(dst, x)
+                rec.dma(d, x2)
+                return dst
+            landed = rec.alloc(dst.shape, x.dtype, "sbuf", rec.assigned_name("dma_landed"))
+            d, x2 = _squeezed(landed, x)
+            rec.dma(d, x2)
+            tiles.append(landed)
+        elif isinstance(x, Tile):
+            tiles.append(x)
+        else:
+            raise TraceError(f"nisa.dma_compute: source {x!r} is not a tensor")
+    if dst.buf.binding is None:
+        rec.memset(dst)
+    rec.op(_opname(reduce_op) if reduce_op is not None else "add", "vector", dst, tiles)
+    return dst
+
+
+class _Register:
+    """A value in a NeuronCore register (``nisa.register_alloc/load``): known only at run time."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def _use(self, *_):
+        raise TraceError(f"data-dependent control flow: {self.what} holds a value read at run time "
+                         "(a register); loopsim needs shapes and trip counts it can know")
+
+    __index__ = __int__ = __bool__ = __float__ = __iter__ = _use
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __lt__ = __gt__ = __le__ = __ge__ = _use
+
+
+def register_alloc(*a, **k):
+    return _Register("nisa.register_alloc")
+
+
+def register_load(*a, **k):
+    return _Register("nisa.register_load")
+
+
+def _squeezed(dst, src):
+    """``dst`` and ``src`` without their size-1 dimensions when that is all they differ by."""
+    shapes = [getattr(x, "shape", None) for x in (dst, src)]
+    if None in shapes or shapes[0] == shapes[1] or \
+            [n for n in shapes[0] if n != 1] != [n for n in shapes[1] if n != 1]:
+        return dst, src
+    return _squeeze(dst), _squeeze(src)
+
+
+def _squeeze(x):
+    if isinstance(x, HbmTensor):
+        x = x.full()
+    if isinstance(x, HbmView) and x.order is None:
+        return HbmView(x.tensor, [(a, n, k and n != 1) for a, n, k in x.dims])
+    if isinstance(x, Tile) and x.view_shape is None:
+        return Tile(x.buf, x.offsets, x.sizes, [k and n != 1 for n, k in zip(x.sizes, x.kept)])
+    return x
 
 
 @_styled(("src",), ())
@@ -789,6 +869,7 @@ def _isa() -> dict:
                 reciprocal=reciprocal, memset=memset, dma_copy=dma_copy,
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
+                dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
