@@ -306,3 +306,16 @@ def test_register_trip_count_is_data_dependent():
     with pytest.raises(SpecError, match=r"api_2026.py:\d+: kernel register_loop: nl.dynamic_range: "
                                         r"a loop whose trip count is read from a register"):
         traced("register_loop", {"x": ((128, 512), "bf16"), "n_tiles": ((1, 1), "int32")})
+
+
+def test_unmodelled_call_in_a_helper_module_names_the_helper_line():
+    helper = HERE / "nki_kernels" / "api_helpers.py"
+    line = lambda text: next(i for i, ln in enumerate(helper.read_text().splitlines(), 1) if text in ln)
+    k = traced("helper_calls", {"x": ((128, 512), "bf16")})
+    (w,) = k.work
+    assert w.where.endswith(f"api_helpers.py:{line('nisa.max8(')}") and w.element_ops == 128 * 8
+    with pytest.raises(SpecError) as e:
+        traced("helper_calls", {"x": ((128, 512), "bf16")}, kwargs={"refuse": True})
+    msg = str(e.value)
+    assert "\n" not in msg and f"api_helpers.py:{line('nisa.nc_find_index8(')}: kernel helper_calls: " in msg
+    assert "nki.isa.nc_find_index8 is not modelled" in msg and "pass dst=" in msg
