@@ -319,3 +319,15 @@ def test_unmodelled_call_in_a_helper_module_names_the_helper_line():
     msg = str(e.value)
     assert "\n" not in msg and f"api_helpers.py:{line('nisa.nc_find_index8(')}: kernel helper_calls: " in msg
     assert "nki.isa.nc_find_index8 is not modelled" in msg and "pass dst=" in msg
+
+
+def test_sbuf_access_pattern_allocators_static_cast_and_all_reduce():
+    k = traced("misc_calls", {"x": ((128, 512), "bf16")})
+    b = bytes_of(k)
+    # two halves of 128 x 256 x 2 B read, the same written
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    (w,) = k.work
+    # ring all-reduce over C = 4 ranks: 2 (C - 1) / C x 128 x 256 x 4 B (fp32) = 1.5 x 131,072
+    # per half, 2 halves
+    assert w.call == "nki.collectives.all_reduce" and w.link_bytes == 196_608
+    assert w.executions == 2

@@ -282,3 +282,28 @@ def helper_calls(x, refuse=False):
         find8(t)
     nl.store(out, value=t)
     return out
+
+
+@nki.jit
+def misc_calls(x):
+    """x in two halves, each through an SBUF access pattern into a buffer placed by
+    nki.compiler.sbuf.mod_alloc; a static_cast copy; an all-reduce over 4 ranks; program_id of
+    a kernel launched without a grid."""
+    import nki.compiler as ncomp
+
+    rows, cols = x.shape
+    half = cols // 2
+    assert nl.program_id(0) == 0 and nl.num_programs(axes=0) == 1
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=ncomp.sbuf.mod_alloc(base_addr=0))
+    assert t.buffer == nl.sbuf and x.buffer != nl.sbuf and t.itemsize == 2
+    for j in nl.affine_range(2):
+        part = t.ap(pattern=[[cols, rows], [1, half]], offset=j * half)
+        nisa.dma_copy(dst=part, src=x[:, nl.ds(j * half, half)])
+        wide = nl.static_cast(part, nl.float32)
+        assert wide.dtype == nl.float32 and wide.shape == (rows, half)
+        summed = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf)
+        ncc.all_reduce(dsts=[summed], srcs=[wide], op=nl.add,
+                       replica_group=ncc.ReplicaGroup([[0, 1, 2, 3]]))
+        nisa.dma_copy(dst=out[:, nl.ds(j * half, half)], src=part)
+    return out
