@@ -138,9 +138,13 @@ affine_range, sequential_range, static_range = (_range(k) for k in
 
 
 def py_range(*args):
-    """``range`` inside the kernel's module: a loop while the kernel runs, else the builtin."""
-    if _active and _active[-1].running and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("range")(*args)
+    """``range`` inside the kernel's modules: a loop while the kernel runs (any step, as
+    Python's), else the builtin."""
+    if _active and _active[-1].running and all(type(a) is int for a in args):
+        r = builtins.range(*args)
+        if len(r) == 0:
+            return iter(())
+        return _rec().loop(len(r), "range", r.start, r.step)
     return builtins.range(*args)
 
 
@@ -203,6 +207,8 @@ mgrid = _MGrid()
 
 def program_id(axis=0):
     rec = _rec()
+    if not rec.grid:
+        return 0  # launched without a grid: one program (give --grid for more)
     if axis >= len(rec.grid):
         raise TraceError(f"nl.program_id({axis}) but the launch grid has {len(rec.grid)} "
                          "axes (give --grid)")
@@ -223,6 +229,8 @@ def num_programs(axis=None, axes=None):
         for g in rec.grid:
             n *= g.trips
         return n
+    if not rec.grid:
+        return 1  # launched without a grid: one program
     if axis >= len(rec.grid):
         raise TraceError(f"nl.num_programs({axis}) but the launch grid has {len(rec.grid)} axes")
     return rec.grid[axis].trips
