@@ -134,9 +134,9 @@ def _digits(c: int, shape, strides) -> list[int]:
 def decompose(shape, pattern, offset, what: str):
     """A ``.ap`` access of a row-major tensor of ``shape`` as a box of its axes.
 
-    Returns ``(dims, view_shape, in_order)``: per tensor axis ``(start, size, kept)``, the
-    pattern's own shape (one entry per ``[stride, num]``), and whether the pattern walks the
-    axes in the tensor's order (not a permutation). Raises TraceError naming ``what`` when the
+    Returns ``(dims, view_shape, order)``: per tensor axis ``(start, size, kept)``, the
+    pattern's own shape (one entry per ``[stride, num]``), and the tensor axes its runs walk, in
+    the pattern's order (sorted unless the pattern permutes them). Raises TraceError naming ``what`` when the
     pattern is not a box (a stride that is no axis' stride, a run longer than its axis, an
     offset that wraps an axis)."""
     try:
@@ -174,7 +174,7 @@ def decompose(shape, pattern, offset, what: str):
             raise TraceError(f"{what}: offset {off} runs past axis {a} of the {list(shape)} tensor "
                              "(the access wraps into the next row): not modelled")
     dims = [(starts[a], sizes[a], a in used) for a in range(len(shape))]
-    return dims, tuple(n for _, n in pat), used == sorted(used)
+    return dims, tuple(n for _, n in pat), used
 
 
 def elements(shape) -> int:

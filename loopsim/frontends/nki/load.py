@@ -309,7 +309,7 @@ def _locate(e: BaseException, rec: Recorder, shown: str, msg: str | None = None)
         where = (e.filename, e.lineno or 0)
     else:
         for fr in traceback.extract_tb(e.__traceback__):
-            f = fr.filename
+            f = os.path.realpath(fr.filename)  # relative under python -m; through links
             if not f.startswith(_PKG) and not f.startswith("<") and f != __file__ and \
                     not f.startswith(_STDLIB):
                 where = (f, fr.lineno)

@@ -224,7 +224,7 @@ class Recorder:
             lg = src.tensor.logical
             lg.loaded = True
             ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
-            axis_of = [d for d, (_, _, k) in enumerate(src.dims) if k]
+            axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
             if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
                 raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")

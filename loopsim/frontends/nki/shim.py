@@ -70,6 +70,33 @@ _SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cu
                "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
 
 
+#: keyword arguments of an instruction that it writes (never its data input)
+_OUTPUTS = ("dst", "out", "reduce_res", "res")
+
+
+def _holds_input(rec, dst: Tile, ins: list) -> None:
+    """``dst`` of an unmodelled instruction holds its data input's tile (the first input of
+    ``dst``'s shape, else the first input with ``dst``'s extent along the same dimensions): the
+    dataflow goes on, so what is stored or multiplied later is counted; no input: a constant."""
+    from loopsim.frontends.nki.events import TileRef
+
+    same = next((x for x in ins if x.shape == dst.shape), None)
+    if same is not None:
+        rec.copy(dst, same)
+        return
+    for x in ins:
+        ref, axes = rec.resolve(x, "input")
+        kept = dst.box_shape()
+        if ref.logical.kind == "const" or len(axes) != len(kept) or None in axes:
+            continue
+        sizes = list(ref.sizes)
+        for i, d in enumerate(axes):
+            sizes[d] = kept[i]
+        rec.bind(dst, TileRef(ref.logical, ref.starts, tuple(sizes)), axes)
+        return
+    rec.memset(dst)
+
+
 def _assumed(name: str, short: str, args, kwargs):
     rec = _rec()
     dst = kwargs.get("dst")
@@ -78,7 +105,8 @@ def _assumed(name: str, short: str, args, kwargs):
             short not in _SAME_SHAPE:
         dst = args[0]  # NKI 0.2 style: dst first, positionally
         args = args[1:]
-    ins = [x for x in list(args) + [v for kk, v in kwargs.items() if kk != "dst"] if isinstance(x, Tile)]
+    ins = [x for x in list(args) + [v for kk, v in kwargs.items() if not kk.startswith(_OUTPUTS)]
+           if isinstance(x, Tile) and x.buf.binding is not None]
     if dst is None:
         if not ins:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim (and has no tile "
@@ -92,12 +120,17 @@ def _assumed(name: str, short: str, args, kwargs):
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
                          "on-chip tile: its cost is not known")
-    src = next((x for x in ins if x.shape == dst.shape and x.buf is not dst.buf), None)
-    if src is not None:
-        rec.copy(dst, src)
-    else:
-        rec.memset(dst)
-    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, 1, assumed=True)
+    _holds_input(rec, dst, [x for x in ins if x.buf is not dst.buf])
+    for kk, v in kwargs.items():  # further outputs (dst_scale=, reduce_res=): written, not read
+        if kk != "dst" and kk.startswith(_OUTPUTS) and isinstance(v, Tile) and v.buf.binding is None:
+            rec.memset(v)
+    passes = 1
+    st = kwargs.get("stationary")
+    if short == "nc_matmul_mx" and isinstance(st, Tile):
+        # a Tensor Engine matmul: per output element one multiply-add per contraction value; each
+        # x4 element of the stationary packs 4 values of K along its partitions
+        passes = 4 * st.shape[0]
+    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, passes, assumed=True)
     return dst
 
 
@@ -205,13 +238,14 @@ class _Grid(tuple):
 mgrid = _MGrid()
 
 
-def program_id(axis=0):
+def program_id(axis=0, axes=None):
+    """``nl.program_id(axis)``: the launch-grid index (a loop index of the grid loops). A kernel
+    launched without a grid axis is its one program: index 0 (as the library's kernels assume,
+    ``lnc_id = nl.program_id(0) if nl.num_programs(axes=0) > 1 else 0``)."""
     rec = _rec()
-    if not rec.grid:
-        return 0  # launched without a grid: one program (give --grid for more)
+    axis = axis if axes is None else axes
     if axis >= len(rec.grid):
-        raise TraceError(f"nl.program_id({axis}) but the launch grid has {len(rec.grid)} "
-                         "axes (give --grid)")
+        return 0
     return Sym({rec.grid[axis]: 1}, 0)
 
 
@@ -229,10 +263,8 @@ def num_programs(axis=None, axes=None):
         for g in rec.grid:
             n *= g.trips
         return n
-    if not rec.grid:
-        return 1  # launched without a grid: one program
     if axis >= len(rec.grid):
-        raise TraceError(f"nl.num_programs({axis}) but the launch grid has {len(rec.grid)} axes")
+        return 1  # no grid along this axis: one program (give --grid to launch more)
     return rec.grid[axis].trips
 
 
@@ -317,19 +349,33 @@ class NKIObject:
             try:
                 return _init(self, *a, **k)
             except TypeError as e:
-                import inspect
-
-                try:
-                    where = f"{inspect.getsourcefile(cls)}:{inspect.getsourcelines(cls)[1]}"
-                except (OSError, TypeError):
-                    where = cls.__module__
                 if "positional argument" in str(e) or "keyword argument" in str(e) or \
                         "missing" in str(e):
-                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at {where}): {e}") from None
+                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at "
+                                     f"{_defined_at(cls, _init)}): {e}") from None
                 raise
         wrapped._loopsim_wrapped = True
         wrapped.__wrapped__ = init
         cls.__init__ = wrapped
+
+
+def _defined_at(cls, init) -> str:
+    """FILE:LINE of ``class NAME`` (the line of its ``__init__`` when the class line is not found)."""
+    import linecache
+    import os
+
+    code = init.__code__
+    path, line = code.co_filename, code.co_firstlineno
+    for n in range(line, 0, -1):
+        text = linecache.getline(path, n).lstrip()
+        if text.startswith(f"class {cls.__name__}") and text[len(cls.__name__) + 6:][:1] in "(:":
+            line = n
+            break
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:
+        shown = path
+    return f"{shown if not shown.startswith('..') else path}:{line}"
 
 
 def load(src, mask=None, dtype=None, **_):
@@ -355,9 +401,9 @@ def store(dst, value, mask=None, **_):
 def copy(src, dtype=None, **_):
     rec = _rec()
     _tile(src, "nl.copy")
-    t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name("copy"))
+    t = rec.alloc(src.box_shape(), dtype or src.dtype, "sbuf", rec.assigned_name("copy"))
     rec.copy(t, src)
-    return t
+    return t.as_view_of(src)
 
 
 def transpose(x, dtype=None, **_):
@@ -897,6 +943,36 @@ def _passthrough(fn=None, *a, **k):
     return lambda f: f
 
 
+class _Allocs:
+    """``nki.compiler.sbuf`` / ``psum``: explicit allocators (``mod_alloc(base_addr=...)``,
+    ``alloc(...)``). Where a buffer lives decides nothing loopsim counts but its memory: each
+    returns the memory's name, what ``nl.ndarray(buffer=...)`` needs."""
+
+    def __init__(self, space: str):
+        self.space = space
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return lambda *a, **k: self.space
+
+    def __str__(self):
+        return self.space
+
+
+class _Directive:
+    """A scheduling directive (``nki.compiler.no_reorder()``): no effect on what is counted."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class _Typed:
     def __getitem__(self, _):
         return self
@@ -920,8 +996,9 @@ def modules() -> dict[str, types.ModuleType]:
     lang = _module("nki.language", _language())
     isa = _module("nki.isa", _isa())
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
-    compiler = _module("nki.compiler", {n: _passthrough for n in (
-        "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")})
+    compiler = _module("nki.compiler", {**{n: _passthrough for n in (
+        "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})

@@ -107,10 +107,34 @@ class HbmTensor(_Viewable):
         return HbmTensor(self._rec, lg, self._dtype, self.buffer)
 
     def ap(self, pattern, offset=0, dtype=None, **kw) -> "HbmView":
-        """``.ap(pattern=[[stride, num], ...], offset=...)``: the box of this tensor the access
-        pattern walks (:func:`loopsim.frontends.nki.access.decompose`)."""
-        self._current()
-        return HbmView(self, _ap_dims(self, self.shape, pattern, offset, dtype, kw, hbm=True))
+        """``.ap(pattern=[[stride, num], ...], offset=..., dtype=...)``: the box of this tensor the
+        access pattern walks (:func:`loopsim.frontends.nki.access.decompose`), its axes in the
+        pattern's order. ``dtype`` of another element size reinterprets the tensor's bytes (its
+        last dimension rescaled, before its first use)."""
+        t = self._retyped(dtype) if dtype is not None else self
+        t._current()
+        dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
+        return HbmView(t, dims, order)
+
+    def _retyped(self, dtype) -> "HbmTensor":
+        new = nki_dtype(dtype)
+        old = self._dtype
+        if new.itemsize == old.itemsize:
+            if new == old:
+                return self
+            t = HbmTensor(self._rec, self.logical, new, self.buffer)
+            return t
+        lg = self.logical
+        last = self._shape[-1] * old.itemsize
+        if last % new.itemsize:
+            raise TraceError(f"{self!r} as {new}: its last dimension of {last} bytes is not a whole "
+                             f"number of {new.itemsize}-byte elements")
+        if lg.loaded or lg.output:
+            raise TraceError(f"{self!r} reinterpreted as {new} after it was accessed as {old}: not "
+                             "modelled; reinterpret it before its first use")
+        lg.shape = self._shape[:-1] + (last // new.itemsize,)
+        lg.dtype = new.loopsim
+        return HbmTensor(self._rec, lg, new, self.buffer)
 
     def broadcast_to(self, shape):
         raise TraceError(f"broadcast of HBM tensor {self.logical.name} to {list(shape)} (a DMA "
@@ -124,11 +148,16 @@ class HbmTensor(_Viewable):
 class HbmView(_Viewable):
     """A slice of an HBM tensor: per dimension (start, size, kept)."""
 
-    def __init__(self, t: HbmTensor, dims):
+    def __init__(self, t: HbmTensor, dims, order=None):
         self.tensor, self.dims = t, dims
+        # the tensor dimensions the view's axes run along, in the view's order (an access
+        # pattern may walk them permuted); None: the kept dimensions in the tensor's order
+        self.order = None if order is None or list(order) == sorted(order) else list(order)
 
     @property
     def shape(self):
+        if self.order is not None:
+            return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
 
     @property
@@ -140,6 +169,8 @@ class HbmView(_Viewable):
         return self.tensor.buffer
 
     def __getitem__(self, key):
+        if self.order is not None:
+            raise TraceError(f"indexing {self!r}, a permuted access pattern, is not modelled")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
         return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
@@ -169,6 +200,13 @@ class HbmView(_Viewable):
         return f"HBM {self.tensor.logical.name} slice {list(self.shape)}"
 
 
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -191,11 +229,8 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
     if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
         raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
                          "not modelled")
-    dims, view, in_order = access.decompose(shape, pattern, offset, what)
-    if not in_order:
-        raise TraceError(f"{what}: pattern {pattern!r} walks the axes out of order (a transposing "
-                         "access): not modelled; use nisa.dma_transpose or nc_transpose")
-    return dims
+    dims, view, order = access.decompose(shape, pattern, offset, what)
+    return dims, (order if hbm or order == sorted(order) else tuple(view))
 
 
 def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
@@ -369,6 +404,17 @@ class Tile(_Viewable):
     def buffer(self):
         return self.buf.space
 
+    def box_shape(self) -> tuple[int, ...]:
+        """The shape of the box of the buffer this view covers (its kept axes)."""
+        return tuple(n for n, k in zip(self.sizes, self.kept) if k)
+
+    def as_view_of(self, src: "Tile") -> "Tile":
+        """This whole tile seen with ``src``'s view shape when ``src`` reorders or reshapes its box
+        (an index tile ``i_f2 * n + i_f1``): a copy of such a view holds the same box."""
+        if src.view_shape is None or _prod(src.view_shape) != _prod(src.box_shape()):
+            return self
+        return Tile(self.buf, self.offsets, self.sizes, self.kept, src.view_shape)
+
     def _whole(self) -> bool:
         return self.view_shape is None and all(k for k in self.kept) and \
             list(self.sizes) == list(self.buf.shape) and all(o.same(Sym({}, 0)) for o in self.offsets)
@@ -416,8 +462,12 @@ class Tile(_Viewable):
         if not self._whole():
             raise TraceError(f".ap on {self!r}, a slice of buffer {self.buf.name}, is not "
                              "modelled; call .ap on the whole buffer (offsets are from its start)")
-        dims = _ap_dims(self, self.buf.shape, pattern, offset, dtype, kw, hbm=False)
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims])
+        dims, view = _ap_dims(self, self.buf.shape, pattern, offset, dtype, kw, hbm=False)
+        # a pattern walking the axes permuted: the kernel sees the pattern's shape, the ops read
+        # the box it covers
+        permuted = isinstance(view, tuple)
+        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                    view if permuted else None)
 
     def __setitem__(self, key, value):
         target = self[key]

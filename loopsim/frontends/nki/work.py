@@ -34,7 +34,7 @@ ENGINE_OF: dict[str, tuple[str, str]] = {
     "local_gather": ("gpsimd", "ASSUMED"), "nc_n_gather": ("gpsimd", "ASSUMED"),
     "max8": ("vector", "ASSUMED"), "nc_find_index8": ("vector", "ASSUMED"),
     "nc_match_replace8": ("vector", "ASSUMED"), "nc_stream_shuffle": ("vector", "ASSUMED"),
-    "quantize_mx": ("vector", "ASSUMED"), "exponential": ("scalar", "ASSUMED"),
+    "quantize_mx": ("vector", "ASSUMED"), "nc_matmul_mx": ("tensor", "isa"), "exponential": ("scalar", "ASSUMED"),
     "tensor_copy_predicated": ("vector", "ASSUMED"), "nonzero_with_count": ("gpsimd", "ASSUMED"),
     "rng": ("gpsimd", "ASSUMED"), "rand2": ("gpsimd", "ASSUMED"),
     "tensor_copy_dynamic_src": ("vector", "ASSUMED"), "tensor_copy_dynamic_dst": ("vector", "ASSUMED"),
@@ -67,14 +67,14 @@ def call_site(rec) -> str:
     import os
     import sys
 
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     f = sys._getframe(1)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here + os.sep):
+    while f is not None and os.path.realpath(f.f_code.co_filename).startswith(here + os.sep):
         f = f.f_back
     if f is None:
         return rec.shown
     path = f.f_code.co_filename
-    shown = rec.shown if os.path.abspath(path) == os.path.abspath(rec.path) else os.path.relpath(path)
+    shown = rec.shown if os.path.realpath(path) == os.path.realpath(rec.path) else os.path.relpath(path)
     return f"{shown}:{f.f_lineno}"
 
 

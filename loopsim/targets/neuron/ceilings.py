@@ -430,12 +430,17 @@ def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
             else:
                 notes.append(f"{w.call} at {w.where}: {w.link_bytes * w.executions:,} link bytes not "
                              f"costed ({hw.name} has no link.bw; give --link-bw)")
+        elif w.engine == "tensor":  # multiply-adds at the Tensor Engine peak (2 FLOPs each)
+            try:
+                t = 2 * w.element_ops / hw.P("fp8")
+            except (HardwareError, KeyError) as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
         else:
             try:
                 t = w.element_ops / hw.engine_roof(w.engine, "fp32")
             except HardwareError as e:
                 notes.append(f"{w.call} at {w.where}: not costed ({e})")
         if w.assumed:
-            notes.append(f"ASSUMED {w}")
+            notes.append(f"assumed: {w}")
         out.append((w, t))
     return tuple(out)
