@@ -430,7 +430,7 @@ class Recorder:
                 running = running or lg.running
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
-                for s in lg.sources:
+                for s in _rebased(lg, ref, self.in_scope()):
                     if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
@@ -460,6 +460,7 @@ class Recorder:
             return
         fref, faxes = first
         ref = TileRef(val, fref.starts, fref.sizes)
+        val.home = ref  # where the value was made: its sources are at these loop indices
         if len([k for k in dst.kept if k]) != len(faxes):
             raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
         self.bind(dst, ref, faxes)
@@ -497,6 +498,26 @@ class Recorder:
         lg.name = self.unique(lg.name)
         self.logicals.append(lg)
         return TileRef(lg, ref.starts, ref.sizes)
+
+
+def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
+    """The sources of a derived value read at ``ref``: a value made in an earlier loop and read
+    through its buffer in a later loop over the same range has its sources at the later loop's
+    index (``norm[:, i]`` made in one ``for i`` and read in the next)."""
+    home = getattr(lg, "home", None)
+    if home is None or not (ref.vars() - set(home.vars())):
+        return lg.sources
+    sub = {}
+    for a, b in zip(home.starts, ref.starts):
+        if len(a.terms) == 1 and len(b.terms) == 1 and a.const == b.const:
+            (u, cu), = a.terms.items()
+            (w, cw), = b.terms.items()
+            if u is not w and cu == cw and u.trips == w.trips and u not in scope:
+                sub[u] = w
+    if not sub:
+        return lg.sources
+    return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
+                                          for x in s.starts), s.sizes) for s in lg.sources)
 
 
 def _squeezed(shape) -> list:
