@@ -215,7 +215,9 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
                 raise TraceError(f"no trace after {MAX_TRACES} tries ({len(concrete)} loops concrete)")
         params = tuple(dims.items()) + tuple(
             (k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool))
-        return lower(rec, params), rec
+        ir_ = lower(rec, params)
+        rec.notes[:] = list(dict.fromkeys(rec.notes))
+        return ir_, rec
     except TraceError as e:
         raise SpecError(_locate(e, rec, path)) from None
     except SpecError:

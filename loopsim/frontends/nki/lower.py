@@ -23,7 +23,7 @@ def _where(rec: Recorder, line: int) -> str:
     return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
 
 
-def classify(lg, where: str) -> str:
+def classify(lg, where: str, notes: list | None = None) -> str:
     """The loopsim op kind of a derived value from the engine ops that made it."""
     ops = set(lg.data_ops) | set(lg.stat_ops)
     n = len(lg.sources)
@@ -37,6 +37,12 @@ def classify(lg, where: str) -> str:
     if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
         return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
+    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add"}.get(n)
+    if generic is not None and notes is not None:
+        # no op kind of loopsim's: costed as the elementwise kind of its arity, and said so
+        notes.append(f"{where}: the engine ops making {lg.name} ({chain}) are costed as one "
+                     f"'{generic}' op on {n} input tile{'s' * (n != 1)}: ASSUMED")
+        return generic
     raise TraceError(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
                      f"{'s' * (n != 1)}) match no loopsim op kind (known: {', '.join(KINDS)})")
 
@@ -65,6 +71,9 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             else:
                 yield n
 
+    from loopsim.frontends.nki.reroll import reroll_runs
+
+    rec.root = reroll_runs(rec.root, rec.notes)
     events = list(walk(rec.root))
     for ev in events:
         if isinstance(ev, LoadEv) and ev.hoist and not ev.absorbed:
@@ -158,7 +167,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
-            kind = classify(ev.value, _where(rec, ev.line))
+            kind = classify(ev.value, _where(rec, ev.line), rec.notes)
             return OpStatement(kind, access(ev.out, ev.line),
                                tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
         return None

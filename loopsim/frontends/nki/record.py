@@ -225,7 +225,8 @@ class Recorder:
             lg.loaded = True
             ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
-            if [ref.sizes[d] for d in axis_of] != [s for s, k in zip(dst.sizes, dst.kept) if k]:
+            if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
+                    [s for s, k in zip(dst.sizes, dst.kept) if k]):
                 raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             absorbed = self.bind(dst, ref, axis_of)
             self._vote(dst, weak=True)
@@ -250,7 +251,7 @@ class Recorder:
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
         dkept = [d for d, (_, _, k) in enumerate(dst.dims) if k]
-        if [dref.sizes[d] for d in dkept] != list(src.shape):
+        if _squeezed([dref.sizes[d] for d in dkept]) != _squeezed(src.shape):
             raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
         lg.output = True
         if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
@@ -261,14 +262,15 @@ class Recorder:
                 same = len(ref.starts) == len(dref.starts) and all(
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
                     a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
-                if not same:
-                    raise TraceError(f"stores tile {src_lg.name}{fmt_tile(ref)} at {lg.name}{fmt_tile(dref)}: "
-                                     "an accumulator must be stored at the index it was computed for")
-                src_lg.parent = lg
-                if src_lg.pa_weak is not None and lg.pa_weak is None:
-                    lg.pa_weak = src_lg.pa_weak
-                if src_lg.pa_strong is not None:
-                    lg.pa_strong = src_lg.pa_strong
+                # stored at the index it was computed for: the accumulator is that tensor;
+                # elsewhere (another layout or rank), it stays an on-chip tensor of its own and
+                # the store writes the output's tile (the same bytes)
+                if same:
+                    src_lg.parent = lg
+                    if src_lg.pa_weak is not None and lg.pa_weak is None:
+                        lg.pa_weak = src_lg.pa_weak
+                    if src_lg.pa_strong is not None:
+                        lg.pa_strong = src_lg.pa_strong
         if lg.pa_weak is None:
             kept = [a for a in range(len(src.offsets)) if src.kept[a]]
             if src.buf.pax in kept:
@@ -428,7 +430,7 @@ class Recorder:
                 running = running or lg.running
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
-                for s in lg.sources:
+                for s in _rebased(lg, ref, self.in_scope()):
                     if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
@@ -458,6 +460,7 @@ class Recorder:
             return
         fref, faxes = first
         ref = TileRef(val, fref.starts, fref.sizes)
+        val.home = ref  # where the value was made: its sources are at these loop indices
         if len([k for k in dst.kept if k]) != len(faxes):
             raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
         self.bind(dst, ref, faxes)
@@ -495,6 +498,31 @@ class Recorder:
         lg.name = self.unique(lg.name)
         self.logicals.append(lg)
         return TileRef(lg, ref.starts, ref.sizes)
+
+
+def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
+    """The sources of a derived value read at ``ref``: a value made in an earlier loop and read
+    through its buffer in a later loop over the same range has its sources at the later loop's
+    index (``norm[:, i]`` made in one ``for i`` and read in the next)."""
+    home = getattr(lg, "home", None)
+    if home is None or not (ref.vars() - set(home.vars())):
+        return lg.sources
+    sub = {}
+    for a, b in zip(home.starts, ref.starts):
+        if len(a.terms) == 1 and len(b.terms) == 1 and a.const == b.const:
+            (u, cu), = a.terms.items()
+            (w, cw), = b.terms.items()
+            if u is not w and cu == cw and u.trips == w.trips and u not in scope:
+                sub[u] = w
+    if not sub:
+        return lg.sources
+    return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
+                                          for x in s.starts), s.sizes) for s in lg.sources)
+
+
+def _squeezed(shape) -> list:
+    """A shape without its axes of one element: [128, 1, 8] and [128, 8] hold the same tile."""
+    return [n for n in shape if n != 1]
 
 
 class IterFrame:

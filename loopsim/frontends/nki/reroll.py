@@ -249,3 +249,53 @@ def reroll(var: LoopVar, bodies: list[list], notes: list | None = None) -> list:
         if not isinstance(n, LoopRec):
             n.unrolled = var
     return out
+
+
+#: the longest run body (statements) :func:`reroll_runs` looks for
+MAX_PERIOD = 64
+
+
+def _shallow(n) -> tuple:
+    if isinstance(n, LoopRec):
+        return ("loop", n.var.site, n.var.trips, n.var.kind, len(n.body))
+    return (type(n).__name__, n.line)
+
+
+def _fixed(n) -> bool:
+    """Whether a node has a tile at a constant offset (a statement no IR loop holds)."""
+    if isinstance(n, LoopRec):
+        return any(_fixed(m) for m in n.body)
+    return any(s.const for r in _refs(n) for s in r.starts)
+
+
+def reroll_runs(body: list, notes: list | None = None) -> list:
+    """Runs of statements that repeat with tiles moving affinely, folded into loops: what a
+    Python loop over a tuple (a tile-iterator class's tiles, say) recorded one by one. Bodies
+    whose statements all sit in loops are left as they are; nested loops are searched too."""
+    body = [LoopRec(n.var, reroll_runs(n.body, notes)) if isinstance(n, LoopRec) else n
+            for n in body]
+    if not any(_fixed(n) for n in body):
+        return body
+    toks = [_shallow(n) for n in body]
+    out, i, L = [], 0, len(body)
+    while i < L:
+        best = None
+        for p in range(1, min(MAX_PERIOD, (L - i) // 2) + 1):
+            c = 1
+            while i + (c + 1) * p <= L and toks[i + c * p:i + (c + 1) * p] == toks[i:i + p]:
+                c += 1
+            if c < 2 or (best is not None and c * p <= best[0] * best[1]):
+                continue
+            chunks = [body[i + j * p:i + (j + 1) * p] for j in range(c)]
+            v = LoopVar("t", c, "unrolled", chunks[0][0].var.line if isinstance(chunks[0][0], LoopRec)
+                        else chunks[0][0].line)
+            loop = _fold(chunks, v, notes)
+            if loop is not None:
+                best = (c, p, loop)
+        if best is None:
+            out.append(body[i])
+            i += 1
+        else:
+            out.append(best[2])
+            i += best[0] * best[1]
+    return out

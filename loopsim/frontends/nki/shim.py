@@ -171,9 +171,13 @@ affine_range, sequential_range, static_range = (_range(k) for k in
 
 
 def py_range(*args):
-    """``range`` inside the kernel's module: a loop while the kernel runs, else the builtin."""
-    if _active and _active[-1].running and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("range")(*args)
+    """``range`` inside the kernel's modules: a loop while the kernel runs (any step, as
+    Python's), else the builtin."""
+    if _active and _active[-1].running and all(type(a) is int for a in args):
+        r = builtins.range(*args)
+        if len(r) == 0:
+            return iter(())
+        return _rec().loop(len(r), "range", r.start, r.step)
     return builtins.range(*args)
 
 
