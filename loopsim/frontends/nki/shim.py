@@ -780,22 +780,38 @@ def _squeeze(x):
 @_styled(("src",), ())
 def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
     """A DMA that swaps the two axes of a 2-D access (HBM -> SBUF or SBUF -> SBUF): the bytes of
-    ``src`` move once; the tile lands transposed
+    ``src`` move once; the tile lands transposed. Size-1 dimensions do not count: a [n, 1]
+    access landing as [1, n] is a plain DMA of its n elements
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_transpose)."""
     rec = _rec()
     if not isinstance(src, (Tile, HbmView, HbmTensor)):
         raise TraceError(f"nisa.dma_transpose of {src!r}: expected an HBM tensor or a tile")
-    if len(src.shape) != 2 or (axes is not None and tuple(axes) != (1, 0)):
-        raise TraceError(f"nisa.dma_transpose of a {len(src.shape)}-D access (axes={axes}) is not "
+    wide = [n for n in src.shape if n != 1]
+    if len(wide) > 2 or (axes is not None and len(wide) == 2 and tuple(axes) not in ((1, 0),)):
+        raise TraceError(f"nisa.dma_transpose of a {len(wide)}-D access (axes={axes}) is not "
                          "modelled; a 2-D transpose is")
-    out, _ = _result(dst, src.shape[::-1], dtype or src.dtype, "sbuf", "transposed")
-    if isinstance(src, Tile):
-        rec.copy(out, src, transpose=True)
+    if len(wide) <= 1:  # a vector changing orientation: the same elements, one DMA
+        out, _ = _result(dst, tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", "transposed")
+        d, s2 = _squeezed(out, src)
+        rec.dma(d, s2)
         return out
-    landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
-    rec.dma(landed, src)
-    rec.copy(out, landed, transpose=True)
+    out, _ = _result(dst, tuple(wide[::-1]), dtype or src.dtype, "sbuf", "transposed")
+    d, _unused = _squeezed(out, _Shape(tuple(wide[::-1])))
+    s2, _unused = _squeezed(src, _Shape(tuple(wide)))
+    if isinstance(s2, Tile):
+        rec.copy(d, s2, transpose=True)
+        return out
+    landed = rec.alloc(tuple(wide), src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+    rec.dma(landed, s2)
+    rec.copy(d, landed, transpose=True)
     return out
+
+
+class _Shape:
+    """A stand-in with only a shape (to squeeze a view to it)."""
+
+    def __init__(self, shape):
+        self.shape = shape
 
 
 def iota(*args, dst=None, expr=None, pattern=None, offset=0, dtype=None, channel_multiplier=0, **k):
@@ -989,8 +1005,27 @@ def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
         _arrived(dst)
 
 
+def collective_permute_implicit(srcs_by_channel=(), dsts_by_channel=(), replica_group=None, **_):
+    """Each rank sends its sources to the next rank of the ring and receives its destinations:
+    every source's bytes over the link once."""
+    rec = _rec()
+    for srcs, dsts in zip(srcs_by_channel, dsts_by_channel):
+        for dst, src in _pairs(dsts, srcs, "ncc.collective_permute_implicit"):
+            work_mod.charge(rec, "nki.collectives.collective_permute_implicit", "link", 0, 0,
+                            link_bytes=_bytes(src))
+            _arrived(dst)
+
+
+def rank_id(*a, **k):
+    """``ncc.rank_id()`` (and the rank a permute step processes): loopsim counts one rank, rank
+    0 (ASSUMED: which rank's slice is read changes offsets, not bytes)."""
+    return 0
+
+
 def _collectives() -> dict:
-    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup)
+    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
+                collective_permute_implicit_current_processing_rank_id=rank_id)
 
 
 # ---------------------------------------------------------------------------------------------
