@@ -296,10 +296,18 @@ def shared_constant(constant, dtype=None, **_):
                    buffer="shared_hbm")
 
 
-def shared_identity_matrix(n, dtype=None, **_):
-    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in shared HBM."""
+def shared_identity_matrix(n, dtype=None, dst=None, **_):
+    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in SBUF
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/nki/api/generated/nki.language.shared_identity_matrix.html:
+    "the same behavior to nki.language.shared_constant"): a constant in shared HBM loaded once,
+    its n x n elements' bytes read (ASSUMED: the compiler shares one per dtype)."""
     rec = _rec()
-    return rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    dtype = dtype if dtype is not None else "uint8"
+    hbm = rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    t = dst if isinstance(dst, Tile) else rec.alloc((int(n), int(n)), dtype, "sbuf",
+                                                      hbm.logical.name + "_sb")
+    rec.dma(t, hbm)
+    return t
 
 
 def loop_reduce(x, op=None, loop_indices=(), dtype=None, mask=None, **_):
@@ -379,6 +387,8 @@ def _defined_at(cls, init) -> str:
 
 
 def load(src, mask=None, dtype=None, **_):
+    if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
+        return copy(src, dtype=dtype)
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
@@ -573,8 +583,14 @@ def _result(dst, shape, dtype, space, name):
 
 
 @_styled(("stationary", "moving"), ("stationary", "moving"))
-def nc_matmul(stationary, moving, dst=None, **_):
+def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
+    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True`` (moving an
+    identity) is the PE array's transpose of ``stationary``: a layout change, as ``nc_transpose``."""
     rec = _rec()
+    if is_transpose:
+        out, _ = _result(dst, stationary.shape[::-1], stationary.dtype, "psum", "transposed")
+        rec.copy(out, stationary, transpose=True)
+        return out
     out, fresh = _result(dst, (stationary.shape[1], moving.shape[1]), "float32", "psum", "matmul")
     ev = rec.matmul(out, stationary, moving)
     if fresh:
