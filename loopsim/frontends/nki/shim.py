@@ -499,12 +499,21 @@ def softmax(x, axis=-1, dtype=None, **_):
 
 
 class _TileSize:
+    """``nl.tile_size`` for NeuronCore-v3 (Trainium2)
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.language.tile_size.html):
+    ``psum_fmax`` is per PSUM bank per partition in FP32 elements (2 KiB / 4 B = 512)."""
     pmax = 128
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
-    psum_fmax = 2048
+    psum_fmax = psum_bank_fmax = 512
+    psum_fmax_bytes = psum_bank_fmax_bytes = 2048
+    psum_num_banks = 8
     psum_partition_bytes = 16384
-    total_available_sbuf_size = 192 * 1024
+    total_available_sbuf_size = 192 * 1024  # usable per partition: ASSUMED (224 KiB less reserved)
+    sbuf_size_bytes = 128 * 224 * 1024  # 28 MiB (hardware/trn2-core.toml sbuf.bytes, source S2)
+    sbuf_fmax_bytes = 224 * 1024
+    sbuf_fmax = 224 * 1024 // 4
+    bn_stats_fmax = 512  # ASSUMED: not stated in the page above
 
 
 def _language() -> dict:
