@@ -331,3 +331,23 @@ def test_sbuf_access_pattern_allocators_static_cast_and_all_reduce():
     # per half, 2 halves
     assert w.call == "nki.collectives.all_reduce" and w.link_bytes == 196_608
     assert w.executions == 2
+
+
+def test_run_of_runs_scalar_offset_and_stride_zero_patterns():
+    k = traced("ap_forms", {"x": ((256, 512), "bf16"), "bias": ((128, 1), "bf16")})
+    b = bytes_of(k)
+    # x read once (a [[512, 128], [128, 4], [1, 128]] pattern is the 128 x 512 row block), bias
+    # 128 x 2 B once, out written once
+    assert b["x"] == (262_144, 0) and b["bias"] == (256, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add" and [a.tensor for a in op.inputs] == ["x", "bias"]
+
+
+def test_pe_transpose_identity_and_collective_permute():
+    k = traced("pe_transpose", {"x": ((128, 64), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 64 x 2 B in, its transpose out; the identity 128 x 128 x 2 B loaded once; no matmul
+    assert b["W"] == 0 and b["x"] == (16_384, 0) and b["out"] == (0, 16_384)
+    assert b["ident"] == (32_768, 0)
+    (w,) = k.work
+    assert w.call == "nki.collectives.collective_permute_implicit" and w.link_bytes == 16_384

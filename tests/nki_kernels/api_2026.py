@@ -307,3 +307,42 @@ def misc_calls(x):
                        replica_group=ncc.ReplicaGroup([[0, 1, 2, 3]]))
         nisa.dma_copy(dst=out[:, nl.ds(j * half, half)], src=part)
     return out
+
+
+@nki.jit
+def ap_forms(x, bias):
+    """Access patterns beyond one run per axis: each row block read through a run-of-runs
+    pattern at a scalar_offset, a (128, 1) bias repeated along the free axis by a stride-0
+    pattern; out = x + bias."""
+    rows, cols = x.shape
+    assert nl.tile_size.psum_fmax == 512 and nl.tile_size.pmax == 128
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((128, 1), dtype=bias.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=bias)
+    for i in nl.affine_range(rows // 128):
+        t = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[cols, 128], [128, cols // 128], [1, 128]], offset=0,
+                                      scalar_offset=i * 128, indirect_dim=0))
+        s = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=s, data1=t, data2=b.ap(pattern=[[1, 128], [0, cols]]), op=nl.add)
+        nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=s)
+    return out
+
+
+@nki.jit
+def pe_transpose(x):
+    """x (128, 64) transposed on the PE array (nc_matmul is_transpose=True against an identity
+    from nl.shared_identity_matrix), then permuted to the next rank."""
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    ident = nl.shared_identity_matrix(128, dtype=nl.bfloat16)
+    t = nl.load(x)
+    ps = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=t, moving=ident, is_transpose=True)
+    res = nl.ndarray(ps.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=ps)
+    sent = nl.ndarray(res.shape, dtype=x.dtype, buffer=nl.sbuf)
+    assert ncc.rank_id() == 0
+    ncc.collective_permute_implicit(srcs_by_channel=[[res]], dsts_by_channel=[[sent]],
+                                    replica_group=ncc.ReplicaGroup([[0, 1]]), channel_ids=[0])
+    nl.store(out, value=res)
+    return out
