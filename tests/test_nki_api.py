@@ -248,6 +248,9 @@ def test_sendrecv_and_all_gather_are_link_bytes():
     assert w["nki.collectives.all_gather"].link_bytes * 2 == 2 * tile
     rep = pipeline.analyze_kernel(k, TRN2, link_bw=100_000_000_000)
     assert dict(rep.verdict.times)["link"] == pytest.approx(4 * tile / 1e11)
+    # the gathered (128, 512) tile is stored: its bytes written once per program (the grid's
+    # two programs write the same tile: 2 x 128 x 512 x 2 B as written)
+    assert bytes_of(k)["both"] == (0, 2 * 128 * 512 * 2)
 
 
 # -- point 4: unmodelled calls are costed, listed as assumed ---------------------------------------

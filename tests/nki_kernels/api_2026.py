@@ -173,6 +173,8 @@ def exchange(x):
     ncc.all_gather(dsts=[gathered], srcs=[t], replica_group=ncc.ReplicaGroup([[0, 1]]),
                    collective_dim=1)
     nl.store(out, value=peer)
+    both = nl.ndarray(gathered.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(both, value=gathered)
     return out
 
 

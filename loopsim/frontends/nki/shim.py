@@ -996,10 +996,13 @@ def _pairs(dsts, srcs, what):
     return list(zip(dsts, srcs))
 
 
-def _arrived(dst) -> None:
-    """A collective's destination holds data from other ranks: on chip a value of its own."""
+def _arrived(dst, src=None) -> None:
+    """A collective's destination holds the other ranks' versions of ``src`` (the same tiles of
+    the same tensor, gathered: ``src``'s tile extended to ``dst``'s extent), so a matmul or a
+    store reading it goes on; an HBM destination is written (by the link)."""
     if isinstance(dst, Tile):
-        _rec().memset(dst)
+        ins = [src] if isinstance(src, Tile) and src.buf.binding is not None else []
+        _holds_input(_rec(), dst, ins)
     else:
         t = dst.tensor if isinstance(dst, HbmView) else dst
         t.logical.output = True
@@ -1013,7 +1016,7 @@ def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
         c = dst.size // max(1, src.size)
         work_mod.charge(rec, "nki.collectives.all_gather", "link", 0, 0,
                         link_bytes=(c - 1) * _bytes(src))
-        _arrived(dst)
+        _arrived(dst, src)
 
 
 def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
@@ -1027,7 +1030,7 @@ def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
     for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
         work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
                         link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
-        _arrived(dst)
+        _arrived(dst, src)
 
 
 def collective_permute_implicit(srcs_by_channel=(), dsts_by_channel=(), replica_group=None, **_):
@@ -1038,7 +1041,7 @@ def collective_permute_implicit(srcs_by_channel=(), dsts_by_channel=(), replica_
         for dst, src in _pairs(dsts, srcs, "ncc.collective_permute_implicit"):
             work_mod.charge(rec, "nki.collectives.collective_permute_implicit", "link", 0, 0,
                             link_bytes=_bytes(src))
-            _arrived(dst)
+            _arrived(dst, src)
 
 
 def rank_id(*a, **k):
