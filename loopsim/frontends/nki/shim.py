@@ -341,6 +341,15 @@ class NKIObject:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        # class attributes without annotations are fields too (``@dataclass class
+        # P(nl.NKIObject): idx = None`` is called as ``P(idx=3)``): annotate them before the
+        # decorator runs
+        ann = dict(cls.__dict__.get("__annotations__", {}))
+        for k, v in list(cls.__dict__.items()):
+            if not k.startswith("_") and k not in ann and (v is None or type(v) in (
+                    int, float, str, bool, tuple)):
+                ann[k] = "typing.Any"
+        cls.__annotations__ = ann
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_loopsim_wrapped", False):
             return
@@ -483,10 +492,15 @@ def softmax(x, axis=-1, dtype=None, **_):
 
 
 class _TileSize:
+    """nl.tile_size (NKI docs, nki.language.tile_size: psum_fmax is the free size of one PSUM
+    bank per partition in fp32 elements, 2 KiB / 4 B = 512; 8 banks of 2 KiB = 16 KiB)."""
     pmax = 128
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
-    psum_fmax = 2048
+    psum_fmax = psum_bank_fmax = 512
+    psum_bank_fmax_bytes = 2048
+    psum_fmax_bytes = 2048
+    psum_num_banks = 8
     psum_partition_bytes = 16384
     total_available_sbuf_size = 192 * 1024
 
