@@ -98,13 +98,69 @@ SHAPES: dict[str, dict] = {
     "moe_block_tkg": {"args": ["inp=1x4x1024", "gamma=1x1024", "router_weights=1024x8",
                                "expert_gate_up_weights=8x1024x2x512",
                                "expert_down_weights=8x512x1024"], "grid": "2"},
-    **{f: {"args": ["hidden_states=512x1024", "expert_affinities_masked=512x8",
+    **{f: {"args": ["hidden_states=1024x1024", "expert_affinities_masked=1024x8",
                     "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
-                    "token_position_to_id=2048:int32", "block_to_expert=8:int32"],
-           "kwargs": ["block_size=256"]}
+                    "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
+           "kwargs": ["block_size=1024"]}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
 }
+
+
+# Kernels that take configuration objects: a launcher (plain Python, run under the shim like
+# the kernel) builds the HBM inputs and the objects and calls the kernel. {module} is the
+# kernel's dotted module name; the library's root goes on the import path (``--path``).
+LAUNCHERS: dict[str, str] = {
+    "rmsnorm_quant_kernel": """
+import nki.language as nl
+from {module} import rmsnorm_quant_kernel, RmsNormQuantKernelArgs
+
+def launch():
+    hidden = nl.ndarray((1, 128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    ln_w = nl.ndarray((1, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    return rmsnorm_quant_kernel(hidden, ln_w, RmsNormQuantKernelArgs())
+""",
+    "rotational_topk": """
+import nki.language as nl
+from {module} import rotational_topk
+from {package}.rotational_topk_utils import create_topk_config, create_rotational_topk_config
+
+def launch():
+    inp = nl.ndarray((128, 4096), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    cfg = create_rotational_topk_config(inp.shape, create_topk_config(inp.shape, inp.dtype, 8,
+                                                                      num_programs=1))
+    return rotational_topk(inp, cfg)
+""",
+    "moe_cte": """
+import nki.language as nl
+from {module} import moe_cte, MoECTESpec, MoECTEImplementation
+
+def launch():
+    hbm = nl.shared_hbm
+    # the dropping variant tiles blocks of at least 1024 tokens (its docstring)
+    h = nl.ndarray((1024, 1024), dtype=nl.bfloat16, buffer=hbm)
+    aff = nl.ndarray((1024, 8), dtype=nl.bfloat16, buffer=hbm)
+    gu = nl.ndarray((8, 1024, 2, 512), dtype=nl.bfloat16, buffer=hbm)
+    dn = nl.ndarray((8, 512, 1024), dtype=nl.bfloat16, buffer=hbm)
+    tok = nl.ndarray((8192,), dtype=nl.int32, buffer=hbm)
+    blk = nl.ndarray((8,), dtype=nl.int32, buffer=hbm)
+    spec = MoECTESpec(implementation=MoECTEImplementation.shard_on_i_dropping)
+    return moe_cte(h, aff, gu, dn, tok, blk, 1024, spec)
+""",
+}
+
+
+def _launcher(path: Path, func: str, scratch: Path):
+    """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
+    p, parts = path.resolve(), []
+    d = p.parent
+    while (d / "__init__.py").is_file():
+        parts.insert(0, d.name)
+        d = d.parent
+    module = ".".join(parts + [p.stem])
+    f = scratch / f"launch_{func}.py"
+    f.write_text(LAUNCHERS[func].format(module=module, package=".".join(parts)))
+    return f, str(d)
 
 
 def kernels_in(path: Path):
@@ -135,17 +191,24 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
     from loopsim.model import pipeline
     from loopsim.targets import hardware
 
+    import tempfile
+
     t0 = time.perf_counter()
     entry = table.get(func)
     try:
-        opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
-            if entry else parse_options()
-        k, rec = trace_kernel(str(path), func, **opts)
+        if func in LAUNCHERS:
+            with tempfile.TemporaryDirectory() as scratch:
+                launcher, root = _launcher(path, func, Path(scratch))
+                k, rec = trace_kernel(str(launcher), "launch", paths=(root,))
+        else:
+            opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
+                if entry else parse_options()
+            k, rec = trace_kernel(str(path), func, **opts)
         prog = k if isinstance(k, program.Program) else program.Program.single(k)
         a = pipeline.analyze(prog, hardware.load("trn2-core"))
     except LoopsimError as e:
         why = str(e)
-        if entry is None:
+        if entry is None and func not in LAUNCHERS:
             why = "(no shapes in the table) " + why
         return "refused", why, time.perf_counter() - t0
     except Exception as e:  # a loopsim bug, shown as such

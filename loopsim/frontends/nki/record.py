@@ -309,10 +309,11 @@ class Recorder:
         mref, m_axes = self.resolve(moving, "matmul moving operand")
         if transpose_x:
             s_axes = s_axes[::-1]
-        for r, what in ((sref, "stationary"), (mref, "moving")):
-            if r is None:
-                raise TraceError(f"the matmul {what} operand is a constant tile: not modelled")
-        if len(s_axes) != 2 or len(m_axes) != 2 or None in s_axes or None in m_axes:
+        const = [t for t, r, ax in ((stationary, sref, s_axes), (moving, mref, m_axes))
+                 if r is None or r.logical.find().kind == "const" or None in ax]
+        if const:
+            return self._broadcast_matmul(dst, stationary, moving, const)
+        if len(s_axes) != 2 or len(m_axes) != 2:
             raise TraceError("matmul operands must be 2-D tiles of tensors")
         sref = self.materialise(sref, "matmul")
         mref = self.materialise(mref, "matmul")
@@ -342,6 +343,23 @@ class Recorder:
         ev = MatmulEv(out, sref, mref, line, (md, nd))
         self.body.append(ev)
         return ev
+
+    def _broadcast_matmul(self, dst: Tile, stationary: Tile, moving: Tile, const: list) -> None:
+        """A matmul with a constant operand (a ones or identity tile: a broadcast or a
+        transpose on the Tensor Engine): its work is charged exactly (M x N outputs, K
+        multiply-adds each) and its result is the other operand's value, broadcast."""
+        from loopsim.frontends.nki import work
+
+        k = stationary.shape[0] if stationary.shape else 1
+        m = stationary.shape[1] if len(stationary.shape) > 1 else 1
+        n = moving.shape[1] if len(moving.shape) > 1 else 1
+        work.charge(self, "nc_matmul (constant operand)", "tensor", m * n, k)
+        data = [t for t in (stationary, moving) if all(t is not c for c in const)]
+        if not data:
+            self.memset(dst)
+            return None
+        self.op("copy", "tensor", dst, data, reduce=True)
+        return None
 
     def iadd(self, dst: Tile, other):
         """``acc += nl.matmul(...)`` (or ``+=`` of another tile): accumulate into ``dst``."""
