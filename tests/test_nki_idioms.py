@@ -194,3 +194,15 @@ def test_a_python_loop_over_a_tuple_of_tiles_rerolls_and_a_ones_matmul_broadcast
     assert [lp.extent // lp.step for lp in loops(kern.body)] == [4]
     (w,) = [w for w in rec.work if w.engine == "tensor"]
     assert (w.elements, w.passes, w.assumed) == (128 * 1024, 1, False)
+
+
+@pytest.mark.parametrize("func,kw", [("launch", {}),
+                                     ("residual_add", {"args": {"x": ((1024, 2048), "bf16"),
+                                                                "residual": ((1024, 2048), "bf16")}})])
+def test_production_style_package_kernel_with_config_object_and_access_patterns(func, kw):
+    """prodlike/kernel.py: relative import of a config dataclass (nl.NKIObject) and a
+    tile-iterator, .ap row patterns. x, residual, out 1024 x 2048 bf16, each once:
+    Q = 3 x 1024 x 2048 x 2 = 12,582,912; the 8 row tiles are one loop of 8 trips."""
+    q, k, _ = q_of(KERNELS / "prodlike" / "kernel.py", func, **kw)
+    assert q == 3 * 1024 * 2048 * 2 == 12_582_912
+    assert [lp.extent // lp.step for lp in loops(k.body)] == [8]

@@ -254,6 +254,16 @@ class Recorder:
         if _squeezed([dref.sizes[d] for d in dkept]) != _squeezed(src.shape):
             raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
         lg.output = True
+        st = ref.logical.find() if ref is not None else None
+        if st is not None and st.kind == "op" and st.stat and not st.materialised:
+            # a reduction written out (an average pool, a row sum): its engine work is charged
+            # here, as no op statement will carry it; the store writes the output's tile
+            from loopsim.frontends.nki import work
+
+            ops = st.stat_ops + st.data_ops
+            work.charge(self, f"{'+'.join(dict.fromkeys(ops))} (a reduction stored)", "vector",
+                        math.prod(ref.sizes), max(1, len(ops)))
+            ref = None
         if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
@@ -281,6 +291,19 @@ class Recorder:
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
+        kept = sum(1 for k in dst.kept if k)
+        if ref is not None and _squeezed(src.shape) != _squeezed(dst.shape) and \
+                math.prod(src.shape) == math.prod(dst.shape) and len(_squeezed(axis_of)) != kept:
+            # a copy that permutes elements through index patterns (an SBUF-to-SBUF transpose):
+            # on-chip movement only; the copy's work is charged and dst holds a fresh tile
+            from loopsim.frontends.nki import work
+
+            work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
+            self.memset(dst)
+            self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
+                              "through access patterns; loopsim keeps the data movement, not which "
+                              "element lands where")
+            return
         self._bind_value(dst, ref, axis_of)
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
