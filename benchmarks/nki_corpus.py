@@ -69,22 +69,24 @@ SHAPES: dict[str, dict] = {
     "cumsum": {"args": ["x=256x1024"]},
     "cascaded_max": {"args": ["input_tensor=1x128x4096"]},
     "RoPE": {"args": ["x_in=128x1x4x512", "cos=64x1x512", "sin=64x1x512"]},
-    "rope_hf": {"args": ["q=1x4x512x128", "k=1x1x512x128", "q_out=1x4x512x128", "k_out=1x1x512x128"]},
+    "rope_hf": {"args": ["q=1x4x512x128", "k=1x1x512x128", "q_out=1x4x512x128", "k_out=1x1x512x128",
+                        "cos=1x512x128", "sin=1x512x128"]},
     "output_projection_cte": {"args": ["attention=1x4x128x512", "weight=512x1024"]},
     "output_projection_tkg": {"args": ["attention=128x1x4x4", "weight=512x1024"]},
-    "cross_entropy_forward": {"args": ["logits_hbm=256x4096", "targets_hbm=256:int32"]},
-    "cross_entropy_backward": {"args": ["logits_hbm=256x4096", "targets_hbm=256:int32",
+    "cross_entropy_forward": {"args": ["logits_hbm=256x32768", "targets_hbm=256:int32"]},
+    "cross_entropy_backward": {"args": ["logits_hbm=256x32768", "targets_hbm=256:int32",
                                         "lse_state_hbm=256:fp32"]},
     "conv1d": {"args": ["x_in=1x128x512", "filters=3x128x128"]},
-    "depthwise_conv1d_implicit_gemm": {"args": ["img_ref=1x128x1x512", "filter_ref=128x1x1x3"]},
+    "depthwise_conv1d_implicit_gemm": {"args": ["img_ref=1x128x1x512", "filter_ref=128x1x1x3"],
+                                       "kwargs": ["feature_group_count=128"]},
     "attention_bwd": {"args": ["q_ref=1x1x128x512", "k_ref=1x1x128x512", "v_ref=1x1x128x512",
                                "o_ref=1x1x128x512", "dy_ref=1x1x128x512", "lse_ref=1x1x128x4:fp32"]},
-    "attention_cte": {"args": ["q=1x512x128", "k=1x512x128", "v=1x512x128"]},
+    "attention_cte": {"args": ["q=1x512x128", "k=1x128x512", "v=1x512x128"]},
     "rmsnorm_quant_kernel": {"args": ["hidden=1x128x1024", "ln_w=1x1024"]},
     "find_nonzero_indices": {"args": ["input_tensor=128x512:int32"]},
-    "find_nonzero_indices_with_count": {"args": ["input_tensor=128x512:int32"]},
-    "indexed_flatten": {"args": ["input_tensor=4x512:int32", "row_offsets=4:int32"],
-                        "kwargs": ["f_len=128", "output_len=2048"]},
+    "find_nonzero_indices_with_count": {"args": ["input_tensor=1x512:int32"]},
+    "indexed_flatten": {"args": ["input_tensor=4x2048:int32", "row_offsets=4:int32"],
+                        "kwargs": ["f_len=128", "output_len=8192"]},
     "topk_reduce": {"args": ["input=512x1026"], "kwargs": ["T=128", "K=4"]},
     "fine_grained_allgather": {"args": ["lhs=512x1024"], "kwargs": ["tp_degree=4", "num_groups=1"]},
     "allgather_compute_matmul": {"args": ["lhs=512x1024", "rhs=1024x512"],
@@ -96,14 +98,70 @@ SHAPES: dict[str, dict] = {
     "qkv": {"args": ["input=1x512x1024", "fused_qkv_weights=1024x1536"]},
     "moe_block_tkg": {"args": ["inp=1x4x1024", "gamma=1x1024", "router_weights=1024x8",
                                "expert_gate_up_weights=8x1024x2x512",
-                               "expert_down_weights=8x512x1024"]},
-    **{f: {"args": ["hidden_states=512x1024", "expert_affinities_masked=512x8",
+                               "expert_down_weights=8x512x1024"], "grid": "2"},
+    **{f: {"args": ["hidden_states=1024x1024", "expert_affinities_masked=1024x8",
                     "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
-                    "token_position_to_id=1024:int32", "block_to_expert=8:int32"],
-           "kwargs": ["block_size=128"]}
+                    "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
+           "kwargs": ["block_size=1024"]}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
 }
+
+
+# Kernels that take configuration objects: a launcher (plain Python, run under the shim like
+# the kernel) builds the HBM inputs and the objects and calls the kernel. {module} is the
+# kernel's dotted module name; the library's root goes on the import path (``--path``).
+LAUNCHERS: dict[str, str] = {
+    "rmsnorm_quant_kernel": """
+import nki.language as nl
+from {module} import rmsnorm_quant_kernel, RmsNormQuantKernelArgs
+
+def launch():
+    hidden = nl.ndarray((1, 128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    ln_w = nl.ndarray((1, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    return rmsnorm_quant_kernel(hidden, ln_w, RmsNormQuantKernelArgs())
+""",
+    "rotational_topk": """
+import nki.language as nl
+from {module} import rotational_topk
+from {package}.rotational_topk_utils import create_topk_config, create_rotational_topk_config
+
+def launch():
+    inp = nl.ndarray((128, 4096), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    cfg = create_rotational_topk_config(inp.shape, create_topk_config(inp.shape, inp.dtype, 8,
+                                                                      num_programs=1))
+    return rotational_topk(inp, cfg)
+""",
+    "moe_cte": """
+import nki.language as nl
+from {module} import moe_cte, MoECTESpec, MoECTEImplementation
+
+def launch():
+    hbm = nl.shared_hbm
+    # the dropping variant tiles blocks of at least 1024 tokens (its docstring)
+    h = nl.ndarray((1024, 1024), dtype=nl.bfloat16, buffer=hbm)
+    aff = nl.ndarray((1024, 8), dtype=nl.bfloat16, buffer=hbm)
+    gu = nl.ndarray((8, 1024, 2, 512), dtype=nl.bfloat16, buffer=hbm)
+    dn = nl.ndarray((8, 512, 1024), dtype=nl.bfloat16, buffer=hbm)
+    tok = nl.ndarray((8192,), dtype=nl.int32, buffer=hbm)
+    blk = nl.ndarray((8,), dtype=nl.int32, buffer=hbm)
+    spec = MoECTESpec(implementation=MoECTEImplementation.shard_on_i_dropping)
+    return moe_cte(h, aff, gu, dn, tok, blk, 1024, spec)
+""",
+}
+
+
+def _launcher(path: Path, func: str, scratch: Path):
+    """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
+    p, parts = path.resolve(), []
+    d = p.parent
+    while (d / "__init__.py").is_file():
+        parts.insert(0, d.name)
+        d = d.parent
+    module = ".".join(parts + [p.stem])
+    f = scratch / f"launch_{func}.py"
+    f.write_text(LAUNCHERS[func].format(module=module, package=".".join(parts)))
+    return f, str(d)
 
 
 def kernels_in(path: Path):
@@ -134,17 +192,24 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
     from loopsim.model import pipeline
     from loopsim.targets import hardware
 
+    import tempfile
+
     t0 = time.perf_counter()
     entry = table.get(func)
     try:
-        opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
-            if entry else parse_options()
-        k, rec = trace_kernel(str(path), func, **opts)
+        if func in LAUNCHERS:
+            with tempfile.TemporaryDirectory() as scratch:
+                launcher, root = _launcher(path, func, Path(scratch))
+                k, rec = trace_kernel(str(launcher), "launch", paths=(root,))
+        else:
+            opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
+                if entry else parse_options()
+            k, rec = trace_kernel(str(path), func, **opts)
         prog = k if isinstance(k, program.Program) else program.Program.single(k)
         a = pipeline.analyze(prog, hardware.load("trn2-core"))
     except LoopsimError as e:
         why = str(e)
-        if entry is None:
+        if entry is None and func not in LAUNCHERS:
             why = "(no shapes in the table) " + why
         return "refused", why, time.perf_counter() - t0
     except Exception as e:  # a loopsim bug, shown as such

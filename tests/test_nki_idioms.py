@@ -179,3 +179,30 @@ def test_dma_command_takes_a_kernel_reference(capsys):
     assert main(["dma", f"{KERNELS / 'idioms.py'}::rotated_copy", "--arg", "x=512x1024",
                  "-H", "trn2-core"]) == 0
     assert "DMA: 8 transfers, 2,097,152 bytes" in capsys.readouterr().out
+
+
+def test_a_python_loop_over_a_tuple_of_tiles_rerolls_and_a_ones_matmul_broadcasts():
+    """tiledpkg/add.py::scaled_rows iterates a tuple of 4 row tiles (no loop loopsim can see)
+    and broadcasts gamma with a matmul against a ones column. x, out 512 x 1024 bf16, gamma
+    1 x 1024: Q = 2 x 512 x 1024 x 2 + 1024 x 2 = 2,099,200. The four tiles' statements become
+    one loop of 4 trips; the broadcast matmul is Tensor Engine work of 128 x 1024 outputs x
+    K = 1 multiply-add each (exact, not assumed)."""
+    q, k, rec = q_of(KERNELS / "tiledpkg" / "add.py", "scaled_rows",
+                     args={"x": ((512, 1024), "bf16"), "gamma": ((1, 1024), "bf16")})
+    assert q == 2 * 512 * 1024 * 2 + 1024 * 2 == 2_099_200
+    kern = k.stages[0].kernel if isinstance(k, program.Program) else k
+    assert [lp.extent // lp.step for lp in loops(kern.body)] == [4]
+    (w,) = [w for w in rec.work if w.engine == "tensor"]
+    assert (w.elements, w.passes, w.assumed) == (128 * 1024, 1, False)
+
+
+@pytest.mark.parametrize("func,kw", [("launch", {}),
+                                     ("residual_add", {"args": {"x": ((1024, 2048), "bf16"),
+                                                                "residual": ((1024, 2048), "bf16")}})])
+def test_production_style_package_kernel_with_config_object_and_access_patterns(func, kw):
+    """prodlike/kernel.py: relative import of a config dataclass (nl.NKIObject) and a
+    tile-iterator, .ap row patterns. x, residual, out 1024 x 2048 bf16, each once:
+    Q = 3 x 1024 x 2048 x 2 = 12,582,912; the 8 row tiles are one loop of 8 trips."""
+    q, k, _ = q_of(KERNELS / "prodlike" / "kernel.py", func, **kw)
+    assert q == 3 * 1024 * 2048 * 2 == 12_582_912
+    assert [lp.extent // lp.step for lp in loops(k.body)] == [8]

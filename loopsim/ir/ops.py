@@ -81,6 +81,8 @@ _KINDS = (
            "layernorm over the last dimension: (x - mean) * rstd * gamma + beta"),
     OpKind("rmsnorm", 2, (("vector", 2), ("scalar", 1)), 4, "rowwise",
            "RMSNorm over the last dimension: x * rstd * gamma"),
+    OpKind("fma", 3, (("vector", 2),), 2, "elementwise",
+           "elementwise a * b + c (scalar_tensor_tensor, a scan step prev * decay + input)"),
 )
 
 #: op kind name -> OpKind

@@ -37,7 +37,10 @@ def classify(lg, where: str, notes: list | None = None) -> str:
     if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
         return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
-    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add"}.get(n)
+    if n == 3 and not named and set(lg.data_ops) <= {"multiply", "add"} and \
+            {"multiply", "add"} <= set(lg.data_ops):
+        return "fma"
+    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add", 3: "fma"}.get(n)
     if generic is not None and notes is not None:
         # no op kind of loopsim's: costed as the elementwise kind of its arity, and said so
         notes.append(f"{where}: the engine ops making {lg.name} ({chain}) are costed as one "

@@ -254,6 +254,16 @@ class Recorder:
         if _squeezed([dref.sizes[d] for d in dkept]) != _squeezed(src.shape):
             raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
         lg.output = True
+        st = ref.logical.find() if ref is not None else None
+        if st is not None and st.kind == "op" and st.stat and not st.materialised:
+            # a reduction written out (an average pool, a row sum): its engine work is charged
+            # here, as no op statement will carry it; the store writes the output's tile
+            from loopsim.frontends.nki import work
+
+            ops = st.stat_ops + st.data_ops
+            work.charge(self, f"{'+'.join(dict.fromkeys(ops))} (a reduction stored)", "vector",
+                        math.prod(ref.sizes), max(1, len(ops)))
+            ref = None
         if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
@@ -281,6 +291,19 @@ class Recorder:
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
+        kept = sum(1 for k in dst.kept if k)
+        if ref is not None and _squeezed(src.shape) != _squeezed(dst.shape) and \
+                math.prod(src.shape) == math.prod(dst.shape) and len(_squeezed(axis_of)) != kept:
+            # a copy that permutes elements through index patterns (an SBUF-to-SBUF transpose):
+            # on-chip movement only; the copy's work is charged and dst holds a fresh tile
+            from loopsim.frontends.nki import work
+
+            work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
+            self.memset(dst)
+            self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
+                              "through access patterns; loopsim keeps the data movement, not which "
+                              "element lands where")
+            return
         self._bind_value(dst, ref, axis_of)
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
@@ -309,10 +332,11 @@ class Recorder:
         mref, m_axes = self.resolve(moving, "matmul moving operand")
         if transpose_x:
             s_axes = s_axes[::-1]
-        for r, what in ((sref, "stationary"), (mref, "moving")):
-            if r is None:
-                raise TraceError(f"the matmul {what} operand is a constant tile: not modelled")
-        if len(s_axes) != 2 or len(m_axes) != 2 or None in s_axes or None in m_axes:
+        const = [t for t, r, ax in ((stationary, sref, s_axes), (moving, mref, m_axes))
+                 if r is None or r.logical.find().kind == "const" or None in ax]
+        if const:
+            return self._broadcast_matmul(dst, stationary, moving, const)
+        if len(s_axes) != 2 or len(m_axes) != 2:
             raise TraceError("matmul operands must be 2-D tiles of tensors")
         sref = self.materialise(sref, "matmul")
         mref = self.materialise(mref, "matmul")
@@ -342,6 +366,23 @@ class Recorder:
         ev = MatmulEv(out, sref, mref, line, (md, nd))
         self.body.append(ev)
         return ev
+
+    def _broadcast_matmul(self, dst: Tile, stationary: Tile, moving: Tile, const: list) -> None:
+        """A matmul with a constant operand (a ones or identity tile: a broadcast or a
+        transpose on the Tensor Engine): its work is charged exactly (M x N outputs, K
+        multiply-adds each) and its result is the other operand's value, broadcast."""
+        from loopsim.frontends.nki import work
+
+        k = stationary.shape[0] if stationary.shape else 1
+        m = stationary.shape[1] if len(stationary.shape) > 1 else 1
+        n = moving.shape[1] if len(moving.shape) > 1 else 1
+        work.charge(self, "nc_matmul (constant operand)", "tensor", m * n, k)
+        data = [t for t in (stationary, moving) if all(t is not c for c in const)]
+        if not data:
+            self.memset(dst)
+            return None
+        self.op("copy", "tensor", dst, data, reduce=True)
+        return None
 
     def iadd(self, dst: Tile, other):
         """``acc += nl.matmul(...)`` (or ``+=`` of another tile): accumulate into ``dst``."""

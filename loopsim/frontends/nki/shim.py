@@ -349,6 +349,15 @@ class NKIObject:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        # class attributes without annotations are fields too (``@dataclass class
+        # P(nl.NKIObject): idx = None`` is called as ``P(idx=3)``): annotate them before the
+        # decorator runs
+        ann = dict(cls.__dict__.get("__annotations__", {}))
+        for k, v in list(cls.__dict__.items()):
+            if not k.startswith("_") and k not in ann and (v is None or type(v) in (
+                    int, float, str, bool, tuple)):
+                ann[k] = "typing.Any"
+        cls.__annotations__ = ann
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_loopsim_wrapped", False):
             return

@@ -26,3 +26,14 @@ class TileRange:
 class Logger(nl.NKIObject if hasattr(nl, "NKIObject") else object):
     def __init__(self, name, level, sink):
         self.name, self.level, self.sink = name, level, sink
+
+
+class Tile1D:
+    def __init__(self, start, size):
+        self.start, self.size = start, size
+
+
+def tiles_of(n, tile):
+    """A tuple of tiles (start, size) covering ``n``, built eagerly: a kernel iterating it runs
+    a plain Python loop over a tuple, which loopsim sees only as the statements it makes."""
+    return tuple(Tile1D(i * tile, min(tile, n - i * tile)) for i in range(-(-n // tile)))
