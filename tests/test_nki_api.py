@@ -354,3 +354,12 @@ def test_pe_transpose_identity_and_collective_permute():
     assert b["ident"] == (32_768, 0)
     (w,) = [x for x in k.work if x.engine == "link"]
     assert w.call == "nki.collectives.collective_permute_implicit" and w.link_bytes == 16_384
+
+
+def test_flat_vector_dma_unit_dim_reshape_and_reinterpreting_pattern():
+    k = traced("reshaping_dmas", {"vec": ((1024,), "bf16"), "col": ((1, 128), "bf16")})
+    b = bytes_of(k)
+    # vec: 1024 x 2 B read once, out the same written; col: 128 x 2 B read twice (two DMAs)
+    assert b["vec"] == (2_048, 0) and b["out"] == (0, 2_048)
+    assert b["col"] == (512, 0)
+    assert [t.shape for t in k.tensors if t.name == "vec"] == [(128, 8)]
