@@ -127,6 +127,9 @@ def test_reshape_groups_and_binding_split_and_merge():
     two = Binding(b.logical, (DimMap(Sym({}, 0), 128, ((1, 1),)), DimMap(Sym({}, 0), 4, ((2, 1),))))
     with pytest.raises(TraceError, match="mixes dimensions"):
         access.reshape_binding(two, (1, 128, 4), (1, 512), "t")
+    # the reshaped view then holds the whole tile: the merged axis runs along no dimension
+    held = access.collapsed_binding(two, (1, 128, 4), (1, 512))
+    assert [dm.axes for dm in held.dims] == [(), ()] and [dm.size for dm in held.dims] == [128, 4]
 
 
 def test_broadcast_column_is_read_once_and_the_add_counts_the_big_tile():
@@ -363,3 +366,14 @@ def test_flat_vector_dma_unit_dim_reshape_and_reinterpreting_pattern():
     assert b["vec"] == (2_048, 0) and b["out"] == (0, 2_048)
     assert b["col"] == (512, 0)
     assert [t.shape for t in k.tensors if t.name == "vec"] == [(128, 8)]
+
+
+def test_shuffling_reshape_holds_the_whole_tile_and_says_so():
+    from loopsim.frontends.nki.load import trace_kernel
+
+    k, rec = trace_kernel(str(API), "shuffled_store", args={"x": ((128, 4, 64), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 256 x 2 B read once, out the same written once
+    assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
+    assert any("merges axes holding different dimensions of x" in n and "ASSUMED" in n
+               for n in rec.notes)

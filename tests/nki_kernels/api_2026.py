@@ -367,3 +367,17 @@ def reshaping_dmas(vec, col):
     halves = wide.ap(pattern=[[512, 128], [1, 512]], dtype=nl.bfloat16)
     assert halves.shape == (128, 512) and halves.dtype == nl.bfloat16
     return out
+
+
+@nki.jit
+def shuffled_store(x):
+    """x (128, 4, 64) interleaved on chip into (128, 64, 4) by a permuting access pattern, then
+    stored flat as (128, 256): the reshape merges axes holding different dimensions of x."""
+    p, a, f = x.shape
+    out = nl.ndarray((p, a * f), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, a, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    mixed = nl.ndarray((p, f, a), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=mixed, src=t.ap(pattern=[[a * f, p], [1, f], [f, a]]))
+    nisa.dma_copy(dst=out, src=mixed.reshape((p, f * a)))
+    return out

@@ -405,8 +405,21 @@ class Buffer:
         if self.origin is None:
             return self._binding
         b = self.origin.binding
-        return None if b is None else access.reshape_binding(b, self.origin.shape, self.shape,
-                                                             self.name)
+        if b is None:
+            return None
+        try:
+            return access.reshape_binding(b, self.origin.shape, self.shape, self.name)
+        except TraceError:
+            # the reshape merges axes holding different dimensions of the tensor (a shuffled
+            # layout): the view holds the whole tile, its merged axes along no one dimension
+            note = (f"reshape of buffer {self.name} {list(self.origin.shape)} to {list(self.shape)} "
+                    f"merges axes holding different dimensions of {b.logical.name}: the reshaped "
+                    "view is read as holding the whole tile (ASSUMED: the same elements, their "
+                    "order not followed)")
+            notes = getattr(self.rec, "notes", None)
+            if notes is not None and note not in notes:
+                notes.append(note)
+            return access.collapsed_binding(b, self.origin.shape, self.shape)
 
     @binding.setter
     def binding(self, b) -> None:
