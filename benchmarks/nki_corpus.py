@@ -60,9 +60,10 @@ SHAPES: dict[str, dict] = {
         "args": ["stationary_hbm=512x128", "moving_hbm=512x512"],
         "kwargs": ["mx_dtype=float8_e4m3fn_x4"]},
     # contributed/
-    "max_pooling_2d_stride_1": {"args": ["in_tensor=128x66x66"], "kwargs": ["pool_size=3"]},
-    "interpolate_bilinear_2x_fwd": {"args": ["image=1x64x64x128"]},
-    "interpolate_trilinear_2x_fwd": {"args": ["image=1x16x32x32x128"]},
+    # contributed/maxpooling.py check_correct: H = W = 448, pool 3; interpolate: (N, C, [D,] H, W)
+    "max_pooling_2d_stride_1": {"args": ["in_tensor=448x448:fp32"], "kwargs": ["pool_size=3"]},
+    "interpolate_bilinear_2x_fwd": {"args": ["src_arr=1x128x64x64"]},
+    "interpolate_trilinear_2x_fwd": {"args": ["src_arr=1x128x16x32x32"]},
     "flash_fwd": {"args": ["q=1x1x128x2048", "k=1x1x128x2048", "v=1x1x2048x128"]},
     # nki-library (src/nkilib_src/nkilib): small shapes in each entry point's documented layout
     "cumsum": {"args": ["x=256x1024"]},

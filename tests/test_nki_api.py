@@ -248,6 +248,9 @@ def test_sendrecv_and_all_gather_are_link_bytes():
     assert w["nki.collectives.all_gather"].link_bytes * 2 == 2 * tile
     rep = pipeline.analyze_kernel(k, TRN2, link_bw=100_000_000_000)
     assert dict(rep.verdict.times)["link"] == pytest.approx(4 * tile / 1e11)
+    # the gathered (128, 512) tile is stored: its bytes written once per program (the grid's
+    # two programs write the same tile: 2 x 128 x 512 x 2 B as written)
+    assert bytes_of(k)["both"] == (0, 2 * 128 * 512 * 2)
 
 
 # -- point 4: unmodelled calls are costed, listed as assumed ---------------------------------------
@@ -291,3 +294,63 @@ def test_unmodelled_mx_matmul_is_tensor_engine_multiply_adds():
     b = bytes_of(k)
     # data: 4 bytes per x4 element; scales 1 byte; out 128 x 512 bf16
     assert b["Q"] == 128 * 128 * 4 + 128 * 512 * 4 + 16 * 128 + 16 * 512 + 128 * 512 * 2
+
+
+def test_dma_compute_reads_its_hbm_source_and_size_one_dims_squeeze():
+    k = traced("dma_combine", {"x": ((256, 512), "bf16"), "y": ((256, 512), "bf16")})
+    b = bytes_of(k)
+    # x and y each read once (256 x 512 x 2 B), out written once
+    assert b["x"] == b["y"] == (262_144, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add" and sorted(a.tensor for a in op.inputs) == ["x", "y"]
+
+
+def test_register_trip_count_is_data_dependent():
+    with pytest.raises(SpecError, match=r"api_2026.py:\d+: kernel register_loop: nl.dynamic_range: "
+                                        r"a loop whose trip count is read from a register"):
+        traced("register_loop", {"x": ((128, 512), "bf16"), "n_tiles": ((1, 1), "int32")})
+
+
+def test_unmodelled_call_in_a_helper_module_names_the_helper_line():
+    helper = HERE / "nki_kernels" / "api_helpers.py"
+    line = lambda text: next(i for i, ln in enumerate(helper.read_text().splitlines(), 1) if text in ln)
+    k = traced("helper_calls", {"x": ((128, 512), "bf16")})
+    (w,) = k.work
+    assert w.where.endswith(f"api_helpers.py:{line('nisa.max8(')}") and w.element_ops == 128 * 8
+    with pytest.raises(SpecError) as e:
+        traced("helper_calls", {"x": ((128, 512), "bf16")}, kwargs={"refuse": True})
+    msg = str(e.value)
+    assert "\n" not in msg and f"api_helpers.py:{line('nisa.nc_find_index8(')}: kernel helper_calls: " in msg
+    assert "nki.isa.nc_find_index8 is not modelled" in msg and "pass dst=" in msg
+
+
+def test_sbuf_access_pattern_allocators_static_cast_and_all_reduce():
+    k = traced("misc_calls", {"x": ((128, 512), "bf16")})
+    b = bytes_of(k)
+    # two halves of 128 x 256 x 2 B read, the same written
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    (w,) = k.work
+    # ring all-reduce over C = 4 ranks: 2 (C - 1) / C x 128 x 256 x 4 B (fp32) = 1.5 x 131,072
+    # per half, 2 halves
+    assert w.call == "nki.collectives.all_reduce" and w.link_bytes == 196_608
+    assert w.executions == 2
+
+
+def test_run_of_runs_scalar_offset_and_stride_zero_patterns():
+    k = traced("ap_forms", {"x": ((256, 512), "bf16"), "bias": ((128, 1), "bf16")})
+    b = bytes_of(k)
+    # x read once (a [[512, 128], [128, 4], [1, 128]] pattern is the 128 x 512 row block), bias
+    # 128 x 2 B once, out written once
+    assert b["x"] == (262_144, 0) and b["bias"] == (256, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add" and [a.tensor for a in op.inputs] == ["x", "bias"]
+
+
+def test_pe_transpose_identity_and_collective_permute():
+    k = traced("pe_transpose", {"x": ((128, 64), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 64 x 2 B in, its transpose out; the identity 128 x 128 x 2 B loaded once; no matmul
+    assert b["W"] == 0 and b["x"] == (16_384, 0) and b["out"] == (0, 16_384)
+    assert b["ident"] == (32_768, 0)
+    (w,) = [x for x in k.work if x.engine == "link"]
+    assert w.call == "nki.collectives.collective_permute_implicit" and w.link_bytes == 16_384

@@ -173,6 +173,8 @@ def exchange(x):
     ncc.all_gather(dsts=[gathered], srcs=[t], replica_group=ncc.ReplicaGroup([[0, 1]]),
                    collective_dim=1)
     nl.store(out, value=peer)
+    both = nl.ndarray(gathered.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(both, value=gathered)
     return out
 
 
@@ -239,4 +241,110 @@ def mx_matmul(st_x4, mv_x4, st_scale, mv_scale):
     res = nl.ndarray(ps.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=ps)
     nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def dma_combine(x, y):
+    """out = x + y with the add done by the DMA (nisa.dma_compute reading x from HBM), the
+    (128, 1, 512) SBUF tile filled from a (128, 512) HBM tile (shapes equal up to size-1 dims),
+    and loops written with nl.range / nl.dynamic_range(int)."""
+    rows, cols = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.range(rows // 128):
+        for _ in nl.dynamic_range(1):
+            yt = nl.ndarray((128, 1, cols), dtype=y.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=yt, src=y[nl.ds(i * 128, 128), :])
+            acc = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_compute(dst=acc, srcs=[x[nl.ds(i * 128, 128), :], yt[:, 0, :]], reduce_op=nl.add)
+            nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=acc)
+    return out
+
+
+@nki.jit
+def register_loop(x, n_tiles):
+    """A loop whose trip count is read into a register at run time: refused (data-dependent)."""
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, n_tiles)
+    for _ in nl.dynamic_range(reg):
+        t = nl.load(x)
+    return x
+
+
+@nki.jit
+def helper_calls(x, refuse=False):
+    """Unmodelled calls made inside a helper module: the listing and the refusal name the
+    helper's own file and line."""
+    from api_helpers import find8, top8
+
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    top8(t)
+    if refuse:
+        find8(t)
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def misc_calls(x):
+    """x in two halves, each through an SBUF access pattern into a buffer placed by
+    nki.compiler.sbuf.mod_alloc; a static_cast copy; an all-reduce over 4 ranks; program_id of
+    a kernel launched without a grid."""
+    import nki.compiler as ncomp
+
+    rows, cols = x.shape
+    half = cols // 2
+    assert nl.program_id(0) == 0 and nl.num_programs(axes=0) == 1
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=ncomp.sbuf.mod_alloc(base_addr=0))
+    assert t.buffer == nl.sbuf and x.buffer != nl.sbuf and t.itemsize == 2
+    for j in nl.affine_range(2):
+        part = t.ap(pattern=[[cols, rows], [1, half]], offset=j * half)
+        nisa.dma_copy(dst=part, src=x[:, nl.ds(j * half, half)])
+        wide = nl.static_cast(part, nl.float32)
+        assert wide.dtype == nl.float32 and wide.shape == (rows, half)
+        summed = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf)
+        ncc.all_reduce(dsts=[summed], srcs=[wide], op=nl.add,
+                       replica_group=ncc.ReplicaGroup([[0, 1, 2, 3]]))
+        nisa.dma_copy(dst=out[:, nl.ds(j * half, half)], src=part)
+    return out
+
+
+@nki.jit
+def ap_forms(x, bias):
+    """Access patterns beyond one run per axis: each row block read through a run-of-runs
+    pattern at a scalar_offset, a (128, 1) bias repeated along the free axis by a stride-0
+    pattern; out = x + bias."""
+    rows, cols = x.shape
+    assert nl.tile_size.psum_fmax == 512 and nl.tile_size.pmax == 128
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((128, 1), dtype=bias.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=bias)
+    for i in nl.affine_range(rows // 128):
+        t = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[cols, 128], [128, cols // 128], [1, 128]], offset=0,
+                                      scalar_offset=i * 128, indirect_dim=0))
+        s = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=s, data1=t, data2=b.ap(pattern=[[1, 128], [0, cols]]), op=nl.add)
+        nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=s)
+    return out
+
+
+@nki.jit
+def pe_transpose(x):
+    """x (128, 64) transposed on the PE array (nc_matmul is_transpose=True against an identity
+    from nl.shared_identity_matrix), then permuted to the next rank."""
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    ident = nl.shared_identity_matrix(128, dtype=nl.bfloat16)
+    t = nl.load(x)
+    ps = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=t, moving=ident, is_transpose=True)
+    res = nl.ndarray(ps.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=ps)
+    sent = nl.ndarray(res.shape, dtype=x.dtype, buffer=nl.sbuf)
+    assert ncc.rank_id() == 0
+    ncc.collective_permute_implicit(srcs_by_channel=[[res]], dsts_by_channel=[[sent]],
+                                    replica_group=ncc.ReplicaGroup([[0, 1]]), channel_ids=[0])
+    nl.store(out, value=res)
     return out

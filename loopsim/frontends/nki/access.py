@@ -145,7 +145,9 @@ def decompose(shape, pattern, offset, what: str):
         raise TraceError(f"{what}: pattern {pattern!r} must be a list of [stride, num] pairs") from None
     if any(n <= 0 for _, n in pat):
         raise TraceError(f"{what}: pattern {pattern!r} has a non-positive count")
+    view_shape = tuple(n for _, n in pat)
     strides = row_major(shape)
+    pat = merged_runs(pat, strides)
     off = Sym.of(offset)
     starts = [Sym({}, d) for d in _digits(off.const, shape, strides)] if off.const >= 0 else None
     if starts is None:
@@ -162,9 +164,9 @@ def decompose(shape, pattern, offset, what: str):
             continue
         cands = [a for a, s in enumerate(strides) if s == st and a not in used and shape[a] >= n]
         if not cands:
-            raise TraceError(f"{what}: [{st}, {n}] of pattern {pattern!r} is not a run along one "
-                             f"axis of the {list(shape)} tensor (a strided or overlapping access): "
-                             "not modelled; slice the tensor instead")
+            raise NotABox(f"{what}: [{st}, {n}] of pattern {pattern!r} is not a run along one "
+                          f"axis of the {list(shape)} tensor (a strided, repeated or overlapping "
+                          "access): not modelled on an HBM tensor; slice the tensor instead")
         a = cands[0]
         used.append(a)
         sizes[a] = n
@@ -174,7 +176,58 @@ def decompose(shape, pattern, offset, what: str):
             raise TraceError(f"{what}: offset {off} runs past axis {a} of the {list(shape)} tensor "
                              "(the access wraps into the next row): not modelled")
     dims = [(starts[a], sizes[a], a in used) for a in range(len(shape))]
-    return dims, tuple(n for _, n in pat), used
+    return dims, view_shape, used
+
+
+def merged_runs(pat, strides=()):
+    """``[[s * n2, n1], [s, n2]]`` (one axis walked as n1 runs of n2, ``s * n2`` being no axis'
+    stride) as one run ``[s, n1 * n2]``; size-1 entries dropped. The same elements."""
+    out: list = []
+    for st, n in pat:
+        if n == 1:
+            continue
+        if out and out[-1][0] == st * n and out[-1][0] not in strides:
+            out[-1] = (st, out[-1][1] * n)
+        else:
+            out.append((st, n))
+    return out
+
+
+class NotABox(TraceError):
+    """An access pattern whose elements are no box of the tensor's axes (see :func:`covered`)."""
+
+
+def covered(shape, pattern, offset, what: str):
+    """The smallest box of a row-major tensor of ``shape`` holding every element a pattern
+    touches (strided, repeated with stride 0, or overlapping runs), per axis ``(start, size,
+    kept)``: what an engine reading that pattern on chip reads from. Constant offsets only
+    enter as the box's start; an offset with a loop index must land on one axis."""
+    pat = [(int(p[0]), int(p[1])) for p in pattern]
+    strides = row_major(shape)
+    off = Sym.of(offset)
+    lo = off.const + sum(min(0, st) * (n - 1) for st, n in pat)
+    hi = off.const + sum(max(0, st) * (n - 1) for st, n in pat)
+    if lo < 0 or hi >= math.prod(shape):
+        raise TraceError(f"{what}: pattern {pattern!r} at offset {off} runs outside the "
+                         f"{list(shape)} tensor")
+    a_lo, a_hi = _digits(lo, shape, strides), _digits(hi, shape, strides)
+    dims, first = [], None
+    for a in range(len(shape)):
+        if first is None and a_lo[a] != a_hi[a]:
+            first = a
+        if first is None:
+            dims.append([Sym({}, a_lo[a]), 1, False])
+        elif a == first:
+            dims.append([Sym({}, a_lo[a]), a_hi[a] - a_lo[a] + 1, True])
+        else:
+            dims.append([Sym({}, 0), shape[a], True])  # the box spans whole rows below
+    for v, c in off.terms.items():
+        digits = _digits(c, shape, strides)
+        nz = [a for a, q in enumerate(digits) if q]
+        if len(nz) != 1:
+            raise TraceError(f"{what}: offset {off} moves with loop {v.name} across axes: not modelled")
+        dims[nz[0]][0] = dims[nz[0]][0] + Sym({v: digits[nz[0]]}, 0)
+    return [tuple(d) for d in dims]
 
 
 def elements(shape) -> int:

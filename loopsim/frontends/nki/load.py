@@ -304,8 +304,8 @@ def _locate(e: BaseException, rec: Recorder, shown: str, msg: str | None = None)
     msg = msg or str(e)
     if msg.startswith(rec.path):
         return shown + msg[len(rec.path):]
-    if msg.startswith(shown + ":"):
-        return msg  # located already (by the lowering)
+    if msg.startswith(f"{shown}:"):  # already located (the lowering names its statement's line)
+        return msg
     where = None
     if isinstance(e, SyntaxError) and e.filename:
         where = (e.filename, e.lineno or 0)

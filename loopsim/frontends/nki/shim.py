@@ -296,10 +296,18 @@ def shared_constant(constant, dtype=None, **_):
                    buffer="shared_hbm")
 
 
-def shared_identity_matrix(n, dtype=None, **_):
-    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in shared HBM."""
+def shared_identity_matrix(n, dtype=None, dst=None, **_):
+    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in SBUF
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/nki/api/generated/nki.language.shared_identity_matrix.html:
+    "the same behavior to nki.language.shared_constant"): a constant in shared HBM loaded once,
+    its n x n elements' bytes read (ASSUMED: the compiler shares one per dtype)."""
     rec = _rec()
-    return rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    dtype = dtype if dtype is not None else "uint8"
+    hbm = rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    t = dst if isinstance(dst, Tile) else rec.alloc((int(n), int(n)), dtype, "sbuf",
+                                                      hbm.logical.name + "_sb")
+    rec.dma(t, hbm)
+    return t
 
 
 def loop_reduce(x, op=None, loop_indices=(), dtype=None, mask=None, **_):
@@ -388,6 +396,8 @@ def _defined_at(cls, init) -> str:
 
 
 def load(src, mask=None, dtype=None, **_):
+    if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
+        return copy(src, dtype=dtype)
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
@@ -481,6 +491,12 @@ def _static_cast(x, dtype=None, **_):
 
 
 def dynamic_range(*args, **_):
+    """``nl.dynamic_range``: a hardware loop. With integer bounds it is a loop like any other
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dynamic-loops.html:
+    start/stop "Can be Python int literals or VirtualRegister objects"); a bound read from a
+    register at run time is data-dependent control flow."""
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return _range("dynamic_range")(*args)
     raise TraceError("nl.dynamic_range: a loop whose trip count is read from a register at run "
                      "time (data-dependent control flow); loopsim needs trip counts it can know: "
                      "use nl.affine_range/sequential_range with a bound from the shapes")
@@ -492,17 +508,21 @@ def softmax(x, axis=-1, dtype=None, **_):
 
 
 class _TileSize:
-    """nl.tile_size (NKI docs, nki.language.tile_size: psum_fmax is the free size of one PSUM
-    bank per partition in fp32 elements, 2 KiB / 4 B = 512; 8 banks of 2 KiB = 16 KiB)."""
+    """``nl.tile_size`` for NeuronCore-v3 (Trainium2)
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.language.tile_size.html):
+    ``psum_fmax`` is per PSUM bank per partition in FP32 elements (2 KiB / 4 B = 512)."""
     pmax = 128
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
     psum_fmax = psum_bank_fmax = 512
-    psum_bank_fmax_bytes = 2048
-    psum_fmax_bytes = 2048
+    psum_fmax_bytes = psum_bank_fmax_bytes = 2048
     psum_num_banks = 8
     psum_partition_bytes = 16384
-    total_available_sbuf_size = 192 * 1024
+    total_available_sbuf_size = 192 * 1024  # usable per partition: ASSUMED (224 KiB less reserved)
+    sbuf_size_bytes = 128 * 224 * 1024  # 28 MiB (hardware/trn2-core.toml sbuf.bytes, source S2)
+    sbuf_fmax_bytes = 224 * 1024
+    sbuf_fmax = 224 * 1024 // 4
+    bn_stats_fmax = 512  # ASSUMED: not stated in the page above
 
 
 def _language() -> dict:
@@ -520,7 +540,8 @@ def _language() -> dict:
     ns.update(all_dtypes())
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
-              static_cast=_static_cast, dynamic_range=dynamic_range)
+              static_cast=_static_cast, dynamic_range=dynamic_range,
+              range=_range("range"))
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -580,8 +601,14 @@ def _result(dst, shape, dtype, space, name):
 
 
 @_styled(("stationary", "moving"), ("stationary", "moving"))
-def nc_matmul(stationary, moving, dst=None, **_):
+def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
+    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True`` (moving an
+    identity) is the PE array's transpose of ``stationary``: a layout change, as ``nc_transpose``."""
     rec = _rec()
+    if is_transpose:
+        out, _ = _result(dst, stationary.shape[::-1], stationary.dtype, "psum", "transposed")
+        rec.copy(out, stationary, transpose=True)
+        return out
     out, fresh = _result(dst, (stationary.shape[1], moving.shape[1]), "float32", "psum", "matmul")
     ev = rec.matmul(out, stationary, moving)
     if fresh:
@@ -708,28 +735,117 @@ def memset(*args, **kwargs):
 
 
 def dma_copy(dst=None, src=None, **_):
+    """A DMA between HBM and an on-chip tile (or on chip); shapes equal up to size-1 dimensions
+    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements."""
+    dst, src = _squeezed(dst, src)
     _rec().dma(dst, src)
+
+
+def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
+    """A DMA that reads several sources and combines them with ``reduce_op`` into ``dst``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_compute): each
+    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``."""
+    rec = _rec()
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if not isinstance(dst, Tile) or not srcs:
+        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile and srcs= a list of tensors")
+    tiles = []
+    for x in srcs:
+        if isinstance(x, (HbmTensor, HbmView)):
+            if len(srcs) == 1:
+                d, x2 = _squeezed(dst, x)
+                rec.dma(d, x2)
+                return dst
+            landed = rec.alloc(dst.shape, x.dtype, "sbuf", rec.assigned_name("dma_landed"))
+            d, x2 = _squeezed(landed, x)
+            rec.dma(d, x2)
+            tiles.append(landed)
+        elif isinstance(x, Tile):
+            tiles.append(x)
+        else:
+            raise TraceError(f"nisa.dma_compute: source {x!r} is not a tensor")
+    if dst.buf.binding is None:
+        rec.memset(dst)
+    rec.op(_opname(reduce_op) if reduce_op is not None else "add", "vector", dst, tiles)
+    return dst
+
+
+class _Register:
+    """A value in a NeuronCore register (``nisa.register_alloc/load``): known only at run time."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def _use(self, *_):
+        raise TraceError(f"data-dependent control flow: {self.what} holds a value read at run time "
+                         "(a register); loopsim needs shapes and trip counts it can know")
+
+    __index__ = __int__ = __bool__ = __float__ = __iter__ = _use
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __lt__ = __gt__ = __le__ = __ge__ = _use
+
+
+def register_alloc(*a, **k):
+    return _Register("nisa.register_alloc")
+
+
+def register_load(*a, **k):
+    return _Register("nisa.register_load")
+
+
+def _squeezed(dst, src):
+    """``dst`` and ``src`` without their size-1 dimensions when that is all they differ by."""
+    shapes = [getattr(x, "shape", None) for x in (dst, src)]
+    if None in shapes or shapes[0] == shapes[1] or \
+            [n for n in shapes[0] if n != 1] != [n for n in shapes[1] if n != 1]:
+        return dst, src
+    return _squeeze(dst), _squeeze(src)
+
+
+def _squeeze(x):
+    if isinstance(x, HbmTensor):
+        x = x.full()
+    if isinstance(x, HbmView) and x.order is None:
+        return HbmView(x.tensor, [(a, n, k and n != 1) for a, n, k in x.dims])
+    if isinstance(x, Tile) and x.view_shape is None:
+        return Tile(x.buf, x.offsets, x.sizes, [k and n != 1 for n, k in zip(x.sizes, x.kept)])
+    return x
 
 
 @_styled(("src",), ())
 def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
     """A DMA that swaps the two axes of a 2-D access (HBM -> SBUF or SBUF -> SBUF): the bytes of
-    ``src`` move once; the tile lands transposed
+    ``src`` move once; the tile lands transposed. Size-1 dimensions do not count: a [n, 1]
+    access landing as [1, n] is a plain DMA of its n elements
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_transpose)."""
     rec = _rec()
     if not isinstance(src, (Tile, HbmView, HbmTensor)):
         raise TraceError(f"nisa.dma_transpose of {src!r}: expected an HBM tensor or a tile")
-    if len(src.shape) != 2 or (axes is not None and tuple(axes) != (1, 0)):
-        raise TraceError(f"nisa.dma_transpose of a {len(src.shape)}-D access (axes={axes}) is not "
+    wide = [n for n in src.shape if n != 1]
+    if len(wide) > 2 or (axes is not None and len(wide) == 2 and tuple(axes) not in ((1, 0),)):
+        raise TraceError(f"nisa.dma_transpose of a {len(wide)}-D access (axes={axes}) is not "
                          "modelled; a 2-D transpose is")
-    out, _ = _result(dst, src.shape[::-1], dtype or src.dtype, "sbuf", "transposed")
-    if isinstance(src, Tile):
-        rec.copy(out, src, transpose=True)
+    if len(wide) <= 1:  # a vector changing orientation: the same elements, one DMA
+        out, _ = _result(dst, tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", "transposed")
+        d, s2 = _squeezed(out, src)
+        rec.dma(d, s2)
         return out
-    landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
-    rec.dma(landed, src)
-    rec.copy(out, landed, transpose=True)
+    out, _ = _result(dst, tuple(wide[::-1]), dtype or src.dtype, "sbuf", "transposed")
+    d, _unused = _squeezed(out, _Shape(tuple(wide[::-1])))
+    s2, _unused = _squeezed(src, _Shape(tuple(wide)))
+    if isinstance(s2, Tile):
+        rec.copy(d, s2, transpose=True)
+        return out
+    landed = rec.alloc(tuple(wide), src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+    rec.dma(landed, s2)
+    rec.copy(d, landed, transpose=True)
     return out
+
+
+class _Shape:
+    """A stand-in with only a shape (to squeeze a view to it)."""
+
+    def __init__(self, shape):
+        self.shape = shape
 
 
 def iota(*args, dst=None, expr=None, pattern=None, offset=0, dtype=None, channel_multiplier=0, **k):
@@ -807,6 +923,7 @@ def _isa() -> dict:
                 reciprocal=reciprocal, memset=memset, dma_copy=dma_copy,
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
+                dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
@@ -888,10 +1005,13 @@ def _pairs(dsts, srcs, what):
     return list(zip(dsts, srcs))
 
 
-def _arrived(dst) -> None:
-    """A collective's destination holds data from other ranks: on chip a value of its own."""
+def _arrived(dst, src=None) -> None:
+    """A collective's destination holds the other ranks' versions of ``src`` (the same tiles of
+    the same tensor, gathered: ``src``'s tile extended to ``dst``'s extent), so a matmul or a
+    store reading it goes on; an HBM destination is written (by the link)."""
     if isinstance(dst, Tile):
-        _rec().memset(dst)
+        ins = [src] if isinstance(src, Tile) and src.buf.binding is not None else []
+        _holds_input(_rec(), dst, ins)
     else:
         t = dst.tensor if isinstance(dst, HbmView) else dst
         t.logical.output = True
@@ -905,7 +1025,7 @@ def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
         c = dst.size // max(1, src.size)
         work_mod.charge(rec, "nki.collectives.all_gather", "link", 0, 0,
                         link_bytes=(c - 1) * _bytes(src))
-        _arrived(dst)
+        _arrived(dst, src)
 
 
 def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
@@ -919,11 +1039,30 @@ def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
     for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
         work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
                         link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
-        _arrived(dst)
+        _arrived(dst, src)
+
+
+def collective_permute_implicit(srcs_by_channel=(), dsts_by_channel=(), replica_group=None, **_):
+    """Each rank sends its sources to the next rank of the ring and receives its destinations:
+    every source's bytes over the link once."""
+    rec = _rec()
+    for srcs, dsts in zip(srcs_by_channel, dsts_by_channel):
+        for dst, src in _pairs(dsts, srcs, "ncc.collective_permute_implicit"):
+            work_mod.charge(rec, "nki.collectives.collective_permute_implicit", "link", 0, 0,
+                            link_bytes=_bytes(src))
+            _arrived(dst, src)
+
+
+def rank_id(*a, **k):
+    """``ncc.rank_id()`` (and the rank a permute step processes): loopsim counts one rank, rank
+    0 (ASSUMED: which rank's slice is read changes offsets, not bytes)."""
+    return 0
 
 
 def _collectives() -> dict:
-    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup)
+    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
+                collective_permute_implicit_current_processing_rank_id=rank_id)
 
 
 # ---------------------------------------------------------------------------------------------

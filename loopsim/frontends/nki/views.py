@@ -222,14 +222,27 @@ def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
 
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
     what = f".ap of {t!r}"
-    for k in ("vector_offset", "scalar_offset"):
-        if kw.get(k) is not None:
-            raise TraceError(f"{what}: {k}= makes the address depend on tensor data (an indirect "
-                             "access): loopsim cannot know which elements are read; not modelled")
+    if kw.get("vector_offset") is not None:
+        raise TraceError(f"{what}: vector_offset= makes the address depend on tensor data (an "
+                         "indirect access): loopsim cannot know which elements are read; not modelled")
     if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
         raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
                          "not modelled")
-    dims, view, order = access.decompose(shape, pattern, offset, what)
+    so = kw.get("scalar_offset")
+    if so is not None:  # a known scalar offset along indirect_dim (an int or a loop index)
+        if not isinstance(so, (int, Sym)) or isinstance(so, bool):
+            raise TraceError(f"{what}: scalar_offset={so!r} is read at run time (a register): the "
+                             "address depends on data; not modelled")
+        d = kw.get("indirect_dim") or 0
+        offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
+    try:
+        dims, view, order = access.decompose(shape, pattern, offset, what)
+    except access.NotABox:
+        if hbm:
+            raise
+        # on chip: a strided or repeated (stride 0) read of the box it covers
+        view = tuple(int(p[1]) for p in pattern)
+        return access.covered(shape, pattern, offset, what), view
     return dims, (order if hbm or order == sorted(order) else tuple(view))
 
 

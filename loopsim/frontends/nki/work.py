@@ -44,7 +44,7 @@ ENGINE_OF: dict[str, tuple[str, str]] = {
 DEFAULT_ENGINE = "vector"
 
 #: calls that do no engine work on tiles (synchronisation, registers, printing): recorded as nothing
-NO_WORK = {"core_barrier", "register_alloc", "register_load", "register_move", "register_store",
+NO_WORK = {"core_barrier", "register_move", "register_store",
            "rand_set_state", "rand_get_state", "set_rng_seed", "device_print", "barrier"}
 
 
