@@ -216,7 +216,7 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
         return "refused", f"LOOPSIM BUG {type(e).__name__}: {e}", time.perf_counter() - t0
     notes = list(rec.notes) + [f"assumed: {x}" for x in getattr(rec, "work", ()) if x.assumed]
     assumed = [n for n in notes if "ASSUMED" in n or n.startswith("assumed") or "stubbed" in n]
-    detail = f"Q={a.counts.hbm_bytes:,} B  W={a.counts.flops:,}  concrete loops {len(rec.concrete)}"
+    detail = f"Q={a.counts.Q:,} B  W={a.counts.flops:,}  concrete loops {len(rec.concrete)}"
     if assumed:
         return "assumed", detail + "; " + " | ".join(assumed), time.perf_counter() - t0
     return "traced", detail, time.perf_counter() - t0

@@ -132,3 +132,11 @@ def test_default_jobs_hands_the_rest_of_a_long_sweep_to_workers(capsys, monkeypa
     assert _json(capsys, argv) == one
     monkeypatch.setattr(parallel, "SERIAL_S", 0.0)  # every sweep "long": one tiling here, five on workers
     assert _json(capsys, argv) == one and len(one) == 6
+
+
+def test_vary_takes_the_shared_grammar(capsys):
+    # TN=128..512:x2 is 128, 256, 512: three rows, as the list would give
+    assert main(["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=128..512:x2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert sorted(dict(r["params"])["TN"] if isinstance(r["params"], list) else r["params"]["TN"]
+                  for r in rows) == [128, 256, 512]

@@ -25,6 +25,8 @@ from tests.test_ops_once import spelled_text
 
 sys.path.insert(0, os.path.dirname(__file__))
 import naive  # noqa: E402
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
 
 TRN2 = hardware.load("trn2-core")
 p = 2  # bf16 bytes
@@ -168,7 +170,7 @@ def _fused_kernel_reference(dims, per_partition):
     prog = program.load("mlp_fused", dims)
     k = prog.stages[0].kernel
     tr = trace.build(k)
-    cost = tr.object_cost(128)
+    cost = tr.object_cost(TRN)
     _, wb, _ = naive.lru(tr.obj.tolist(), tr.write.tolist(), cost.tolist(), per_partition,
                          tr.dead.tolist())
     g = tr.grids["g"]

@@ -27,7 +27,7 @@ def facts(kernel) -> dict:
     """What must agree between a traced kernel and its spec: W, Q, r per tensor, SBUF, PSUM."""
     rep = pipeline.analyze_kernel(kernel, TRN2)
     c, ps = rep.counts, rep.ceilings.psum
-    return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors},
+    return {"W": c.flops, "Q": c.Q, "r": {t.name: t.r for t in c.tensors},
             "written": {t.name: t.write_bytes for t in c.tensors},
             "sbuf_peak": c.residency.peak_bytes, "sbuf_fits": c.residency.fits,
             "psum_banks": ps.needed_banks, "psum_fits": ps.fits}
@@ -153,7 +153,7 @@ def program_facts(prog) -> dict:
     res = pipeline.analyze(prog, TRN2)
     c = res.counts
     psum = [ceilings.compute(s.kernel, TRN2, dtype="bf16").psum for s in prog.stages]
-    return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors
+    return {"W": c.flops, "Q": c.Q, "r": {t.name: t.r for t in c.tensors
                                                   if t.name in ("q", "k", "v", "o")},
             "sbuf_peak": c.residency.peak_bytes, "sbuf_fits": c.residency.fits,
             "psum_banks": [p.needed_banks for p in psum], "psum_fits": [p.fits for p in psum],

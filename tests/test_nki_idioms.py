@@ -27,7 +27,7 @@ TUTORIAL = Path("/work/ext/nki-samples/src/nki_samples/tutorials/matrix_multipli
 def q_of(path, func, **kw):
     k, rec = trace_kernel(str(path), func, **kw)
     prog = k if isinstance(k, program.Program) else program.Program.single(k)
-    return pipeline.analyze(prog, TRN2).counts.hbm_bytes, k, rec
+    return pipeline.analyze(prog, TRN2).counts.Q, k, rec
 
 
 def loops(body):

@@ -279,8 +279,11 @@ def test_trace_file_round_trip(tmp_path):
     assert write.tolist() == [False, True, False, False]
     assert size.tolist() == [8, 4, 2]
     r = replay(obj, write, size, 12, "lru", size)
+    # misses: obj 1 read (4 B fetched), obj 0 write (8 B allocated, no fetch), obj 2 read (2 B,
+    # evicting dirty obj 0: 8 B written back)
     assert replay_summary(r) == dict(
-        policy="lru", capacity=12, requests=4, misses=3, miss_bytes=14, writeback_bytes=8
+        policy="lru", capacity=12, requests=4, misses=3, miss_bytes=14, hbm_read_bytes=4 + 2,
+        allocation_miss_bytes=8, writeback_bytes=8, hbm_bytes=6 + 8
     )
 
 

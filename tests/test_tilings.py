@@ -39,5 +39,5 @@ def test_hand_derived_q(name):
         rep = analyze(spec.load_kernel(name), TRN2)
     except Exception as e:  # a multi-op spec is covered by its own tests
         pytest.skip(str(e))
-    assert rep.counts.hbm_bytes == EXPECTED[name]
+    assert rep.counts.Q == EXPECTED[name]
     assert rep.counts.residency.fits

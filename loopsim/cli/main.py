@@ -34,6 +34,10 @@ COMMANDS = {
     "dma": "DMA transfers of a kernel spec: count, bytes per partition, small-transfer share, the "
            "DMA engines' ceiling",
     "search": "find the tiling to write (tiles, blocks, loop orders, hoisting)",
+    "clockwork": "the Tensor Engine clockwork: an HTML page stepping matmul instructions through "
+                 "the PE array cycle by cycle",
+    "report": "one self-contained HTML page for a kernel: verdict, W and Q, roofline, ceilings, "
+              "SBUF/PSUM, DMA, gap",
 }
 
 

@@ -24,6 +24,7 @@ from loopsim.ir import expr
 from loopsim.base import tomlfile
 from loopsim.base.data import data_dir
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import MATMUL_REFUSED_DTYPES
 from loopsim.ir.kernel import Access, Accumulate, Kernel, Load, Loop, Matmul, Node, Statement, Store, Tensor
 from loopsim.base.limits import MAX_CHIPS, MAX_LNC_CORES, MAX_NEST_DEPTH, MAX_TENSOR_BYTES, MAX_TENSOR_DIMS, check_int
 from loopsim.ir.kernel import walk as _walk
@@ -409,7 +410,8 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
                 step = _int(m.group(3), params, f"{w}: step")
                 try:
                     nodes.append(Loop(m.group(1), extent, step, tuple(body), ln,
-                                      (splits or {}).get(m.group(1), 1)))
+                                      (splits or {}).get(m.group(1), 1),
+                                      symbols=(m.group(2).strip(), m.group(3).strip())))
                 except SpecError as e:
                     raise SpecError(f"{where}: {e}") from None
                 continue
@@ -511,7 +513,6 @@ def _splits(spec: SpecFile, params: Mapping[str, int]) -> dict[str, int]:
 
 #: dtypes the Tensor Engine's matmul does not take as operands (hardware-sources §2: NKI's
 #: nc_matmul takes fp8, bf16, fp16, tf32 and fp32 inputs; no integer types)
-MATMUL_REFUSED_DTYPES = ("int8",)
 
 
 def _check_matmuls(path: str, tensors: tuple[Tensor, ...], body: tuple[Node, ...]) -> None:

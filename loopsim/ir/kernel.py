@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import ELEMENT_BYTES
+from loopsim.ir.codes import ACC, LOAD, PRODUCE, STORE, USE, WRITE_KINDS  # noqa: F401 (event kinds, re-exported)
 
-#: bytes per element of each supported dtype
-DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+#: bytes per element of each tensor dtype (the one dtype table: :mod:`loopsim.base.vocab`)
+DTYPES: dict[str, int] = ELEMENT_BYTES
 
-# Event kinds a statement generates (see trace.py). LOAD/STORE cross HBM as written; USE and
-# PRODUCE touch SBUF only; ACC is an accumulation into an output tile (PSUM), which reads the
-# partial sum back only when the tile was stored before its accumulation finished.
-LOAD, USE, STORE, PRODUCE, ACC = 0, 1, 2, 3, 4
-WRITE_KINDS = (STORE, PRODUCE)
 
 
 def _positive_int(value: object, where: str) -> int:
@@ -204,6 +201,8 @@ class Loop:
     # the loop over physical cores of an LNC split (loopsim.count.lnc.cores_nest): every iteration runs,
     # so a core whose slice is empty still makes the statements that do not index its slice
     spmd: bool = False
+    #: (extent, step) as the source spelled them ("M", "TM"); () when built from numbers
+    symbols: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         where = f"nest line {self.line}" if self.line else f"loop {self.var}"
@@ -244,6 +243,8 @@ class Kernel:
     buffers: tuple[tuple[str, int], ...] = ()
     # engine work outside the op statements (loopsim.ir.ops.EngineWork), from a traced kernel
     work: tuple = ()
+    # facts derived from the fields, computed once per kernel (it is frozen): statements, tensor map
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         where = self.source or f"kernel {self.name}"
@@ -336,12 +337,19 @@ class Kernel:
 
     @property
     def tensor_map(self) -> dict[str, Tensor]:
-        return {t.name: t for t in self.tensors}
+        got = self._derived.get("tensor_map")
+        if got is None:
+            got = self._derived["tensor_map"] = {t.name: t for t in self.tensors}
+        return got
 
-    def statements(self) -> Iterator[tuple[Statement, tuple[Loop, ...]]]:
-        for node, loops in walk(self.body):
-            if not isinstance(node, Loop):
-                yield node, loops
+    def statements(self) -> tuple[tuple[Statement, tuple[Loop, ...]], ...]:
+        """Every statement with its enclosing loops (outer -> inner), in program order; walked once
+        per kernel and kept."""
+        got = self._derived.get("statements")
+        if got is None:
+            got = self._derived["statements"] = tuple(
+                (node, loops) for node, loops in walk(self.body) if not isinstance(node, Loop))
+        return got
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import ENGINES  # noqa: F401 (engines an op may run on; "tensor": matmul only)
 from loopsim.ir.kernel import PRODUCE, USE, Access, Statement
 
-#: engines an op may run on; "tensor" is the Tensor Engine (matmul only)
-ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
 @dataclass(frozen=True, slots=True)

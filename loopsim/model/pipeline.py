@@ -15,18 +15,18 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from loopsim.targets.neuron import ceilings as ceil_mod
-from loopsim.targets.neuron import engines
+from loopsim.targets import ceilings as ceil_mod
 from loopsim.count import lnc
 from loopsim.frontends import spec as spec_mod
 from loopsim.model import verdict as verdict_mod
 from loopsim.count.counts import Counts, Residency, TensorCounts, capacity_units, count, kernel_dtype, \
-    live_buffers, tile_reasons
+    live_buffers
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
 from loopsim.ir.kernel import Matmul
-from loopsim.frontends.program import Intermediate, Program, Stage, count_stage, is_program, program_from
-from loopsim.frontends.program import check_scope as program_check_scope
+from loopsim.frontends.program import Intermediate, Program, Stage, is_program, program_from
+from loopsim.count.stages import count_stage
+from loopsim.count.stages import check_scope as program_check_scope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +91,16 @@ def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split:
                                               for s in prog.stages))
         return prog
     return _single(spec_mod.kernel_from(sf, params), lnc_cores, split, buffers,
-                   ceil_mod.parallel_from(sf))
+                   parallel_from(sf))
+
+
+def parallel_from(spec_file) -> ceil_mod.Parallel | None:
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
+    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
+    from loopsim.frontends.spec import parallel
+
+    p = parallel(spec_file.path, spec_file.data)
+    return None if p is None else ceil_mod.Parallel(*p)
 
 
 def _single(kernel, lnc_cores, split, buffers, parallel) -> Program:
@@ -116,7 +125,7 @@ class StageResult:
     stage: Stage
     counts: Counts
     ceilings: ceil_mod.Ceilings
-    steps: tuple[engines.Step, ...]
+    steps: tuple  # engine steps of the stage's ops (the target's timeline)
     verdict: verdict_mod.Verdict
     sbuf_buffers: tuple[tuple[str, int], ...]  # (tensor, cost) live at the as-written peak
 
@@ -177,7 +186,7 @@ class Analysis:
 
     @property
     def Q(self) -> int:
-        return self.counts.hbm_bytes
+        return self.counts.Q
 
     @property
     def params(self) -> tuple[tuple[str, int], ...]:
@@ -188,7 +197,7 @@ class Analysis:
         return self.program.name
 
     @property
-    def steps(self) -> tuple[engines.Step, ...]:
+    def steps(self) -> tuple:
         return tuple(s for st in self.stages for s in st.steps)
 
     @property
@@ -249,7 +258,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
                               replay=replay, strict=strict))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
-    e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
+    e = Entitlement(total.flops, total.Q, hw.P(dt), hw.bw)
     lb = None
     if prog.is_single:
         from loopsim.count.bound import lower_bound
@@ -262,30 +271,29 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
            where, replay, strict) -> StageResult:
     k = st.kernel
-    reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
+    reasons = [f"tile: {r}" for r in hw.cannot_run(k)]
     if prog.is_single:
         lnc.check_scope(k, hw, allow=allow)
         if lnc.split_loop(k) is not None:
-            c = lnc.count_split(k, policy=policy, capacity=capacity, partitions=hw.partitions)
+            c = lnc.count_split(k, policy=policy, capacity=capacity, target=hw)
         else:
-            c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=trace,
+            c = count(k, policy=policy, capacity=capacity, target=hw, trace=trace,
                       replay=replay)
     else:
         program_check_scope(hw, allow=allow)
         c = count_stage(st, hw, policy=policy, capacity=capacity)
-    ceil = ceil_mod.compute(k, hw, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
-                            link_bw=link_bw, strict=strict)
-    steps = tuple(engines.stage_steps(st, prog.op_map, prog.tensor_map, c, hw, dtype, where)) \
-        if st.ops else ()
+    ceil = hw.ceilings(k, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
+                       link_bw=link_bw, strict=strict)
+    steps = hw.steps(st, prog.op_map, prog.tensor_map, c, dtype, where) if st.ops else ()
     # as written, the buffers live at the peak (one core's program for a split kernel, the
     # program whose peak the residency reports)
     per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
-    buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
+    buffers = live_buffers(per_core, hw)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     res = c.residency
     if not res.fits:
-        unit = " per partition" if res.partitions else ""
+        unit = " per partition" if res.lanes else ""
         top = ", ".join(f"{n} {b:,}" for n, b in buffers[:3])
         reasons.append(f"SBUF: needs {res.peak_cost:,} bytes{unit}, has {res.capacity_cost:,}"
                        + (f"; largest buffers: {top} bytes{unit}" if top else ""))
@@ -297,34 +305,19 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
 
 
 def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:
-    """The DMA engines' ceiling (loopsim/dma.py): bytes over the scope's aggregate DMA bandwidth.
-    ``exact``: from the nest's transfers as written (the busiest core of an LNC split); else Q.
-    Not applied with measured roofs (the measured BW already is the memory side as achieved) or
-    on a sheet without a DMA bandwidth."""
-    if not hw.dma_bw or hw.roofs == "measured":
-        return
-    if exact:
-        from loopsim.targets.neuron import dma
-
-        d = dma.report(k, hw)
-        times["dma"] = d.T
-        share = "<0.1%" if d.small_share < 0.001 else f"{d.small_share:.1%}"
-        small = f"; {share} of them in transfers below {dma.SMALL} B per partition" \
-            if d.small_bytes else ""
-        details["dma"] = (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
-                          f"{hw.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
-                                                         if d.cores > 1 else "") + small)
-    else:
-        times["dma"] = c.hbm_bytes / hw.dma_bw
-        details["dma"] = f"DMA: Q = {c.hbm_bytes:,} bytes at the DMA engines' {hw.dma_bw / 1e9:.4g} GB/s"
+    """The transfer engines' ceiling the target sets (:meth:`Target.dma_time`; none on a flat
+    machine or with measured roofs). ``exact``: from the nest's transfers as written; else Q."""
+    d = hw.dma_time(k, c, exact=exact)
+    if d is not None:
+        times["dma"], details["dma"] = d
 
 
 def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:
     """Seconds each roof and ceiling implies for one kernel, and a line explaining each."""
     P = hw.P(dtype)
-    times = {"compute": c.flops / P, "memory": c.hbm_bytes / hw.bw}
+    times = {"compute": c.flops / P, "memory": c.Q / hw.bw}
     details = {"compute": f"W/P = {c.flops:,} FLOPs at P ({dtype})",
-               "memory": f"Q/BW = {c.hbm_bytes:,} bytes at BW"}
+               "memory": f"Q/BW = {c.Q:,} bytes at BW"}
     if ceil.instructions:
         comb = ceil.get("combined")
         times["tensor_engine"] = comb.T

@@ -59,8 +59,8 @@ def analysis_text(a) -> str:
     lines.append(f"  SBUF ({c.residency.what}, {c.residency.mode}): {sbuf_verdict(a)}")
     if a.lower_bound is not None:
         lb = a.lower_bound
-        lines.append(f"  I/O lower bound     {lb.Q_bytes:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
-                     f"{lb.binding}, S = SBUF + PSUM = {lb.fast_bytes:,} bytes)")
+        lines.append(f"  I/O lower bound     {lb.Q:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
+                     f"{lb.binding}, S = {'SBUF + PSUM' if lb.psum_bytes else 'fast memory'} = {lb.fast_bytes:,} bytes)")
     lines.append("  times (every roof and ceiling; T is the largest):")
     for name, t in a.verdict.times:
         mark = "  <- limit" if name == a.verdict.limit else ""
@@ -129,7 +129,7 @@ def program_lines(a) -> list[str]:
 
     lines = ["", "  schedule: " + " | ".join(f"{s.name} [{', '.join(s.stage.ops)}]" for s in a.stages)]
     for s in a.stages:
-        lines.append(f"    kernel {s.name:<10} Q {s.counts.hbm_bytes:>16,} bytes   "
+        lines.append(f"    kernel {s.name:<10} Q {s.counts.Q:>16,} bytes   "
                      f"T {fmt_time(s.verdict.T):>10} ({s.verdict.limit})   "
                      f"SBUF {s.counts.residency.verdict()}; PSUM {s.ceilings.psum.needed_banks} of "
                      f"{s.ceilings.psum.banks} banks")

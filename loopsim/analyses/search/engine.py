@@ -117,7 +117,7 @@ class Context:
             return 0.0
         t = self.W / self.hw.P(self.dtype)
         if self.lb is not None:
-            t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
+            t = max(t, ev.memory_floor(self.hw, self.lb.Q))
         role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
         if self.shape is not None and set(role) == {"K", "M", "N"}:
             from loopsim.count.lnc import kernel_cores
@@ -164,7 +164,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
     if ctx.tpl.kernel is not None:
         try:
-            check_tiles(kernel, ctx.hw.k_tile_max, ctx.hw.pe_cols, ctx.hw.moving_max, ctx.hw.name)
+            check_tiles(kernel, ctx.hw)
         except SpecError as e:
             return UnitResult(unit.index, 0, 0, 0, str(e), (), ())
     top: list[Cand] = []
@@ -188,9 +188,9 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
-        need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
+        need = ev.loads_cost(ctx.chain, kernel, ctx.hw)
         if need > ctx.capacity:
-            unit_ = " per partition" if ctx.hw.partitions else ""
+            unit_ = " per partition" if ctx.hw.lanes else ""
             return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
                               f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
                               f"{ctx.capacity:,}")
@@ -291,7 +291,7 @@ def units(ctx: Context, groups, blocks):
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
                     k = space.bind(ctx.tpl, values)
-                    if k is not None and working_set(k, ctx.hw.partitions) > cap:
+                    if k is not None and working_set(k, ctx.hw) > cap:
                         ctx.skipped_groups += 1
                         break
             yield Unit(index, tuple(sorted(values.items())), bound)
@@ -310,7 +310,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         if not vals:
             raise InputError(f"--space {name}: no values")
     out = Outcome(p, ctx.values, space.size(ctx.values) * len(ctx.structs),
-                  lower_bound_Q=ctx.lb.Q_bytes if ctx.lb else None,
+                  lower_bound_Q=ctx.lb.Q if ctx.lb else None,
                   structures_searched=p.structures and ctx.chain is not None)
     groups, blocks = plan(ctx)
     stream = units(ctx, groups, blocks)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from loopsim.targets.neuron import ceilings as ceil_mod
 from loopsim.model import verdict as verdict_mod
 from loopsim.count.counts import capacity_units, kernel_dtype, shape_flops
 from loopsim.base.errors import CapacityError
@@ -107,23 +106,23 @@ class ChainModel:
     BW: float
     ceilings: object
     evac_roof: float | None
-    dma_bw: float | None       # the DMA engines' bandwidth, bytes/s (None: no DMA ceiling)
+    transfer_bw: float | None  # the transfer (DMA) engines' bandwidth, bytes/s (None: no such ceiling)
     tile_reasons: tuple[str, ...]
     capacity: int
-    partitions: int | None
+    lanes: int | None  # the target's lanes: costs are bytes per lane (None: bytes)
     compulsory_Q: int
 
 
-def loads_cost(chain: Chain, kernel: Kernel, partitions: int | None) -> int:
+def loads_cost(chain: Chain, kernel: Kernel, target) -> int:
     """SBUF cost of every load's tile at once: all are live in the innermost body, whatever the
     structure, so a binding whose loads exceed SBUF has no feasible structure."""
     from loopsim.ir.kernel import Loop, walk
-    from loopsim.ir.tiles import full_tile, partition_cost
+    from loopsim.ir.tiles import full_tile
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
-    return sum(partition_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables),
-                                        tm[ld.tile.tensor]), tm[ld.tile.tensor], partitions)
+    return sum(target.tile_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables),
+                                          tm[ld.tile.tensor]), tm[ld.tile.tensor])
                for ld in chain.loads)
 
 
@@ -131,31 +130,27 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
                 dtype: str | None = None) -> ChainModel:
     """The model of ``chain`` at the loop sizes of ``kernel`` (the chain's nest, bound clean)."""
     from loopsim.ir.kernel import Loop, walk
-    from loopsim.ir.tiles import full_tile, partition_cost
+    from loopsim.ir.tiles import full_tile
     from loopsim.analyses.search.space import arrange, structures
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
-    parts = hw.partitions
 
     def stmt(s) -> _Stmt:
         t = tm[s.tile.tensor]
         ls = tuple(loops[v] for v in s.tile.variables)
-        return _Stmt(t.bytes, s.tile.variables, partition_cost(full_tile(s.tile, ls, t), t, parts),
+        return _Stmt(t.bytes, s.tile.variables, hw.tile_cost(full_tile(s.tile, ls, t), t),
                      t.elements)
-
-    from loopsim.count.counts import tile_reasons
 
     dt = dtype or kernel_dtype(kernel)
     first = arrange(chain, next(structures(chain)), kernel)
-    ceil = ceil_mod.compute(first, hw, dtype=dt)
+    ceil = hw.ceilings(first, dtype=dt)
     roof = hw.engine_roof(ceil.psum.engine, "fp32") if ceil.psum.engine else None
-    tiles = tuple(f"tile: {r}" for r in tile_reasons(kernel, hw.k_tile_max, hw.pe_cols,
-                                                      hw.moving_max, hw.name))
+    tiles = tuple(f"tile: {r}" for r in hw.cannot_run(kernel))
     return ChainModel(chain, {v: l.trips for v, l in loops.items()},
                       tuple(stmt(s) for s in chain.loads), tuple(stmt(s) for s in chain.stores),
-                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, dma_bw(hw), tiles,
-                      capacity_units(hw, sbuf_bytes), parts, kernel.compulsory_bytes)
+                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, hw.transfer_bw, tiles,
+                      capacity_units(hw, sbuf_bytes), hw.lanes, kernel.compulsory_bytes)
 
 
 def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
@@ -209,8 +204,8 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
     of the arranged kernel; the tests compare them structure by structure)."""
     q = chain_q(m, s) if q is None else q
     times = {"compute": m.W / m.P, "memory": q / m.BW}
-    if m.dma_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
-        times["dma"] = q / m.dma_bw
+    if m.transfer_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
+        times["dma"] = q / m.transfer_bw
     ceil = m.ceilings
     if ceil.instructions:
         times["tensor_engine"] = ceil.get("combined").T
@@ -221,13 +216,13 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
     peak = chain_peak(m, s)
     reasons = list(m.tile_reasons)
     if peak > m.capacity:
-        unit = " per partition" if m.partitions else ""
+        unit = " per partition" if m.lanes else ""
         reasons.append(f"SBUF: needs {peak:,} bytes{unit}, has {m.capacity:,}")
     if not ps.fits:
         reasons.append(f"PSUM: {ps.verdict()}")
     v = verdict_mod.decide(times, {}, reasons)
     T, limit = v.T, v.limit
-    return Verdict(T, limit, not reasons, tuple(reasons), m.W, q, peak * (m.partitions or 1),
+    return Verdict(T, limit, not reasons, tuple(reasons), m.W, q, peak * (m.lanes or 1),
                    m.compulsory_Q, False)
 
 
@@ -235,16 +230,9 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
 # bounds
 
 
-def dma_bw(hw) -> float | None:
-    """The DMA ceiling's bandwidth (bytes/s) as the verdict applies it: none with measured roofs
-    or on a sheet without one."""
-    bw = getattr(hw, "dma_bw", None)
-    return bw if bw and hw.roofs != "measured" else None
-
-
 def memory_floor(hw, q: int) -> float:
     """Seconds moving ``q`` bytes takes at least: over HBM and through the DMA engines."""
-    bw = dma_bw(hw)
+    bw = hw.transfer_bw
     return max(q / hw.bw, q / bw if bw else 0.0)
 
 
@@ -255,15 +243,7 @@ def tensor_engine_floor(hw, dtype: str, m: int, n: int, k: int, kt: int, mt: int
 
     Every instruction holds the array for max(N_i, N_min) cycles and covers K_i M_i N_i <= kt mt N_i
     of the kmn products, so the cycles are at least max(kmn / (kt mt), N_min kmn / (kt mt nt)); the
-    busiest core runs at least 1/cores of them. The clock and dtype factors are those of
-    :mod:`loopsim.targets.neuron.ceilings`; for a clean cover with these tiles the bound is its ``combined``
-    ceiling.
+    busiest core runs at least 1/cores of them (the target's rule: :meth:`Target.matmul_floor`;
+    for a clean cover with these tiles the bound is its ``combined`` ceiling).
     """
-    spec_hw = hw.with_roofs("spec")
-    p_ref = spec_hw.P("bf16")
-    f = spec_hw.P(dtype) / p_ref
-    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
-    slow = max(1.0, f) / f
-    work = m * n * k
-    cycles = max(work / (kt * mt), hw.mm_init_cycles * work / (kt * mt * nt)) / cores
-    return cycles * cycle_s * slow
+    return hw.matmul_floor(dtype, m, n, k, kt, mt, nt, cores)

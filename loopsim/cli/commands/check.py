@@ -17,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("--formula", required=True, metavar="EXPR",
                    help='Q in bytes, e.g. "2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)": numbers, '
                         "parameter names, + - * / // %% **, parentheses, min, max, ceil, floor")
-    p.add_argument("--vary", action="append", default=[], metavar="NAME=LO..HI|V1,V2",
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2|LO..HI[:STEP|:x2]",
                    help="range or list of values to draw a parameter from (repeatable); default: "
                         "1..spec value, tiles: powers of two from spec value/16 to the spec value")
     p.add_argument("--examples", type=int, default=100, metavar="N",

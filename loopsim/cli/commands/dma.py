@@ -11,8 +11,8 @@ from loopsim.cli.commands._common import add_nki_options, dump_json, hardware_of
 def register(sub) -> None:
     p = sub.add_parser("dma", help="DMA transfers of a kernel spec: count, bytes per partition, "
                        "small-transfer share, the DMA engines' ceiling", description=__doc__)
-    p.add_argument("spec", metavar="SPEC", help="a bundled spec name, a .toml path or a kernel "
-                   "PATH.py::FUNCTION")
+    p.add_argument("spec", metavar="SPEC", help="a bundled spec name, a .toml path, or an NKI "
+                   "kernel PATH.py::FUNCTION (EXECUTES that file, as python FILE.py would)")
     p.add_argument("--hardware", "-H", required=True, metavar="NAME",
                    help="hardware sheet name or .toml path")
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",

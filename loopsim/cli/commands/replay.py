@@ -1,7 +1,9 @@
 """``loopsim replay TRACE.npz``: replay an access trace captured elsewhere through the same
 simulator (flat byte capacity; every missed object admitted), for one-to-one comparison with other
 cache simulators. The .npz holds integer arrays ``obj`` and ``size`` (bytes of each request) and
-optionally a boolean ``write``."""
+optionally a boolean ``write``. Byte counts are named apart: ``hbm_read_bytes`` (read misses,
+fetched) and ``allocation_miss_bytes`` (write misses, allocated without a fetch: no HBM traffic)
+make up ``miss_bytes``; ``hbm_bytes`` = HBM reads + write-backs is what crosses HBM."""
 
 from __future__ import annotations
 
@@ -33,10 +35,13 @@ def run(args) -> int:
     res = replay(obj, write, size, args.capacity, args.policy, size=size, chunk=CHUNK)
     d = replayfile.replay_summary(res)
     if args.json:
-        print(dumps(d))
+        print(dumps({**d, "semantics": replayfile.SEMANTICS}))
     else:
         print(f"{args.trace}: {args.policy}, capacity {args.capacity:,} bytes")
-        for k in ("requests", "misses", "miss_bytes", "writeback_bytes"):
-            print(f"  {k:<16}{d[k]:>20,}")
-        print(f"  miss ratio      {d['misses'] / d['requests'] if d['requests'] else 0:>20.4%}")
+        for k in ("requests", "misses"):
+            print(f"  {k:<22}{d[k]:>20,}")
+        for k in ("miss_bytes", "hbm_read_bytes", "allocation_miss_bytes", "writeback_bytes",
+                  "hbm_bytes"):
+            print(f"  {k:<22}{d[k]:>20,}  {replayfile.SEMANTICS[k]}")
+        print(f"  miss ratio            {d['misses'] / d['requests'] if d['requests'] else 0:>20.4%}")
     return 0

@@ -82,6 +82,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, LoadEv) and ev.hoist and not ev.absorbed:
             ev.absorbed = _hoisted(ev)
     whole = _whole_dims(events)
+    _fold_unit_dims(events, rec.notes)
     step: dict = {}
     for ev in events:
         for r in refs(ev):
@@ -248,6 +249,96 @@ def _whole_dims(events) -> list:
                                     LoopVar(f"{lg.name}_k", 1, "whole", ev.line))
                 ev.stationary, ev.moving = spanning(st, ks, v), spanning(mv, km, v)
     return list(made.values())
+
+
+def _raw_refs(ev) -> list:
+    if isinstance(ev, (LoadEv, StoreEv)):
+        return [ev.ref]
+    if isinstance(ev, MatmulEv):
+        return [ev.out, ev.stationary, ev.moving]
+    if isinstance(ev, AccumulateEv):
+        return [ev.out, ev.src]
+    if isinstance(ev, OpEv):
+        return [ev.out, *ev.value.sources]
+    return []
+
+
+def _extent(lg, rs, d: int) -> int:
+    if lg.kind == "hbm":
+        return lg.shape[d]
+    return max(sum(c * (v.trips - 1) for v, c in r.starts[d].terms.items()) + r.starts[d].const +
+               r.sizes[d] for r in rs)
+
+
+def _fold_unit_dims(events, notes: list) -> None:
+    """A loop that moves tiles by S elements in one tensor and by c < S in another, where the
+    second tensor's dimension is walked in tiles of c and another of its dimensions, of S / c
+    elements, is always read whole (``scores_t[i, j, :, :]`` next to ``scores[j, :, i*128 ...]``):
+    that tensor's two dimensions are read as one (the same tiles, the same bytes), so the loop has
+    one step. The tensor's shape in the report shows the merge, and a note says so."""
+    raw, seen = [], set()
+    for ev in events:
+        for r in _raw_refs(ev):
+            if id(r) not in seen:
+                seen.add(id(r))
+                raw.append(r)
+    groups: dict = {}
+    for r in raw:
+        lg = r.logical.find()
+        groups.setdefault(id(lg), (lg, []))[1].append(r)
+    for _ in range(4 * len(groups) + 1):  # each pass folds one pair of dimensions
+        if not _fold_one(raw, groups, notes):
+            return
+
+
+def _fold_one(raw, groups, notes) -> bool:
+    coefs: dict = {}
+    for r in raw:
+        for st in r.starts:
+            for v, c in st.terms.items():
+                coefs.setdefault(v, set()).add(c)
+    top = {v: max(cs) for v, cs in coefs.items() if len(cs) > 1}
+    if not top:
+        return False
+    for lg, rs in groups.values():
+        nd = len(rs[0].starts)
+        if any(len(r.starts) != nd for r in rs):
+            continue
+        for d in range(nd):
+            vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
+            if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
+                continue
+            c = next(iter(vs))[1]
+            bigs = {top[v] for v, _ in vs if v in top}
+            if len(bigs) != 1:
+                continue
+            big = bigs.pop()
+            v = next(v for v, _ in vs if v in top)
+            if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
+                continue
+            for e in range(nd):
+                ext = _extent(lg, rs, e)
+                if e == d or ext * c != big or not all(
+                        not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
+                        for r in rs):
+                    continue
+                for r in rs:
+                    r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
+                    r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
+                if lg.kind == "hbm":
+                    shape = list(lg.shape)
+                    shape[d] *= ext
+                    del shape[e]
+                    lg.shape = tuple(shape)
+                for attr in ("pa_strong", "pa_weak"):
+                    pa = getattr(lg, attr)
+                    if pa is not None:
+                        setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
+                notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
+                             f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
+                             f"tiles by {c} and others' by {big}); the same tiles and bytes")
+                return True
+    return False
 
 
 def _hoisted(ev: LoadEv) -> tuple:

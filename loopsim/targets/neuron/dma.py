@@ -6,7 +6,8 @@ A matmul that accumulates again into an output tile stored before (a store insid
 loop) reads the partial sum back: one more transfer per block read back, found by building the
 trace (only for such nests); on a split kernel those bytes are shared evenly among the cores.
 For each transfer: its bytes and its *bytes per partition* (the free bytes each SBUF partition
-receives: ceil(rows / partitions) × free elements × element bytes, as :func:`tiles.partition_cost`;
+receives: ceil(rows / partitions) × free elements × element bytes, the sheet's tile cost
+(:meth:`loopsim.targets.neuron.sheet.NeuronCore.tile_cost`;
 the whole transfer on a sheet without partitions). Ragged edge tiles have their real sizes.
 
 The ceiling ``T = bytes / dma_bw``: all DMA bytes at the aggregate bandwidth of the scope's DMA
@@ -175,8 +176,7 @@ class DmaReport:
         return out
 
 
-def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, partitions: int | None,
-                cores: Loop | None):
+def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, hw, cores: Loop | None):
     """(bytes per partition, bytes, transfers, core) arrays over one statement's executions
     (:func:`loopsim.count.executions.executions`, grouped: each cell stands for ``transfers``
     executions); ``cores``: the core loop of a split kernel's :func:`loopsim.count.lnc.cores_nest`,
@@ -189,12 +189,7 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, part
     for e in ext:
         elems = elems * e
     nbytes = elems * t.elem_bytes
-    if partitions:
-        rows = np.broadcast_to(ext[t.partition_axis], shape)
-        free = np.where(rows > 0, nbytes // np.maximum(rows, 1), 0)
-        per_part = -(-rows // partitions) * free
-    else:
-        per_part = nbytes
+    per_part = np.broadcast_to(np.asarray(hw.tile_cost(list(ext), t), dtype=np.int64), shape)
     core = np.zeros(shape, dtype=np.int64) if core is None else np.broadcast_to(core, shape)
     return per_part[exists], nbytes[exists], np.broadcast_to(weight, shape)[exists], core[exists]
 
@@ -227,7 +222,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
     for (stmt, loops), (orig, _) in zip(k.statements(), kernel.statements()):
         if not isinstance(stmt, (Load, Store)):
             continue
-        pp, nb, w, core = _executions(stmt, loops, k, edges, hw.partitions, core_loop)
+        pp, nb, w, core = _executions(stmt, loops, k, edges, hw, core_loop)
         vals, inv = np.unique(pp, return_inverse=True)
         counts = np.zeros(vals.size, dtype=np.int64)
         np.add.at(counts, inv.ravel(), w)
@@ -247,7 +242,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
         co = np.concatenate(core_all)
     else:
         pp = nb = wt = co = np.zeros(0, dtype=np.int64)
-    ps = _partial_sums(k, hw.partitions)
+    ps = _partial_sums(k, hw)
     if ps is not None:
         per_stmt.append(ps[0])
         pp, nb, wt = np.concatenate([pp, ps[1]]), np.concatenate([nb, ps[2]]), np.concatenate([wt, ps[3]])
@@ -274,7 +269,7 @@ def report(kernel: Kernel, hw) -> DmaReport:
                      tuple(dist), bw, T, est, cores, busiest)
 
 
-def _partial_sums(k: Kernel, partitions: int | None):
+def _partial_sums(k: Kernel, hw):
     """(Statement, bytes per partition, bytes, weights) of the partial-sum read-backs (each block
     read back ``weight`` times), or None when the nest stores no matmul output inside a loop the
     store does not index (then there are none)."""
@@ -297,7 +292,7 @@ def _partial_sums(k: Kernel, partitions: int | None):
         return None
     gs = grids(k)
     nbytes = np.zeros(objs.size, np.int64)
-    rows = np.ones(objs.size, dtype=np.int64)
+    per_part = np.zeros(objs.size, np.int64)
     for g in gs.values():
         inside = (objs >= g.offset) & (objs < g.offset + g.n_blocks)
         if not inside.any():
@@ -305,8 +300,7 @@ def _partial_sums(k: Kernel, partitions: int | None):
         coords = np.unravel_index(objs[inside] - g.offset, g.counts)
         ext = [np.where(c == n - 1, d - b * c, b) for c, n, d, b in zip(coords, g.counts, g.tensor.shape, g.block)]
         nbytes[inside] = math.prod(ext) * g.tensor.elem_bytes
-        rows[inside] = ext[g.tensor.partition_axis]
-    per_part = -(-rows // partitions) * (nbytes // rows) if partitions else nbytes
+        per_part[inside] = hw.tile_cost(ext, g.tensor)
     vals, inv = np.unique(per_part, return_inverse=True)
     dist = [_dot(counts[inv == j], np.ones(1, dtype=np.int64)) for j in range(vals.size)]
     st = Statement("partial-sum read-backs (matmul accumulating into a stored tile)", 0, "load",
