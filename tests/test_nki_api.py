@@ -37,7 +37,7 @@ def traced(func, args, **kw):
 
 def bytes_of(kernel) -> dict:
     c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.hbm_bytes,
+    return {"W": c.flops, "Q": c.Q,
             **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
@@ -205,7 +205,7 @@ def test_loop_reduce_sums_k_blocks_in_sbuf():
 def test_tensor_reduce_into_a_column_and_tensor_scalar_reduce():
     k = traced("row_softmax", {"x": ((128, 2048), "bf16")})
     rep = pipeline.analyze_kernel(k, TRN2)
-    assert rep.counts.hbm_bytes == 2 * 128 * 2048 * 2
+    assert rep.counts.Q == 2 * 128 * 2048 * 2
     ops = [s for s, _ in k.statements() if hasattr(s, "kind")]
     # max (tensor_reduce into row_max[:, i]) and exp (activation with that bias) of one tile
     assert [o.kind for o in ops] in (["softmax"], ["online_softmax"])
