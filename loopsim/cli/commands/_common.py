@@ -56,6 +56,9 @@ def add_nki_options(p: argparse.ArgumentParser) -> None:
                    help="another argument: a Python literal, never executed (repeatable)")
     g.add_argument("--grid", default=None, metavar="G0[xG1...]", dest="nki_grid",
                    help="the SPMD launch grid (kernel[G0, G1](...))")
+    g.add_argument("--path", action="append", default=[], metavar="DIR", dest="nki_paths",
+                   help="another import root for the kernel's modules, besides its folder and "
+                        "its package's root (repeatable)")
 
 
 def refuse_kernel_reference(ref: str, what: str) -> None:
@@ -72,12 +75,12 @@ def refuse_kernel_reference(ref: str, what: str) -> None:
 
 def kernel_args(args) -> dict:
     """The --arg/--kwarg/--grid options as :func:`loopsim.model.pipeline.load`'s ``kernel_args``."""
-    if not any(getattr(args, k, None) for k in ("nki_args", "nki_kwargs", "nki_grid")):
-        return {"args": {}, "kwargs": {}, "grid": ()}  # as parse_options gives; nki not imported
+    if not any(getattr(args, k, None) for k in ("nki_args", "nki_kwargs", "nki_grid", "nki_paths")):
+        return {"args": {}, "kwargs": {}, "grid": (), "paths": ()}  # as parse_options gives
     from loopsim.frontends.nki.load import parse_options
 
     return parse_options(getattr(args, "nki_args", None), getattr(args, "nki_kwargs", None),
-                         getattr(args, "nki_grid", None))
+                         getattr(args, "nki_grid", None), getattr(args, "nki_paths", None))
 
 
 def add_scope_options(p: argparse.ArgumentParser) -> None:
