@@ -270,9 +270,11 @@ def _run(fn, args, kwargs, grid, rec: Recorder, shown: str, func: str) -> None:
         invoke(fn, call_args, shown, func)
     finally:
         rec.running = False
-    if rec.stack:
-        raise TraceError(f"loop {rec.stack[-1].var.name} was never closed (break or return "
-                         "inside a loop): not modelled")
+    from loopsim.frontends.nki.record import _close_above
+
+    if rec.pending is not None:
+        raise rec.pending
+    _close_above(rec, None)  # loops the kernel returned from: closed as Python left them
 
 
 def invoke(fn, call_args: dict, shown: str, func: str):
