@@ -265,7 +265,7 @@ class _Builder:
         if not isinstance(assumed, bool):
             self.fail(f"{path}.assumed", assumed, "must be true or false")
         if assumed and not assumed_ok:
-            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles")
+            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles and timeline.*")
         reason = node.get("reason", "")
         if assumed and (not isinstance(reason, str) or not reason.strip()):
             self.fail(f"{path}.reason", reason if reason else _MISSING, "must say why the value is assumed")

@@ -179,13 +179,38 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, hw, 
     t = kernel.tensor_map[acc.tensor]
     ext, exists, weight, core, shape = executions(stmt, loops, (acc,), kernel, cores, edges, grouped=True)
     ext = ext[id(acc)]
-    elems = np.ones(shape, dtype=np.int64)
-    for e in ext:
-        elems = elems * e
-    nbytes = elems * t.elem_bytes
-    per_part = np.broadcast_to(np.asarray(hw.tile_cost(list(ext), t), dtype=np.int64), shape)
     core = np.zeros(shape, dtype=np.int64) if core is None else np.broadcast_to(core, shape)
-    return per_part[exists], nbytes[exists], np.broadcast_to(weight, shape)[exists], core[exists]
+    weight = np.broadcast_to(weight, shape)
+    pp_o, nb_o, w_o, c_o = [], [], [], []
+    for axes, n in transfer_parts(ext, getattr(stmt, "chunks", lambda _: ())(t.partition_axis), shape):
+        keep = exists & (n > 0)
+        nb = np.ones(shape, dtype=np.int64) * t.elem_bytes
+        for e in axes:
+            nb = nb * e
+        per_part = np.broadcast_to(np.asarray(hw.tile_cost(list(axes), t), dtype=np.int64), shape)
+        pp_o.append(per_part[keep])
+        nb_o.append(nb[keep])
+        w_o.append((weight * n)[keep])
+        c_o.append(core[keep])
+    return tuple(np.concatenate(x) for x in (pp_o, nb_o, w_o, c_o))
+
+
+def transfer_parts(ext, chunk: tuple[int, ...], shape):
+    """The transfers one execution of a load makes: (extents per axis, transfers of that shape)
+    pairs of arrays broadcast over the executions. ``chunk``: :meth:`Load.chunks` (() one transfer
+    of the tile); a chunked axis of extent E gives E // c transfers of c and one of E % c."""
+    parts = [(list(ext), np.ones(shape, dtype=np.int64))]
+    for axis, c in enumerate(chunk):
+        if not c:
+            continue
+        nxt = []
+        for axes, n in parts:
+            e = np.broadcast_to(axes[axis], shape)
+            full, rest = axes.copy(), axes.copy()
+            full[axis], rest[axis] = np.minimum(e, c), e % c
+            nxt += [(full, n * (e // c)), (rest, n * (e % c > 0))]
+        parts = nxt
+    return parts
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> int:
