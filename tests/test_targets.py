@@ -16,7 +16,8 @@ from loopsim.targets.base import FAMILIES, Target
 TRN2, TOY = hardware.load("trn2-core"), hardware.load("toy")
 MEMBERS = ("name", "family", "scope", "physical_cores", "roofs", "with_roofs", "P", "dtypes", "bw",
            "sbuf_bytes", "accumulator_bytes", "lanes", "tile_cost", "tile_limits", "cannot_run",
-           "ceilings", "steps", "dma_time", "transfer_bw", "matmul_floor")
+           "ceilings", "steps", "dma_time", "transfer_bw", "matmul_floor", "dma_efficiency",
+           "transfer_lines", "engine_lines", "predict")
 
 
 @pytest.mark.parametrize("name", hardware.names())
