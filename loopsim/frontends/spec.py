@@ -79,11 +79,14 @@ _clip = tomlfile.clip
 
 @dataclass(frozen=True, slots=True)
 class SpecFile:
-    """A spec as read from disk, before parameters are bound."""
+    """A spec as read from disk, before parameters are bound. ``tracer``: for a source that is
+    code (an NKI kernel, :mod:`loopsim.frontends.nki.ref`), ``tracer(spec_file, params)`` runs it
+    into an ``ir.Kernel`` or a ``Program``; None for a TOML spec (data, read as it is)."""
 
     path: str
     data: Mapping
     text: str
+    tracer: Callable | None = None
 
     @property
     def params(self) -> dict[str, int | str]:
@@ -246,7 +249,7 @@ def bind_params(spec: SpecFile, sets: Mapping[str, int]) -> dict[str, int]:
         values = expr.resolve(raw, f"{spec.path}: params")
     except expr.ExprError as e:
         raise SpecError(str(e)) from None
-    free = set(spec.data.get("keywords", ())) if "nki" in spec.data else set()
+    free = set(spec.data.get("keywords", ())) if spec.tracer is not None else set()
     for name, v in values.items():
         src = f"--set {name}" if name in sets else f"{spec.path}: params.{name}"
         check_int(v, src, SpecError, what="parameter")

@@ -65,11 +65,8 @@ def read(ref: str, kernel_args: Mapping | None = None, known: Mapping[str, int] 
 def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split: str | None = None,
           buffers: tuple[tuple[str, int], ...] | None = None) -> Program:
     """A read spec bound to ``params`` (see :func:`load`)."""
-    if "nki" in sf.data:  # PATH.py::FUNCTION: traced, EXECUTING the file
-        from loopsim.frontends.nki import ref as nki_ref
-
-        assert nki_ref.is_kernel_file(sf)
-        traced = nki_ref.trace(sf, params)
+    if sf.tracer is not None:  # a source that is code (PATH.py::FUNCTION): traced, EXECUTING it
+        traced = sf.tracer(sf, params)
         if isinstance(traced, Program):
             if lnc_cores is not None or split is not None:
                 raise InputError(f"--lnc/--split: not supported for {sf.path}, whose kernel keeps "
