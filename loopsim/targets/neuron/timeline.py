@@ -219,19 +219,23 @@ class _Core:
         return self.queues[key]
 
 
+#: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
 
 def _region(acc, loops, t, env):
     """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
     the tensor's edge (the execution does not run)."""
-    key = (id(acc), id(loops[-1]) if loops else 0)
+    key = (id(acc), id(t), *map(id, loops))
     geom = _GEOM.get(key)
-    if geom is None or geom[0] is not acc:
-        geom = _GEOM[key] = (acc, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
-                                        for axis, terms in enumerate(acc.index)))
+    if geom is None or geom[0] is not acc or geom[2] is not t or \
+            len(geom[1]) != len(loops) or any(a is not b for a, b in zip(geom[1], loops)):
+        if len(_GEOM) > 1 << 14:
+            _GEOM.clear()
+        geom = _GEOM[key] = (acc, loops, t, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
+                                                  for axis, terms in enumerate(acc.index)))
     st, en = [], []
-    for terms, ext, dim in geom[1]:
+    for terms, ext, dim in geom[3]:
         s = 0
         for v in terms:
             s += env[v]
