@@ -745,7 +745,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     T = fig["T"]
     busy = tuple((k, fig["busy." + k]) for k in ENGINE_ORDER if fig.get("busy." + k, 0.0) > 0)
     top = max((v for _, v in busy), default=0.0)
-    if cut and T < top:
+    clamped = bool(cut) and T < top
+    if clamped:
         # a cut inner loop can shift the bottleneck (its loads stay whole while its compute
         # shrinks), so the makespan's extrapolation can fall below an engine's busy time, which is
         # exact (a sum of durations): the kernel takes at least that
@@ -769,6 +770,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
         share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
             biggest.sched.end[i] - biggest.sched.start[i]
     critical = max(share, key=share.get) if share else ref
+    if clamped:  # the run's critical path is the cut run's; the whole kernel's is the busiest engine
+        critical = max(busy, key=lambda b: b[1])[0]
     return Timeline(kernel.name, T, T_best, fig["serial"], busy, counts, gap, ref, critical,
                     not cut, len(samples), sim, tuple((l.var, l.trips, KEEP) for l in cut), used,
                     tuple(dict.fromkeys(notes)), biggest.sched)
