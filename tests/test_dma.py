@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from loopsim.base.errors import HardwareError
+
 from loopsim.targets.neuron import dma
 from loopsim.targets import hardware
 from loopsim.model import pipeline
@@ -114,12 +116,34 @@ def test_dma_ceiling_is_the_per_core_table(name, per_core):
     assert hw.dma_bw < hw.bw
 
 
-def test_relative_throughput_reads_the_figure():
-    assert dma.relative_throughput(2048) == pytest.approx(0.815)
-    assert dma.relative_throughput(1 << 20) == 1.0
-    assert dma.relative_throughput(16) == pytest.approx(0.016 / 2)
+def test_relative_throughput_reads_the_sheets_curve():
+    # the bundled sheets carry the [S10] figure's bar heights as [dma] throughput, in permille
+    curve = hardware.load("trn2-core").dma_curve
+    assert dma.relative_throughput(2048, curve) == pytest.approx(0.815)
+    assert dma.relative_throughput(1 << 20, curve) == 1.0
+    assert dma.relative_throughput(16, curve) == pytest.approx(0.016 / 2)
     # halfway between 1 KiB and 2 KiB in log2: halfway between the two bar heights
-    assert dma.relative_throughput(2 ** 10.5) == pytest.approx((0.423 + 0.815) / 2)
+    assert dma.relative_throughput(2 ** 10.5, curve) == pytest.approx((0.423 + 0.815) / 2)
+
+
+def test_the_curve_is_sourced_sheet_data(tmp_path):
+    hw = hardware.load("trn1-core")
+    v = hw.value("dma.throughput")
+    assert dict(hw.dma_curve)[4096] == 0.965 and "4096 B 96.5%" in v.value
+    assert v.source.kind == "doc" and v.source.doc == "S10"
+    assert "[S10]" in hw.dma_curve_source
+    text = (hardware._bundled_dir() / "trn1-core.toml").read_text(encoding="utf-8")
+    # without the curve there is no estimate (the ceiling itself does not use it)
+    start = text.index("throughput = {")
+    bare = text[:start] + text[text.index("\n", start) + 1:]
+    p = tmp_path / "bare.toml"
+    p.write_text(bare, encoding="utf-8")
+    r = dma.report(spec.load_kernel("copy"), hardware.load(str(p)))
+    assert r.estimate_s is None and r.T == dma.report(spec.load_kernel("copy"), hw).T
+    # a curve that does not end at the peak is refused, naming the point
+    p.write_text(text.replace("[32768, 1000]", "[32768, 990]"), encoding="utf-8")
+    with pytest.raises(HardwareError, match=r"dma\.throughput\.permille\[10\]\[1\]=990 must be 1000"):
+        hardware.load(str(p))
 
 
 def test_as_dict_round_numbers():

@@ -264,6 +264,8 @@ class Kernel:
     source: str = ""  # file the kernel came from, for error messages
     # buffers a load inside a loop rotates through, per tensor ("*": every tensor); default 1
     buffers: tuple[tuple[str, int], ...] = ()
+    # engine work outside the op statements (loopsim.ir.ops.EngineWork), from a traced kernel
+    work: tuple = ()
     # facts derived from the fields, computed once per kernel (it is frozen): statements, tensor map
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 

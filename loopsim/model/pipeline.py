@@ -345,7 +345,18 @@ def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[d
     if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
         busy.setdefault(ps.engine, []).append(
             (ps.T_evacuate, f"PSUM evacuation ({ps.evacuated_elements:,} elements)"))
+    for w, t in ceil.work:
+        if t is not None:
+            busy.setdefault(w.engine, []).append(
+                (t, f"{w.call} at {w.where} ({w.element_ops:,} element-ops"
+                    + (", ASSUMED)" if w.assumed else ")") if w.engine != "link" else
+                 f"{w.call} at {w.where} ({w.link_bytes * w.executions:,} bytes"
+                    + (", ASSUMED)" if w.assumed else ")")))
     for eng, parts in busy.items():
+        if eng == "link":
+            times["link"] = times.get("link", 0.0) + sum(t for t, _ in parts)
+            details["link"] = "interconnect: " + ", ".join(w for _, w in parts)
+            continue
         if eng == "tensor":  # transposes of op layouts share the PE array with the matmuls
             times["tensor_engine"] = times.get("tensor_engine", 0.0) + sum(t for t, _ in parts)
             details["tensor_engine"] = details.get("tensor_engine", "Tensor Engine") + \
@@ -354,7 +365,7 @@ def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[d
         times[eng] = sum(t for t, _ in parts)
         details[eng] = f"{eng} engine busy: " + ", ".join(w for _, w in parts)
     if ceil.link is not None:
-        times["link"] = ceil.link.T
+        times["link"] = times.get("link", 0.0) + ceil.link.T
         details["link"] = (f"interconnect: {ceil.link.bytes:,} bytes over {ceil.link.chips} chips "
                            f"({ceil.link.over}) at {ceil.link.bw:.4g} B/s")
     return times, details
