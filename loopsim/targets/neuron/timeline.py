@@ -801,8 +801,11 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
     ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
     (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
     when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
-    so)."""
+    so), and with measured roofs (a calibrated sheet's roofs are the achieved times; the
+    timeline's constants are not fitted)."""
     kernel = stage.kernel
+    if hw.roofs == "measured":  # measured roofs already are the kernel's time as achieved (the
+        return None             # DMA ceiling steps aside too); the timeline's constants are not fitted
     fl = transfers_floor(kernel, hw)
     if fl is not None:
         times["dma_transfers"], details["dma_transfers"] = fl
@@ -819,7 +822,8 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
                      Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of)
     except HardwareError:
         return None
-    times["timeline"] = max(t.T, fl[0] if fl else 0.0)
+    # to 12 significant digits: the same schedule summed in another order must tie, not rank
+    times["timeline"] = float(f"{max(t.T, fl[0] if fl else 0.0):.12g}")
     parts = ", ".join(f"{CAUSE_SHORT[k]} {v / t.T:.0%}" for k, v in t.gap if abs(v) >= 0.005 * t.T) if t.T else ""
     details["timeline"] = t.summary() + (f"; the gap to T_best: {parts}" if parts else "")
     return t
