@@ -270,6 +270,8 @@ class _Run:
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.engine_cache: dict = {}
         self.eff: dict[int, float] = {}
+        self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
+        self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
         self.dma_bytes = 0
         self.dma_bytes_core: dict[int, int] = {}
         self.latency = 0.0  # every DMA's fixed cost and every PSUM read's fill (the serial sum's share)
@@ -423,8 +425,10 @@ class _Run:
         reg = _region(stmt.tile, loops, t, env)
         if reg is None:
             return
-        q = cs.q(f"dma:{stmt}", "dma")
-        chunk = stmt.chunks(t.partition_axis)
+        q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
+        chunk = self.chunk_of.get(id(stmt))
+        if chunk is None:
+            chunk = self.chunk_of[id(stmt)] = stmt.chunks(t.partition_axis)
         subs = _chunks(reg, chunk)
         for n, (s0, e0) in enumerate(subs):
             slot = self._slot(cs, stmt, t.name, loops, n)
@@ -461,7 +465,8 @@ class _Run:
         if not waits:
             waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
         dur, _, _ = self._dma_cost([e - s for s, e in zip(*reg)], t, cs.core)
-        i = self.sched.add(cs.q(f"dma:{stmt}", "dma"), dur, waits, pipe=cs.pipe, label=label)
+        name = self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}")
+        i = self.sched.add(cs.q(name, "dma"), dur, waits, pipe=cs.pipe, label=label)
         self._read_done(cs, ents, i)
         cs.execs[label] = cs.execs.get(label, 0) + 1
 
