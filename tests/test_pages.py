@@ -353,7 +353,9 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, spec, extra, hw, meas
         assert_text_shows_value(key, value, t)
     assert page.eval("document.querySelectorAll('figure.roofline svg').length") == 1
     if spec == NKI4:
-        assert text(page, "verdict").startswith("T = 187.2 µs, limited by compute")
+        from loopsim.base.fmt import fmt_time
+
+        assert text(page, "verdict").startswith(f"T = {fmt_time(ent['T'])}, limited by {ent['limit']}")
     if not ent["feasible"]:
         assert "cannot run as written" in text(page, "verdict")
         assert ent["infeasible_reasons"][0] in text(page, "verdict")
