@@ -459,3 +459,10 @@ def test_the_choice_is_never_beaten_by_a_simpler_assignment(kernels):
             assert best.rms <= c.rms + 1e-9
     fit = calibrate.fit(ms, hw)
     assert len(fit.rows) == len(ms) and all(r.predicted_s > 0 for r in fit.rows)
+
+
+def test_too_many_measurements_is_one_line():
+    hw = hardware.load("trn2-core")
+    ms = [calibrate.Measurement(f"k{i}", 0, 10**6, "bf16", 1e-5) for i in range(calibrate.MAX_MEASUREMENTS + 1)]
+    with pytest.raises(calibrate.InputError, match="501 measurements, more than the 500 it fits"):
+        calibrate.fit(ms, hw)
