@@ -242,7 +242,7 @@ def _predict(m: Measurement, bw: int, P: dict[str, int]) -> float:
 
 #: most assignments tried (the product over dtypes of measurements + 1)
 MAX_ASSIGNMENTS = 100_000
-#: most measurements fitted: the leave-one-out refits cost n^3 (300 take about 8 s)
+#: most measurements fitted: the leave-one-out refits cost n^3
 MAX_MEASUREMENTS = 500
 
 
