@@ -47,16 +47,12 @@ from fractions import Fraction
 from pathlib import Path
 
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
 __all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
 #: keys a measurement entry with a spec may have
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
-
-
-#: shortest measured time calibrate fits, seconds: a bound of ours, far below one Tensor Engine
-#: cycle (0.36-0.42 ns at the sheets' 2.4-2.8 GHz); it keeps fitted roofs within float range
-MIN_TIME_S = 1e-12
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +71,9 @@ class Measurement:
             raise InputError(f"{self.label}: W = Q = 0; a measurement must move bytes or do FLOPs")
         if not (isinstance(self.time_s, (int, float)) and math.isfinite(self.time_s) and self.time_s > 0):
             raise InputError(f"{self.label}: time_s={self.time_s!r} must be a positive number of seconds")
-        if self.time_s < MIN_TIME_S:
-            raise InputError(f"{self.label}: time_s={self.time_s!r} is below {MIN_TIME_S:g} s, shorter "
-                             "than one clock cycle (about 0.4 ns): not a time to fit")
+        if not MIN_TIME_S <= self.time_s <= MAX_TIME_S:
+            raise InputError(f"{self.label}: time_s={self.time_s!r} s is outside {MIN_TIME_S:g} .. "
+                             f"{MAX_TIME_S:g} s, the times loopsim takes (see docs/errors.md)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,6 +571,9 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
         raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
+    if not MIN_TIME_S <= t <= MAX_TIME_S:
+        raise InputError(f"{where}.time_s={t!r} s is outside {MIN_TIME_S:g} .. {MAX_TIME_S:g} s, "
+                         "the times loopsim takes (see docs/errors.md)")
     dtype = entry.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
@@ -588,18 +587,9 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
 def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
     """Read a measurements file: a JSON list of entries (or one entry). Kernel references in it
     are refused unless ``allow_kernel_refs`` (see :func:`measurement_of`)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 JSON file") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: malformed JSON: {e}") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise InputError(f"{path}: malformed JSON: {e}") from None
+    from loopsim.base import jsonfile
+
+    data = jsonfile.read(path, path, InputError)
     if isinstance(data, dict) and isinstance(data.get("measurements"), list):
         data = data["measurements"]  # the output of calibrate --json, fed back
     entries = data if isinstance(data, list) else [data]

@@ -59,6 +59,9 @@ def ceilings_dict(c, hw) -> dict:
          "lnc": {"cores": c.cores, "split": c.split, "sheet_physical_cores": hw.physical_cores},
          "psum": c.psum.as_dict(), "link": c.link.as_dict() if c.link else None,
          "lowest_ceiling": low}
+    if c.work:
+        d["engine_work"] = [{**w.as_dict(), "seconds": t} for w, t in c.work]
+        d["assumed"] = [{**w.as_dict(), "seconds": t} for w, t in c.work if w.assumed]
     if c.notes:
         d["ceiling_notes"] = list(c.notes)
     return d
@@ -91,6 +94,17 @@ def _link_roofs(a, d: dict) -> None:
               "rate": e.W / best if best else math.inf, "bound": bound, "binding_roof": bound})
 
 
+def _role(t, a) -> str:
+    """"output" (written to HBM), "input" (read from HBM) or "on-chip" (made and used on chip: a
+    PSUM accumulator, an op's intermediate; never crosses the link)."""
+    if t.output:
+        return "output"
+    made = {op.out for op in getattr(a.program, "ops", ())}
+    if t.name in made or (t.read_bytes == 0 and t.write_bytes == 0):
+        return "on-chip"
+    return "input"
+
+
 def analysis_dict(a) -> dict:
     """Everything ``entitle --json`` prints for an analysis."""
     c, e, hw = a.counts, a.entitlement, a.hardware
@@ -104,7 +118,7 @@ def analysis_dict(a) -> dict:
          "matmul_instructions": c.instructions,
          "tensors": {t.name: {"bytes": t.bytes, "read_bytes": t.read_bytes,
                               "write_bytes": t.write_bytes, "r": t.r,
-                              "role": "output" if t.output else "input"} for t in c.tensors},
+                              "role": _role(t, a)} for t in c.tensors},
          "sbuf": residency_dict(c.residency, _worst_buffers(a))}
     lb = a.lower_bound
     d["lower_bound_Q"] = lb.Q if lb is not None else None
@@ -115,6 +129,9 @@ def analysis_dict(a) -> dict:
         d["psum"] = {"fits": all(s.ceilings.psum.fits for s in a.stages),
                      "kernels": {s.name: s.ceilings.psum.as_dict() for s in a.stages}}
     _link_roofs(a, d)
+    tls = [(s.name, getattr(s, "timeline", None)) for s in a.stages]
+    if any(t is not None for _, t in tls):  # the engine timeline (docs/timeline.md), per kernel
+        d["timeline"] = {n: t.as_dict() for n, t in tls if t is not None}
     # on calibrated roofs: whether T is a prediction (its limit a fitted roof) or still a bound
     from loopsim.model.measured import roof_status
 

@@ -120,6 +120,9 @@ def ceilings_lines(c, indent: str = "  ") -> list[str]:
     if c.psum.engine and c.psum.evacuated_elements:
         lines.append(f"{indent}PSUM evacuation: {c.psum.evacuated_elements:,} elements on "
                      f"{c.psum.engine}, {fmt_time(c.psum.T_evacuate)}, 0 HBM bytes")
+    for w, t in c.work:
+        if not w.assumed:
+            lines.append(f"{indent}engine work: {w}" + (f", {fmt_time(t)}" if t is not None else ""))
     for n in c.notes:
         lines.append(f"{indent}note: {n}")
     return lines

@@ -123,6 +123,13 @@ class Ceilings:
     psum: Psum
     link: Link | None
     notes: tuple[str, ...] = ()
+    # (loopsim.ir.ops.EngineWork, seconds or None when the sheet has no roof for its engine)
+    work: tuple = ()
+
+    @property
+    def assumed(self) -> tuple:
+        """The engine work charged for calls the front end does not model."""
+        return tuple(w for w, _ in self.work if w.assumed)
 
     def get(self, name: str) -> Ceiling:
         for c in self.ceilings:

@@ -108,7 +108,17 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
                             write_bytes=sum(t.write_bytes for t in c.tensors),
-                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile))
+                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile),
+                            predicted_parts=predicted_parts(rep))
+
+
+def predicted_parts(rep) -> tuple[tuple[str, float], ...]:
+    """The timeline's split of the predicted T - T_best into its causes, when the verdict's T is
+    the timeline's (one kernel); () otherwise (the gap table then names the verdict's limit)."""
+    if rep.verdict.limit != "timeline" or len(rep.stages) != 1:
+        return ()
+    t = getattr(rep.stages[0], "timeline", None)
+    return tuple(t.gap) if t is not None else ()
 
 
 def predicted_lines(rep, profile) -> tuple[tuple[int, str, float, str], ...]:

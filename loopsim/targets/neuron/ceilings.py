@@ -280,5 +280,36 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
         out.append(c)
     if hw.roofs == "measured":
         notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    work = _engine_work(kernel, hw, link_bw, notes)
     return Ceilings(dtype, p_ref, W, count, inst_s, cores,
-                    split.var if split else None, tuple(out), ps, ln, tuple(notes))
+                    split.var if split else None, tuple(out), ps, ln, tuple(notes), work)
+
+
+def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
+    """Seconds of each :class:`loopsim.ir.ops.EngineWork` of ``kernel``: element-ops at the
+    engine's roof (elements/s, fp32), link bytes at the link bandwidth; None (with a note) where
+    the sheet has no such roof."""
+    out = []
+    for w in getattr(kernel, "work", ()):
+        t = None
+        if w.engine == "link":
+            bw = link_bw if link_bw is not None else hw.link_bw
+            if bw:
+                t = w.link_bytes * w.executions / bw
+            else:
+                notes.append(f"{w.call} at {w.where}: {w.link_bytes * w.executions:,} link bytes not "
+                             f"costed ({hw.name} has no link.bw; give --link-bw)")
+        elif w.engine == "tensor":  # multiply-adds at the Tensor Engine peak (2 FLOPs each)
+            try:
+                t = 2 * w.element_ops / hw.P("fp8")
+            except (HardwareError, KeyError) as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
+        else:
+            try:
+                t = w.element_ops / hw.engine_roof(w.engine, "fp32")
+            except HardwareError as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
+        if w.assumed:
+            notes.append(f"assumed: {w}")
+        out.append((w, t))
+    return tuple(out)
