@@ -479,3 +479,18 @@ def test_a_calibrated_sheet_gives_back_the_time_it_was_fitted_to(tmp_path, capsy
     d = json.loads(capsys.readouterr().out)
     assert d["limit"] == "memory" and d["T"] == pytest.approx(200e-6, rel=1e-9)
     assert "timeline" not in d["times"] and "dma" not in d["times"]
+
+
+def test_a_sheet_without_a_dma_throughput_curve_still_times(tmp_path, capsys):
+    # a calibrated sheet written before sheets had a [dma] throughput curve: the timeline runs
+    # without derating (as the sheet's dma_efficiency says), one verdict, no traceback
+    src = calibrate.base_text(hardware.load("trn2-core"))[0]
+    lines = src.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("throughput = "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+    old = "\n".join(lines[:start] + lines[end:]).replace('name = "trn2-core"', 'name = "old"', 1)
+    (tmp_path / "old.toml").write_text(old + "\n")
+    assert hardware.load(str(tmp_path / "old.toml")).dma_curve == ()
+    assert main(["entitle", "matmul", "-H", str(tmp_path / "old.toml"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["T"] >= d["T_best"] and d["limit"] in d["times"]
