@@ -133,5 +133,6 @@ def run(args) -> int:
     if failed:
         return 1
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
-          f"--hardware {args.output} --roofs measured, T is a prediction, not a bound")
+          f"--hardware {args.output} --roofs measured, T is a prediction where its limit is a "
+          "fitted roof, and says so where it is not")
     return 0
