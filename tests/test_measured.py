@@ -201,6 +201,12 @@ def test_gap_table_of_a_profiled_copy(tmp_path, capsys):
     assert parts == {k: pytest.approx(v, abs=1e-15) for k, v in want.items()}
     assert sum(parts.values()) == pytest.approx(780e-6 - Q / BW) == pytest.approx(m["gap"])
     assert m["fraction_of_predicted"] == pytest.approx(T_pred / 780e-6)
+    # per engine: the DMA's measured 700 µs of the 780 µs window beside its predicted busy time
+    (dma,) = [r for r in m["engines"] if r["engine"] == "dma"]
+    assert dma["measured_active_share"] == pytest.approx(700 / 780)
+    if d["limit"] == "timeline":  # the timeline's busy time, its share of the predicted T
+        busy = d["timeline"]["copy"]["engines"]["dma"]["busy_s"]
+        assert dma["predicted_busy_s"] == busy and dma["predicted_busy_share"] == pytest.approx(busy / T_pred)
     assert main(["entitle", "copy", "-H", "trn1-core", "--measured", str(f)]) == 0
     out = capsys.readouterr().out
     assert f"gap table           T_best 163.7 µs, predicted T {fmt_time(T_pred)} ({d['limit']}), " \

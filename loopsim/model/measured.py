@@ -634,6 +634,7 @@ class Comparison:
     scale_why: str = ""
     predicted_lines: tuple[tuple[int, str, float, str], ...] = ()
     predicted_parts: tuple[tuple[str, float], ...] = ()  # the timeline's (cause key, s) of T - T_best
+    predicted_busy: tuple[tuple[str, float], ...] = ()  # the timeline's (engine, busy s)
 
     @property
     def T(self) -> float:
@@ -745,15 +746,18 @@ class Comparison:
     # -- engines and the gap ------------------------------------------------------------------
 
     def engine_rows(self) -> list[dict]:
-        """Per engine: predicted busy time (the verdict's, s) and its share of the predicted T,
+        """Per engine: predicted busy time (s: the timeline's busy time when it ran, else the
+        verdict's ceiling for that engine) and its share of the predicted T,
         measured active time (s) and its share of T_measured, and the profiler's own percent."""
         tm = dict(self.times)
+        busy = dict(self.predicted_busy)  # the timeline's busy time per engine, when it ran
         out = []
         if not self.profile.engine_times and not any(
                 x.name.endswith("_active_time_percent") for x in self.profile.percents):
             return out  # nothing measured per engine: no table
         for prefix, vname in ENGINES:
-            pred = tm.get(vname) if vname else None
+            tname = prefix.removesuffix("_engine")  # the timeline's engine names: dma, tensor, ...
+            pred = busy.get(tname) if busy else tm.get(vname) if vname else None
             meas = self.profile.engine_time(prefix)
             theirs = self.percent(f"{prefix}_active_time_percent")
             if pred is None and meas is None and theirs is None:
@@ -990,7 +994,8 @@ class Comparison:
 def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
             write_bytes: int | None = None, verdict=None,
             predicted_lines: tuple[tuple[int, str, float, str], ...] = (),
-            predicted_parts: tuple[tuple[str, float], ...] = ()) -> Comparison:
+            predicted_parts: tuple[tuple[str, float], ...] = (),
+            predicted_busy: tuple[tuple[str, float], ...] = ()) -> Comparison:
     """Set ``profile`` against ``e`` and the ``verdict`` (its T is the prediction; None: hand
     counts, T_best); ``read_bytes``/``write_bytes`` split the nest's Q (optional), so a profile
     giving only one of HBM read/write bytes is still compared; ``predicted_lines``: (source line,
@@ -1026,4 +1031,5 @@ def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
     if verdict is not None:
         pred, limit, times = verdict.T, verdict.limit, tuple(verdict.times)
     return Comparison(e, profile, tuple(d for d in ds if d is not None), pred, limit or "",
-                      times, scale, why, tuple(predicted_lines), tuple(predicted_parts))
+                      times, scale, why, tuple(predicted_lines), tuple(predicted_parts),
+                      tuple(predicted_busy))
