@@ -312,7 +312,10 @@ class _Run:
             ppb, e = nbytes, self.c.dma_engines
         eff = self.eff.get(ppb)
         if eff is None:
-            eff = self.eff[ppb] = relative_throughput(ppb, self.c.dma_curve)
+            # no [dma] throughput curve (a sheet written before it existed): no derating, as
+            # the sheet's own dma_efficiency says
+            eff = self.eff[ppb] = (relative_throughput(ppb, self.c.dma_curve)
+                                   if self.c.dma_curve else 1.0)
         rate = e * self.c.dma_engine_bw * eff
         self.dma_bytes += nbytes
         self.latency += self.c.dma_fixed
