@@ -176,7 +176,7 @@ def test_gap_table_of_a_profiled_copy(tmp_path, capsys):
             "hbm_read_bytes": 67_600_000, "hbm_write_bytes": 67_100_000}
     f = tmp_path / "p.json"
     f.write_text(json.dumps(prof))
-    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--model", "roofline", "--json"])
+    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--json"])
     m = d["measured"]
     T_pred = d["T"]
     assert m["T_best"] == pytest.approx(Q / BW) and m["T_predicted"] == T_pred
