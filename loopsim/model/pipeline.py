@@ -215,8 +215,10 @@ class Analysis:
 
 
 def rank_key(a: Analysis) -> tuple:
-    """Feasible first, then T, then Q, then SBUF peak."""
-    return verdict_mod.rank_key(a.T, a.feasible, a.Q, a.sbuf_peak_bytes)
+    """:func:`loopsim.model.verdict.rank_key` of the analysis."""
+    return verdict_mod.rank_key(a.T, a.feasible, a.Q, a.sbuf_peak_bytes,
+                                dma_estimate_s=a.verdict.dma_estimate_s,
+                                instructions=a.counts.instructions)
 
 
 def program_dtype(prog: Program) -> str:
@@ -281,8 +283,6 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     # program whose peak the residency reports)
     per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
     buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
-    times, details = _times(c, ceil, steps, hw, dtype)
-    _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.partitions else ""
@@ -293,70 +293,21 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         reasons.append(f"PSUM: {ceil.psum.verdict()}")
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
-    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers)
+    dma = _dma(k, hw) if prog.is_single and policy == "as-written" else None
+    v = verdict_mod.kernel_verdict(c.flops, c.hbm_bytes, ceil, steps, hw, dtype, reasons, dma, k)
+    return StageResult(st, c, ceil, steps, v, buffers)
 
 
-def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:
-    """The DMA engines' ceiling (loopsim/dma.py): bytes over the scope's aggregate DMA bandwidth.
-    ``exact``: from the nest's transfers as written (the busiest core of an LNC split); else Q.
-    Not applied with measured roofs (the measured BW already is the memory side as achieved) or
-    on a sheet without a DMA bandwidth."""
-    if not hw.dma_bw or hw.roofs == "measured":
-        return
-    if exact:
-        from loopsim.targets.neuron import dma
+def _dma(k, hw) -> verdict_mod.Dma | None:
+    """The nest's transfers as written (:func:`loopsim.targets.neuron.dma.report`; the busiest core
+    of an LNC split) for the DMA ceiling; None on a sheet without a DMA bandwidth or with measured
+    roofs (the measured BW already is the memory side as achieved)."""
+    if not getattr(hw, "dma_bw", None) or hw.roofs == "measured":
+        return None
+    from loopsim.targets.neuron import dma
 
-        d = dma.report(k, hw)
-        times["dma"] = d.T
-        share = "<0.1%" if d.small_share < 0.001 else f"{d.small_share:.1%}"
-        small = f"; {share} of them in transfers below {dma.SMALL} B per partition" \
-            if d.small_bytes else ""
-        details["dma"] = (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
-                          f"{hw.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
-                                                         if d.cores > 1 else "") + small)
-    else:
-        times["dma"] = c.hbm_bytes / hw.dma_bw
-        details["dma"] = f"DMA: Q = {c.hbm_bytes:,} bytes at the DMA engines' {hw.dma_bw / 1e9:.4g} GB/s"
-
-
-def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:
-    """Seconds each roof and ceiling implies for one kernel, and a line explaining each."""
-    P = hw.P(dtype)
-    times = {"compute": c.flops / P, "memory": c.hbm_bytes / hw.bw}
-    details = {"compute": f"W/P = {c.flops:,} FLOPs at P ({dtype})",
-               "memory": f"Q/BW = {c.hbm_bytes:,} bytes at BW"}
-    if ceil.instructions:
-        comb = ceil.get("combined")
-        times["tensor_engine"] = comb.T
-        low = [x for x in ceil.ceilings if x.factor is not None and x.name != "combined"
-               and x.factor < 1 - 1e-12]
-        details["tensor_engine"] = ("Tensor Engine: " + " x ".join(f"{x.name} {x.factor:.4g}" for x in low)
-                                    + f" = {comb.factor:.4g} of the peak ("
-                                    + "; ".join(x.explanation for x in low) + ")") if low else \
-            f"Tensor Engine instruction time ({comb.explanation})"
-    busy: dict[str, list] = {}
-    for s in steps:
-        if s.kind == "matmul":
-            continue
-        for eng, t in s.engine_seconds:
-            busy.setdefault(eng, []).append((t, f"{s.op} ({s.kind}, {s.elements:,} element-ops)"))
-    ps = ceil.psum
-    if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
-        busy.setdefault(ps.engine, []).append(
-            (ps.T_evacuate, f"PSUM evacuation ({ps.evacuated_elements:,} elements)"))
-    for eng, parts in busy.items():
-        if eng == "tensor":  # transposes of op layouts share the PE array with the matmuls
-            times["tensor_engine"] = times.get("tensor_engine", 0.0) + sum(t for t, _ in parts)
-            details["tensor_engine"] = details.get("tensor_engine", "Tensor Engine") + \
-                "; transposes: " + ", ".join(w for _, w in parts)
-            continue
-        times[eng] = sum(t for t, _ in parts)
-        details[eng] = f"{eng} engine busy: " + ", ".join(w for _, w in parts)
-    if ceil.link is not None:
-        times["link"] = ceil.link.T
-        details["link"] = (f"interconnect: {ceil.link.bytes:,} bytes over {ceil.link.chips} chips "
-                           f"({ceil.link.over}) at {ceil.link.bw:.4g} B/s")
-    return times, details
+    d = dma.report(k, hw)
+    return verdict_mod.Dma(d.T, d.estimate_s, d.transfers, d.bytes, d.cores, d.small_bytes, dma.SMALL)
 
 
 def _sum_counts(prog: Program, results, policy: str) -> Counts:

@@ -61,11 +61,25 @@ class Cand:
     unit: int
     structure: int
     values: tuple[tuple[str, int], ...]
-    verdict: ev.Verdict
+    verdict: ev.Score
+    shape: tuple = ()   # the structure's (loop order, load levels); () when none is searched
 
     @property
     def key(self) -> tuple:
-        return (*self.verdict.key(), self.unit, self.structure)
+        """The verdict's rank key, then the tiling itself (values, loop order, load levels): a
+        full tie goes the same way whatever order the space was walked in."""
+        return (*self.verdict.key(), self.values, self.shape)
+
+
+def _shape(ctx, i: int) -> tuple:
+    s = ctx.structs[i]
+    return () if s is None else (s.order, s.levels)
+
+
+def _cut(score: ev.Score) -> tuple:
+    """What no pruned candidate may beat: (rounded T, rounded DMA estimate) of the N-th best."""
+    k = score.key()
+    return (k[1], k[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +166,7 @@ def context(p: Problem) -> Context:
 
 
 def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
-    """Evaluate every structure of one binding against ``cutoff`` ((rounded T, Q) of the N-th
+    """Evaluate every structure of one binding against ``cutoff`` (:func:`_cut` of the N-th
     best known before the batch; None: nothing known)."""
     p, unit, cutoff = job
     ctx = context(p)
@@ -184,7 +198,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         top.sort(key=lambda x: x.key)
         del top[p.top:]
         if len(top) == p.top:
-            k = (top[-1].verdict.key()[1], top[-1].verdict.Q)
+            k = _cut(top[-1].verdict)
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
@@ -196,26 +210,23 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
                               f"{ctx.capacity:,}")
         m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
         qs = [ev.chain_q(m, s) for s in ctx.structs]
-        lbs = [ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))) for q in qs]
+        # (T, DMA estimate) no structure can beat: the estimate is at least Q at the DMA bandwidth
+        lbs = [(ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))),
+                ev.round_T(q / m.dma_bw) if m.dma_bw else 0.0) for q in qs]
         for i in sorted(range(n_s), key=lambda i: (lbs[i], qs[i], i)):
-            if cut is not None and (lbs[i], qs[i]) > cut:
+            if cut is not None and lbs[i] > cut:
                 break
             verdicts += 1
-            keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i])))
+            keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i]),
+                      _shape(ctx, i)))
     else:
         for i, s in enumerate(ctx.structs):
             k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
             v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
             verdicts += 1
-            keep(Cand(unit.index, i, unit.values, _strip(v)))
+            keep(Cand(unit.index, i, unit.values, v.stripped(), _shape(ctx, i)))
     return UnitResult(unit.index, n_s, verdicts, infeasible, "", tuple(top), tuple(_fronts(found)),
                       why)
-
-
-def _strip(v: ev.Verdict) -> ev.Verdict:
-    """The verdict without its report (reports stay on the worker)."""
-    return ev.Verdict(v.T, v.limit, v.feasible, v.reasons, v.W, v.Q, v.sbuf_peak_bytes,
-                      v.compulsory_Q, v.exact)
 
 
 def _fronts(cands: list[Cand]) -> list[Cand]:
@@ -322,7 +333,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     while pending is not None:
         cutoff = None
         if len(top) >= p.top:
-            cutoff = (top[p.top - 1].verdict.key()[1], top[p.top - 1].verdict.Q)
+            cutoff = _cut(top[p.top - 1].verdict)
             if ev.round_T(pending.bound) > cutoff[0]:
                 break
         batch = [pending] + list(itertools.islice(stream, BATCH - 1))
@@ -387,7 +398,7 @@ def confirm(ctx: Context, c: Cand) -> Cand:
         raise InternalError(f"search: the closed form of {dict(c.values)} structure {c.structure} "
                             f"gives Q={c.verdict.Q:,}, T={c.verdict.T:.6g} s; the exact count gives "
                             f"Q={v.Q:,}, T={v.T:.6g} s")
-    return Cand(c.unit, c.structure, c.values, v)
+    return Cand(c.unit, c.structure, c.values, v, c.shape)
 
 
 def structure_of(ctx: Context, c: Cand) -> dict | None:

@@ -25,33 +25,55 @@ from loopsim.analyses.search.space import Chain, Structure
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the search ranks a tiling by. Seconds, bytes (SBUF peak over all partitions), FLOPs.
-    ``report`` is the exact report when the verdict is exact (None from the closed forms)."""
+class Score:
+    """A tiling as the search ranks it: the verdict ``entitle`` prints
+    (:class:`loopsim.model.verdict.Verdict`, from :func:`loopsim.model.verdict.kernel_verdict`)
+    and the counts its rank key reads. Seconds, bytes (SBUF peak over all partitions), FLOPs.
+    ``report`` is the exact :class:`loopsim.model.pipeline.Analysis` when ``exact`` (None from the
+    closed forms)."""
 
-    T: float
-    limit: str
-    feasible: bool
-    reasons: tuple[str, ...]
+    verdict: verdict_mod.Verdict
     W: int
     Q: int
     sbuf_peak_bytes: int
+    instructions: int
     compulsory_Q: int
     exact: bool
     report: object = None
 
+    @property
+    def T(self) -> float:
+        return self.verdict.T
+
+    @property
+    def limit(self) -> str:
+        return self.verdict.limit
+
+    @property
+    def feasible(self) -> bool:
+        return self.verdict.feasible
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.verdict.reasons
+
     def key(self) -> tuple:
-        """The ranking order: feasible first, then T (to 12 significant digits, so that float
-        noise does not split ties), then Q, then SBUF peak."""
-        return (not self.feasible, round_T(self.T), self.Q, self.sbuf_peak_bytes)
+        """:func:`loopsim.model.verdict.rank_key`: the order ``compare`` ranks by."""
+        v = self.verdict
+        return verdict_mod.rank_key(v.T, v.feasible, self.Q, self.sbuf_peak_bytes,
+                                    dma_estimate_s=v.dma_estimate_s, instructions=self.instructions)
+
+    def stripped(self) -> "Score":
+        """Without its report (reports stay on the worker)."""
+        return Score(self.verdict, self.W, self.Q, self.sbuf_peak_bytes, self.instructions,
+                     self.compulsory_Q, self.exact)
 
 
-def round_T(t: float) -> float:
-    return float(f"{t:.12g}") if math.isfinite(t) else t
+round_T = verdict_mod.round_T
 
 
 def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None) -> Verdict:
+            dtype: str | None = None) -> Score:
     """The exact verdict of a kernel or program on ``hw`` (:func:`loopsim.model.pipeline.analyze`: the
     trace count, or the replay for lru and opt, the entitlement and every ceiling). A tiling SBUF
     cannot run at all is infeasible."""
@@ -62,9 +84,10 @@ def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
     try:
         a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)
     except CapacityError as e:
-        return Verdict(math.inf, "capacity", False, (str(e),), 0, 0, 0, 0, True, None)
-    return Verdict(a.T, a.limit, a.feasible, tuple(a.infeasible_reasons), a.W, a.Q,
-                   a.sbuf_peak_bytes, a.counts.compulsory_bytes, True, a)
+        v = verdict_mod.Verdict(math.inf, "capacity", "", (), (str(e),))
+        return Score(v, 0, 0, 0, 0, 0, True, None)
+    return Score(a.verdict, a.W, a.Q, a.sbuf_peak_bytes, a.counts.instructions,
+                 a.counts.compulsory_bytes, True, a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,6 +135,10 @@ class ChainModel:
     capacity: int
     partitions: int | None
     compulsory_Q: int
+    hw: object
+    dtype: str
+    instructions: int          # matmul instructions (every structure executes the same)
+    throughput: tuple[float, ...]   # per load, then per store: DMA throughput of its tile's size
 
 
 def loads_cost(chain: Chain, kernel: Kernel, partitions: int | None) -> int:
@@ -152,10 +179,15 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
     roof = hw.engine_roof(ceil.psum.engine, "fp32") if ceil.psum.engine else None
     tiles = tuple(f"tile: {r}" for r in tile_reasons(kernel, hw.k_tile_max, hw.pe_cols,
                                                       hw.moving_max, hw.name))
-    return ChainModel(chain, {v: l.trips for v, l in loops.items()},
-                      tuple(stmt(s) for s in chain.loads), tuple(stmt(s) for s in chain.stores),
-                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, dma_bw(hw), tiles,
-                      capacity_units(hw, sbuf_bytes), parts, kernel.compulsory_bytes)
+    from loopsim.targets.neuron.dma import relative_throughput
+
+    lds = tuple(stmt(s) for s in chain.loads)
+    sts = tuple(stmt(s) for s in chain.stores)
+    trips = {v: l.trips for v, l in loops.items()}
+    return ChainModel(chain, trips, lds, sts, shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof,
+                      dma_bw(hw), tiles, capacity_units(hw, sbuf_bytes), parts,
+                      kernel.compulsory_bytes, hw, dt, math.prod(trips.values()),
+                      tuple(relative_throughput(x.cost) for x in lds + sts))
 
 
 def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
@@ -204,20 +236,52 @@ def chain_peak(m: ChainModel, s: Structure) -> int:
     return peak
 
 
-def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
-    """The verdict of the chain arranged as ``s``, from the model alone (equal to :func:`verdict`
-    of the arranged kernel; the tests compare them structure by structure)."""
+def chain_dma(m: ChainModel, s: Structure, q: int) -> verdict_mod.Dma:
+    """The chain's DMA transfers arranged as ``s`` (as :func:`loopsim.targets.neuron.dma.report`
+    counts them): a load runs once per iteration of every loop around it; a store once per
+    iteration of the loops around it, each but the last of a block followed later by a read-back
+    of the same tile; each transfer moves its tile (``cost`` bytes per partition)."""
+    from loopsim.targets.neuron.dma import SMALL as _SMALL
+
+    n = 0
+    slow = 0.0
+    small = 0
+    pos = {v: i + 1 for i, v in enumerate(s.order)}
+    k = len(m.loads)
+    for i, (st, lv) in enumerate(zip(m.loads, s.levels)):
+        depth = pos[lv] if lv else 0
+        reps = _reps(m, s, st, depth)
+        runs = reps * math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
+        n += runs
+        nbytes = st.tensor_bytes * reps
+        slow += nbytes / m.throughput[i]
+        small += nbytes if st.cost < _SMALL else 0
+    for j, st in enumerate(m.stores):
+        depth = _store_depth(s, st)
+        r = _reps(m, s, st, depth)
+        blocks = math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
+        n += (2 * r - 1) * blocks
+        nbytes = st.tensor_bytes * (2 * r - 1)
+        slow += nbytes / m.throughput[k + j]
+        small += nbytes if st.cost < _SMALL else 0
+    return verdict_mod.Dma(q / m.dma_bw, slow / m.dma_bw, n, q, 1, small, _SMALL)
+
+
+def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Score:
+    """The verdict of the chain arranged as ``s`` from the closed forms, through the same
+    :func:`loopsim.model.verdict.kernel_verdict` as ``entitle`` (equal to :func:`verdict` of the
+    arranged kernel; the tests compare them structure by structure). Only the PSUM evacuation,
+    Q, the transfers and the SBUF peak change with the structure."""
+    from dataclasses import replace
+
     q = chain_q(m, s) if q is None else q
-    times = {"compute": m.W / m.P, "memory": q / m.BW}
-    if m.dma_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
-        times["dma"] = q / m.dma_bw
     ceil = m.ceilings
-    if ceil.instructions:
-        times["tensor_engine"] = ceil.get("combined").T
     ps = ceil.psum
     if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
         elems = sum(st.elements * _reps(m, s, st, _store_depth(s, st)) for st in m.stores)
-        times[ps.engine] = elems / m.evac_roof
+        if elems != ps.evacuated_elements:
+            ceil = replace(ceil, psum=replace(ps, evacuated_elements=elems,
+                                              T_evacuate=elems / m.evac_roof))
     peak = chain_peak(m, s)
     reasons = list(m.tile_reasons)
     if peak > m.capacity:
@@ -225,10 +289,9 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
         reasons.append(f"SBUF: needs {peak:,} bytes{unit}, has {m.capacity:,}")
     if not ps.fits:
         reasons.append(f"PSUM: {ps.verdict()}")
-    v = verdict_mod.decide(times, {}, reasons)
-    T, limit = v.T, v.limit
-    return Verdict(T, limit, not reasons, tuple(reasons), m.W, q, peak * (m.partitions or 1),
-                   m.compulsory_Q, False)
+    dma = chain_dma(m, s, q) if m.dma_bw else None
+    v = verdict_mod.kernel_verdict(m.W, q, ceil, (), m.hw, m.dtype, reasons, dma)
+    return Score(v, m.W, q, peak * (m.partitions or 1), m.instructions, m.compulsory_Q, False)
 
 
 # ---------------------------------------------------------------------------------------------
