@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from loopsim.targets import hardware as hw_mod
-from loopsim.count.bound import lower_bound, matmul_shape
+from loopsim.count.bound import lower_bound
 from loopsim.count.counts import check_tiles, kernel_dtype, shape_flops
 from loopsim.base.errors import InputError, InternalError, SpecError
 from loopsim.analyses.search import evaluate as ev
@@ -115,10 +115,20 @@ class Context:
         self.axes = space.index_axes(base) if base is not None else ()
         loop_vars = [v for v, _, _ in self.tpl.loop_text]
         self.distinct_vars = len(set(loop_vars)) == len(loop_vars)
-        self.roles = space.tile_roles(base, self.tpl) if base is not None else {}
-        self.dtype = p.dtype or (kernel_dtype(base) if base is not None else None)
-        self.shape = matmul_shape(base) if base is not None else None
-        self.W = shape_flops(base) if base is not None else 0
+        self.roles = space.tile_roles(base, self.tpl)
+        self.matmuls = space.matmul_tiles(self.tpl)
+        if base is not None:
+            self.dtype = p.dtype or kernel_dtype(base)
+            self.W = shape_flops(base)
+            from loopsim.count.lnc import kernel_cores
+
+            self.cores = kernel_cores(base)
+        else:
+            from loopsim.model.pipeline import program_dtype
+
+            self.dtype = p.dtype or program_dtype(self.tpl.program)
+            self.W = sum(shape_flops(st.kernel) for st in self.tpl.program.stages)
+            self.cores = 1
         self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
         from loopsim.count.counts import capacity_units
 
@@ -126,20 +136,22 @@ class Context:
         self.skipped_groups = 0  # tile sizes whose one instruction does not fit SBUF
 
     def floor(self, tiles: dict[str, int]) -> float:
-        """Seconds no tiling with these tile parameter values can beat."""
-        if self.tpl.kernel is None or self.dtype is None:
-            return 0.0
+        """Seconds no tiling with these tile parameter values can beat: W/P, the I/O lower bound
+        of a matmul-shaped nest through HBM and the DMA engines, and the Tensor Engine floor of
+        every matmul with its tiles (a tile not searched at the sheet's limit), summed over the
+        matmuls of a kernel and the kernels of a program (they run one after another)."""
         t = self.W / self.hw.P(self.dtype)
         if self.lb is not None:
             t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
-        role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
-        if self.shape is not None and set(role) == {"K", "M", "N"}:
-            from loopsim.count.lnc import kernel_cores
-
-            _, m, n, k = self.shape
-            t = max(t, ev.tensor_engine_floor(self.hw, self.dtype, m, n, k, role["K"], role["M"],
-                                              role["N"], kernel_cores(self.tpl.kernel)))
-        return t
+        te = 0.0
+        for mm in self.matmuls:
+            size = {}
+            for role, name in mm.tiles:
+                lim = space.role_limit(role, self.hw) or (mm.k, mm.m, mm.n)["KMN".index(role)]
+                size[role] = tiles.get(name, lim) if name is not None else lim
+            te += ev.tensor_engine_floor(self.hw, self.dtype, mm.m, mm.n, mm.k, size["K"],
+                                         size["M"], size["N"], self.cores)
+        return max(t, te)
 
     def kernel(self, values) -> object:
         return space.bind(self.tpl, dict(values))

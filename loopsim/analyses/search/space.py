@@ -4,7 +4,8 @@ Three pure transforms of :class:`loopsim.ir.kernel.Kernel` define it:
 
 ``bind(template, values)``
     the spec's nest at other parameter values (tile and block sizes); the nest text is parsed once,
-    its loop extents and steps are re-evaluated from their expressions.
+    its loop extents and steps are re-evaluated from their expressions. A program of several ops
+    (``[ops]`` or ``[nest.KERNEL]`` tables) is rebuilt from its text at each point.
 ``arrange(chain, order, levels)``
     a chain nest (every loop body holds at most one loop) with its loops in another order and each
     load at another level. A load may sit in the body of any loop from the innermost loop that
@@ -41,7 +42,8 @@ class Template:
     """A spec read once. ``raw`` holds its parameters as written with ``--set`` applied (ints and
     expression strings), ``dims`` the parameters its tensor shapes name (problem sizes, never
     searched), ``loop_text`` each loop variable's (extent, step) text, ``kernel`` the nest at the
-    spec's own values (None for a program of ops)."""
+    spec's own values (None for a program of ops); for a program, ``program`` at the spec's values
+    and ``stage_text`` each kernel's loop texts."""
 
     ref: str
     spec: spec_mod.SpecFile
@@ -50,6 +52,16 @@ class Template:
     dims: frozenset[str]
     kernel: Kernel | None
     loop_text: tuple[tuple[str, str, str], ...]
+    program: object = None
+    stage_text: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = ()
+
+    @property
+    def kernels(self) -> tuple[tuple[Kernel, tuple[tuple[str, str, str], ...]], ...]:
+        """Every kernel at the spec's values with its loop texts (one for a single nest)."""
+        if self.kernel is not None:
+            return ((self.kernel, self.loop_text),)
+        texts = dict(self.stage_text)
+        return tuple((st.kernel, texts.get(st.name, ())) for st in self.program.stages)
 
     @property
     def params(self) -> dict[str, int]:
@@ -65,6 +77,16 @@ class Template:
                      if isinstance(v, int) and n not in self.dims and n not in fixed)
 
 
+def loop_texts(body: str) -> tuple[tuple[str, str, str], ...]:
+    """(variable, extent text, step text) of every ``for`` header of a nest body, in order."""
+    texts = []
+    for line in body.splitlines():
+        m = spec_mod._FOR.match(line.split("#", 1)[0].strip())
+        if m:
+            texts.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
+    return tuple(texts)
+
+
 def template(ref: str, sets: Mapping[str, int]) -> Template:
     """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters."""
     sf = spec_mod.read(ref)
@@ -75,14 +97,15 @@ def template(ref: str, sets: Mapping[str, int]) -> Template:
                      for d in t.get("shape", []) if isinstance(d, str)
                      for n in expr.parse(d, "shape").names)
     if program_mod.is_program(sf):
-        return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, ())
+        prog = program_mod.program_from(sf, params)
+        nests = sf.data.get("nest", {})
+        stage_text = tuple((st.name, loop_texts(str(nests.get(st.name, {}).get("body", ""))))
+                           for st in prog.stages)
+        return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, (), prog,
+                        stage_text)
     kernel = spec_mod.kernel_from(sf, params)
-    texts = []
-    for line in sf.data["nest"]["body"].splitlines():
-        m = spec_mod._FOR.match(line.split("#", 1)[0].strip())
-        if m:
-            texts.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
-    return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, kernel, tuple(texts))
+    return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, kernel,
+                    loop_texts(sf.data["nest"]["body"]))
 
 
 _EXPRS: dict[str, expr.Expr] = {}
@@ -137,7 +160,7 @@ def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
         return None
     if tpl.kernel is None:
         try:
-            return program_mod.build(tpl.spec, params)
+            return program_mod.program_from(tpl.spec, params)
         except SpecError:
             return None
     sizes = loop_sizes(tpl, params)
@@ -313,34 +336,68 @@ def arrange(chain: Chain, s: Structure, kernel: Kernel | None = None) -> Kernel:
 # parameter values
 
 
-def tile_roles(kernel: Kernel, tpl: Template) -> dict[str, str]:
-    """Free parameters that set a matmul tile: name -> "K", "M" or "N" (the step of the innermost
-    loop of that index of the matmul, when the step is written as the parameter's name)."""
+@dataclass(frozen=True, slots=True)
+class MatmulTiles:
+    """One matmul statement of a kernel: its K, M, N sizes (the batch folded into M) and, per
+    role, the free parameter that is its tile (the step of the innermost loop of that index,
+    written as the parameter's name), or None."""
+
+    kernel: str
+    m: int
+    n: int
+    k: int
+    tiles: tuple[tuple[str, str | None], ...]   # (role, parameter) for K, M, N
+
+
+def matmul_tiles(tpl: Template) -> tuple[MatmulTiles, ...]:
+    """Every matmul statement of every kernel of the spec (at its own values)."""
     from loopsim.ir.tiles import matmul_roles
 
-    step_text = {v: s for v, _, s in tpl.loop_text}
     free = set(tpl.free)
+    out = []
+    for kernel, texts in tpl.kernels:
+        step_text = {v: s for v, _, s in texts}
+        tm = kernel.tensor_map
+        for stmt, loops in kernel.statements():
+            if not isinstance(stmt, Matmul):
+                continue
+            r = matmul_roles(stmt, kernel)
+            step = {l.var: l.step for l in loops}
+            tiles = []
+            for acc, axis, role in ((stmt.stationary, r.k_stationary, "K"),
+                                    (stmt.stationary, r.m_stationary, "M"),
+                                    (stmt.moving, r.n_moving, "N")):
+                terms = [v for v in acc.index[axis] if v in step]
+                name = step_text.get(min(terms, key=lambda v: step[v]), "") if terms else ""
+                tiles.append((role, name if name in free else None))
+            a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
+            batch = math.prod(tm[stmt.out.tensor].shape[o] for _, _, o in r.batch)
+            out.append(MatmulTiles(kernel.name, a.shape[r.m_stationary] * batch,
+                                   b.shape[r.n_moving], a.shape[r.k_stationary], tuple(tiles)))
+    return tuple(out)
+
+
+def tile_roles(kernel: Kernel | None, tpl: Template) -> dict[str, str]:
+    """Free parameters that set a matmul tile: name -> "K", "M" or "N" (the first role it has in
+    any matmul of any kernel of the spec; see :func:`matmul_tiles`)."""
     out: dict[str, str] = {}
-    for stmt, loops in kernel.statements():
-        if not isinstance(stmt, Matmul):
-            continue
-        r = matmul_roles(stmt, kernel)
-        step = {l.var: l.step for l in loops}
-        for acc, axis, role in ((stmt.stationary, r.k_stationary, "K"),
-                                (stmt.stationary, r.m_stationary, "M"),
-                                (stmt.moving, r.n_moving, "N")):
-            terms = acc.index[axis]
-            if terms:
-                inner = min(terms, key=lambda v: step[v])
-                name = step_text.get(inner, "")
-                if name in free:
-                    out.setdefault(name, role)
+    for mt in matmul_tiles(tpl):
+        for role, name in mt.tiles:
+            if name is not None:
+                out.setdefault(name, role)
     return out
 
 
 def role_limit(role: str, hw) -> int | None:
     """The sheet's limit on a matmul tile of ``role`` (None when the sheet has none)."""
     return {"K": hw.k_tile_max, "M": hw.pe_cols, "N": hw.moving_max}[role]
+
+
+def tile_limit(tpl: Template, name: str, hw) -> int | None:
+    """The tightest sheet limit over every matmul tile role parameter ``name`` plays."""
+    lims = [role_limit(role, hw) for mt in matmul_tiles(tpl) for role, n in mt.tiles if n == name]
+    lims = [x for x in lims if x]
+    return min(lims) if lims else None
 
 
 def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
@@ -357,10 +414,9 @@ def default_values(tpl: Template, hw) -> dict[str, tuple[int, ...]]:
     other up to the largest problem size."""
     params = tpl.params
     top = max((params[d] for d in tpl.dims if d in params), default=1)
-    roles = tile_roles(tpl.kernel, tpl) if tpl.kernel is not None else {}
     out = {}
     for name in tpl.free:
-        lim = role_limit(roles[name], hw) if name in roles else None
+        lim = tile_limit(tpl, name, hw)
         out[name] = powers_of_two(1, min(lim, top) if lim else top)
     return out
 
