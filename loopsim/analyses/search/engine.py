@@ -45,6 +45,8 @@ class Problem:
     dtype: str | None = None
     structures: bool = True              # search loop orders and load placements
     top: int = 10
+    kernel_args: tuple = ((), (), None)  # a kernel reference's --arg, --kwarg, --grid strings
+    buffers: tuple[tuple[str, int], ...] | None = None   # --buffers for every point
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,12 @@ class Context:
     def __init__(self, p: Problem):
         self.problem = p
         self.hw = hw_mod.load(p.hardware)
-        self.tpl = space.template(p.spec, dict(p.sets))
+        kargs = None
+        if any(p.kernel_args):
+            from loopsim.frontends.nki.load import parse_options
+
+            kargs = parse_options(*p.kernel_args)
+        self.tpl = space.template(p.spec, dict(p.sets), kargs)
         self.values = space.space_values(self.tpl, self.hw, list(p.space))
         self.user = set(space.parse_space(list(p.space), self.tpl))
         base = self.tpl.kernel
@@ -111,7 +118,9 @@ class Context:
             self.structs = (space.as_written(self.chain),)
         else:
             self.structs = (None,)
-        self.fast = self.chain is not None and ev.fast_claims(self.chain, p.policy)
+        # the closed forms count one buffer per load
+        self.fast = self.chain is not None and ev.fast_claims(self.chain, p.policy) and \
+            p.buffers is None and space.BUFFERS not in self.values
         self.axes = space.index_axes(base) if base is not None else ()
         loop_vars = [v for v, _, _ in self.tpl.loop_text]
         self.distinct_vars = len(set(loop_vars)) == len(loop_vars)
@@ -154,7 +163,11 @@ class Context:
         return max(t, te)
 
     def kernel(self, values) -> object:
-        return space.bind(self.tpl, dict(values))
+        """The kernel (or program) at ``values``, with the buffers asked for (the searched
+        ``buffers`` value, else ``--buffers``)."""
+        params, n = space.split_buffers(self.tpl, dict(values))
+        buffers = (("*", n),) if n is not None else self.problem.buffers
+        return space.with_buffers(space.bind(self.tpl, params), buffers)
 
     def arranged(self, values, structure: int):
         k = self.kernel(values)
@@ -299,7 +312,7 @@ def units(ctx: Context, groups, blocks):
         for combo in space.combos(blocks, ctx.values):
             values = {**tile_vals, **combo}
             if ctx.tpl.kernel is not None:
-                params = space.resolve(ctx.tpl, values)
+                params = space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])
                 sizes = space.loop_sizes(ctx.tpl, params)
                 if sizes is None:
                     continue
@@ -308,12 +321,12 @@ def units(ctx: Context, groups, blocks):
                         if not space.clean_sizes(ctx.axes, sizes):
                             continue
                     else:
-                        k = space.bind(ctx.tpl, values)
+                        k = ctx.kernel(values)
                         if k is None or not space.clean(k):
                             continue
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
-                    k = space.bind(ctx.tpl, values)
+                    k = ctx.kernel(values)
                     if k is not None and working_set(k, ctx.hw.partitions) > cap:
                         ctx.skipped_groups += 1
                         break

@@ -32,6 +32,7 @@ from loopsim.ir import expr
 from loopsim.frontends import program as program_mod
 from loopsim.frontends import spec as spec_mod
 from loopsim.base.errors import InputError, SpecError
+from loopsim.base.limits import check_int
 from loopsim.ir.kernel import Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
 
 Program = program_mod.Program
@@ -54,6 +55,11 @@ class Template:
     loop_text: tuple[tuple[str, str, str], ...]
     program: object = None
     stage_text: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = ()
+
+    @property
+    def is_reference(self) -> bool:
+        """A kernel reference ``PATH.py::FUNCTION`` (traced; only its parameters are searched)."""
+        return "nki" in self.spec.data
 
     @property
     def kernels(self) -> tuple[tuple[Kernel, tuple[tuple[str, str, str], ...]], ...]:
@@ -87,8 +93,23 @@ def loop_texts(body: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(texts)
 
 
-def template(ref: str, sets: Mapping[str, int]) -> Template:
-    """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters."""
+def template(ref: str, sets: Mapping[str, int], kernel_args: Mapping | None = None) -> Template:
+    """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters. A kernel
+    reference ``PATH.py::FUNCTION`` (inputs in ``kernel_args``, as
+    :func:`loopsim.model.pipeline.load`) is traced at its own values, EXECUTING the file; its
+    integer keyword parameters are what a search varies."""
+    if "::" in ref:
+        from loopsim.model import pipeline
+
+        sf = pipeline.read(ref, kernel_args, dict(sets))
+        if "nki" in sf.data:
+            params = spec_mod.bind_params(sf, dict(sets))
+            prog = pipeline.build(sf, params)
+            raw = dict(sf.params)
+            raw.update(sets)
+            dims = frozenset(d for shape, _ in sf.data["nki"]["args"].values() for d in shape
+                             if isinstance(d, str))
+            return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, (), prog)
     sf = spec_mod.read(ref)
     params = spec_mod.bind_params(sf, dict(sets))
     raw = sf.params
@@ -160,6 +181,10 @@ def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
         return None
     if tpl.kernel is None:
         try:
+            if tpl.is_reference:  # traced again at these values: EXECUTES the kernel file
+                from loopsim.model import pipeline
+
+                return pipeline.build(tpl.spec, params)
             return program_mod.program_from(tpl.spec, params)
         except SpecError:
             return None
@@ -416,9 +441,20 @@ def default_values(tpl: Template, hw) -> dict[str, tuple[int, ...]]:
     top = max((params[d] for d in tpl.dims if d in params), default=1)
     out = {}
     for name in tpl.free:
+        if tpl.is_reference:  # a traced kernel: each point is a trace, so near its own value
+            v = params[name]
+            out[name] = powers_of_two(max(1, v // REFERENCE_SPAN), v * REFERENCE_SPAN)
+            continue
         lim = tile_limit(tpl, name, hw)
         out[name] = powers_of_two(1, min(lim, top) if lim else top)
     return out
+
+
+#: a kernel reference's integer keyword parameter is searched over the powers of two from its
+#: default / 8 to its default x 8 unless ``--space`` says otherwise
+REFERENCE_SPAN = 8
+#: most points (parameter combinations) a search space may have, before structures
+MAX_POINTS = 10**8
 
 
 def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, ...]]:
@@ -431,9 +467,9 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
         name, text = name.strip(), text.strip()
         if not eq or not name.isidentifier() or not text:
             raise InputError(f"--space {item}: expected NAME=INT,INT,... or NAME=LO..HI")
-        if name not in names:
+        if name not in names and name != BUFFERS:
             raise InputError(f"--space {name}: {tpl.spec.path} has no parameter {name}; it has: "
-                             f"{', '.join(names)}")
+                             f"{', '.join(names)} (and {BUFFERS}: SBUF buffers per load)")
         if name in dict(tpl.sets):
             raise InputError(f"--space {name} and --set {name} both given; use one")
         if name in out:
@@ -442,6 +478,7 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
             if ".." in text:
                 lo_t, _, hi_t = text.partition("..")
                 lo, hi = int(lo_t.replace("_", "")), int(hi_t.replace("_", ""))
+                check_int(hi, f"--space {name}", InputError)
                 if lo > hi:
                     raise InputError(f"--space {name}={text}: {lo} > {hi}")
                 vals = sorted({lo, hi, *powers_of_two(lo, hi)})
@@ -452,15 +489,44 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
         for v in vals:
             if v <= 0:
                 raise InputError(f"--space {name}={text}: {v} must be > 0")
+            check_int(v, f"--space {name}", InputError)
         out[name] = tuple(dict.fromkeys(vals))
     return out
+
+
+#: the --space name of the buffers every load inside a loop rotates through (1: none, 2: double
+#: buffering), searched like a parameter (a spec parameter of that name takes precedence)
+BUFFERS = "buffers"
+
+
+def with_buffers(k, buffers: tuple[tuple[str, int], ...] | None):
+    """A kernel or program whose loads rotate through ``buffers`` (None: as the spec says)."""
+    if buffers is None or k is None:
+        return k
+    if isinstance(k, Kernel):
+        return replace(k, buffers=buffers)
+    return replace(k, stages=tuple(replace(st, kernel=replace(st.kernel, buffers=buffers))
+                                   for st in k.stages))
+
+
+def split_buffers(tpl: Template, values: Mapping[str, int]) -> tuple[dict, int | None]:
+    """(the parameter values, the searched buffer count or None)."""
+    if BUFFERS in values and BUFFERS not in tpl.spec.params:
+        rest = {k: v for k, v in values.items() if k != BUFFERS}
+        return rest, values[BUFFERS]
+    return dict(values), None
 
 
 def space_values(tpl: Template, hw, items: list[str] | None) -> dict[str, tuple[int, ...]]:
     """The values of every searched parameter: the defaults, with ``--space`` replacing some."""
     vals = default_values(tpl, hw)
     vals.update(parse_space(items, tpl))
-    return {n: v for n, v in vals.items() if v}
+    vals = {n: v for n, v in vals.items() if v}
+    if size(vals) > MAX_POINTS:
+        raise InputError(f"--space: {size(vals):,} points ({' x '.join(str(len(v)) for v in vals.values())}"
+                         f" values of {', '.join(vals)}) exceed the {MAX_POINTS:,} a search walks; "
+                         "narrow some with --space or fix some with --set")
+    return vals
 
 
 def combos(names: tuple[str, ...], vals: Mapping[str, tuple[int, ...]]) -> Iterator[dict[str, int]]:
