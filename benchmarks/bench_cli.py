@@ -4,7 +4,8 @@ Prints figures; asserts nothing. Each command runs in a fresh interpreter and is
 seconds (user + system: on a shared machine wall time mostly measures the other tenants) and, in a
 second table, its wall seconds (what a user waits for on an idle machine); warm figures are the
 median of --repeat runs after one warm-up (numba's cache and .pyc files in place), cold figures
-the first run with an empty numba cache and no .pyc files (what a fresh install meets).
+the first run with an empty numba cache and loopsim's own .pyc files absent (a fresh copy of the
+tree), the dependencies' .pyc in place as ``pip install`` leaves them: what a fresh install meets.
 PYTHONDONTWRITEBYTECODE is removed from the children's environment: with it set, every "warm" run
 would compile loopsim from source again, which no installed copy does. The child runs what the
 ``loopsim`` console script runs, ``main()`` reading ``sys.argv``:
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,9 +66,11 @@ def figures(root: str, repeat: int) -> dict[str, tuple[float, float]]:
         runs = [once(root, argv) for _ in range(repeat)]
         out[name] = tuple(statistics.median(r[i] for r in runs) for i in (0, 1))
     for name in COLD:
-        with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as pyc_dir:
-            out["cold: " + name] = once(root, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir,
-                                                               "PYTHONPYCACHEPREFIX": pyc_dir})
+        with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as fresh:
+            for part in ("loopsim", "tilings", "hardware"):
+                shutil.copytree(os.path.join(root, part), os.path.join(fresh, part),
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            out["cold: " + name] = once(fresh, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir})
     return out
 
 
@@ -79,8 +83,8 @@ def main() -> int:
     before = figures(old, args.repeat)
     after = figures(ROOT, args.repeat)
     for i, what in enumerate(("CPU seconds (user + system; ", "wall seconds (")):
-        print(f"whole process, {what}median of {args.repeat} warm; cold = empty numba cache and no "
-              f".pyc); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "
+        print(f"whole process, {what}median of {args.repeat} warm; cold = empty numba cache, "
+              f"fresh copy of loopsim); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "
               f"{args.before}, after = working tree")
         table([(k, before[k][i], after[k][i], "s") for k in after])
     return 0

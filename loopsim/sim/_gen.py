@@ -53,9 +53,10 @@ _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
 
 # One compiled function: every table and counter int64, ids int32 (int64 past 2**31 objects),
-# kinds int8. ``axes`` and ``terms`` are None for a nest whose statements are all simple (no
-# tile past an edge, no ragged matmul, one block per request): numba then prunes the code that
-# reads them, and that smaller variant is what most nests compile on a cold start.
+# kinds int8. ``general`` is False for a nest whose statements are all simple (no tile past an
+# edge, no ragged matmul, one block per request): the walker then skips the code that reads
+# ``axes`` and ``terms``. A runtime flag, not a None argument, so every nest shares one compiled
+# variant (a None variant cost a second compile of the walker on a cold start: ~2 s CPU).
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -81,12 +82,12 @@ def _emit(o, kind, zeroed, skip, last_kind, obj_out, kind_out, n):
 
 
 @njit(cache=True, nogil=True)
-def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt, ival,
+def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, rows, cnt, ival,
          last_kind, st, scratch, obj_out, kind_out):
     """Emit the next requests into ``obj_out``/``kind_out`` (up to their length). Returns how
     many; the trace is finished when ``st[0] == code.shape[0]``. ``scratch``: int64, at least
-    as long as the most rows of a fast loop and the most dimensions of an access. ``axes`` and
-    ``terms``: None when the nest needs no statement-level checks (``Nest.general`` False)."""
+    as long as the most rows of a fast loop and the most dimensions of an access. ``general``: the
+    nest needs statement-level checks (``Nest.general``); else ``axes`` and ``terms`` are unread."""
     cap = obj_out.shape[0]
     nops = code.shape[0]
     n = 0
@@ -178,7 +179,7 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt
         pc += 1
         a0 = stmts[s, 0]
         a1 = stmts[s, 1]
-        if axes is not None and stmts[s, 3]:  # a tile starting past its tensor's edge: not run
+        if general and stmts[s, 3]:  # a tile starting past its tensor's edge: not run
             ok = True
             for a in range(a0, a1):
                 for x in range(accs[a, 3], accs[a, 4]):
@@ -192,7 +193,7 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt
         mm = stmts[s, 4]
         if mm:
             e = stmts[s, 11]
-            if axes is not None and mm == 2:  # ragged: the instruction covers what lies inside
+            if general and mm == 2:  # ragged: the instruction covers what lies inside
                 e = 2
                 for j in range(3):
                     x = stmts[s, 5 + j]
@@ -216,7 +217,7 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt
             x0 = accs[a, 3]
             x1 = accs[a, 4]
             total = 1
-            if axes is None or accs[a, 5]:  # one block per tile: id linear in the loop counters
+            if not general or accs[a, 5]:  # one block per tile: id linear in the loop counters
                 for t in range(accs[a, 6], accs[a, 7]):
                     base += cnt[lin[t, 0]] * lin[t, 1]
             else:
@@ -230,7 +231,7 @@ def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt
                     total *= axes[x, 5]
             for e in range(total):
                 o = base
-                if axes is not None and total > 1:  # e-th block, last axis fastest; past the edge: skip
+                if general and total > 1:  # e-th block, last axis fastest; past the edge: skip
                     r = e
                     valid = True
                     for x in range(x1 - 1, x0 - 1, -1):

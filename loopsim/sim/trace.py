@@ -423,8 +423,8 @@ class Walker:
     def fill(self, obj: np.ndarray, kind: np.ndarray) -> int:
         """Write the next requests into ``obj``/``kind`` (at most their length); return how many."""
         ns = self.nest
-        axes, terms = (ns.axes, ns.terms) if ns.general else (None, None)
-        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, axes, terms,
+        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, ns.general,
+                                  ns.axes, ns.terms,
                                   ns.lin, ns.fast, ns.rows, self.cnt, self.ival, self.last_kind,
                                   self.st, self.scratch, obj, kind))
 
