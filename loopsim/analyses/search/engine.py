@@ -30,6 +30,8 @@ from loopsim.analyses.search import pareto, space
 
 #: units per batch; fixed, so that pruning does not depend on the number of workers
 BATCH = 16
+#: most tilings ``--top`` may ask for (each is confirmed by the exact count)
+MAX_TOP = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ class UnitResult:
     top: tuple[Cand, ...]
     front: tuple[Cand, ...]
     why_infeasible: str = ""   # one reason, when some structure is infeasible
+    pruned: bool = False       # its bound could not reach the N-th best: not evaluated
 
 
 class Context:
@@ -142,7 +145,12 @@ class Context:
         from loopsim.count.counts import capacity_units
 
         self.capacity = capacity_units(self.hw, p.sbuf_bytes)
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counts :func:`units` keeps (one search at a time per process)."""
         self.skipped_groups = 0  # tile sizes whose one instruction does not fit SBUF
+        self.seen = self.not_tilings = self.unfit = 0
 
     def floor(self, tiles: dict[str, int]) -> float:
         """Seconds no tiling with these tile parameter values can beat: W/P, the I/O lower bound
@@ -197,7 +205,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
     ctx = context(p)
     n_s = len(ctx.structs)
     if cutoff is not None and ev.round_T(unit.bound) > cutoff[0]:
-        return UnitResult(unit.index, 0, 0, 0, "", (), ())
+        return UnitResult(unit.index, 0, 0, 0, "", (), (), pruned=True)
     kernel = ctx.kernel(unit.values)
     if kernel is None:
         return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
@@ -286,6 +294,25 @@ class Outcome:
     front_q: list = field(default_factory=list)
     lower_bound_Q: int | None = None
     structures_searched: bool = True
+    points: int = 0              # parameter points of the space (each x its structures)
+    structures: int = 1          # structures per point
+    pruned_floor: int = 0        # points whose floor (W/P, I/O bound, Tensor Engine) could not win
+    pruned_structure: int = 0    # candidates whose Q (through HBM and the DMA) could not win
+    not_tilings: int = 0         # points skipped: a step above its extent, or (default values) not dividing it
+    unfit: int = 0               # points skipped: one instruction's tiles exceed SBUF
+    invalid: int = 0             # points refused: tiles beyond the sheet's limits, a kernel's own check
+    runner_ups: list = field(default_factory=list)   # best of other tilings (other values), confirmed
+    W_over_P: float = 0.0        # seconds
+    T_lower_bound_Q: float | None = None   # the I/O lower bound's time through HBM and the DMA
+
+    def accounting(self) -> dict:
+        """Where every point of the space went (points; ``pruned_structure`` in candidates)."""
+        return {"points": self.points, "structures_per_point": self.structures,
+                "candidates": self.space_size, "evaluated_in_full": self.verdicts,
+                "infeasible": self.infeasible,
+                "pruned_by_floor": self.pruned_floor, "pruned_by_structure_bound": self.pruned_structure,
+                "skipped_not_tilings": self.not_tilings, "skipped_instruction_exceeds_sbuf": self.unfit,
+                "refused": self.invalid}
 
 
 def plan(ctx: Context):
@@ -307,28 +334,35 @@ def units(ctx: Context, groups, blocks):
 
     index = 0
     cap = capacity_units(ctx.hw, ctx.problem.sbuf_bytes)
+    n_block = space.size({b: ctx.values[b] for b in blocks})
     for _, _, bound, tile_vals in groups:
         first = True
-        for combo in space.combos(blocks, ctx.values):
+        for j, combo in enumerate(space.combos(blocks, ctx.values)):
+            ctx.seen += 1
             values = {**tile_vals, **combo}
             if ctx.tpl.kernel is not None:
                 params = space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])
                 sizes = space.loop_sizes(ctx.tpl, params)
                 if sizes is None:
+                    ctx.not_tilings += 1
                     continue
                 if not (ctx.user & values.keys()):
                     if ctx.distinct_vars:
                         if not space.clean_sizes(ctx.axes, sizes):
+                            ctx.not_tilings += 1
                             continue
                     else:
                         k = ctx.kernel(values)
                         if k is None or not space.clean(k):
+                            ctx.not_tilings += 1
                             continue
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
                     k = ctx.kernel(values)
                     if k is not None and working_set(k, ctx.hw.partitions) > cap:
                         ctx.skipped_groups += 1
+                        ctx.unfit += n_block - j
+                        ctx.seen += n_block - j - 1
                         break
             yield Unit(index, tuple(sorted(values.items())), bound)
             index += 1
@@ -340,14 +374,20 @@ def search(p: Problem, pool, progress=None) -> Outcome:
 
     t0 = time.perf_counter()
     ctx = context(p)
-    if p.top < 1:
-        raise InputError(f"--top {p.top} must be >= 1")
+    if not 1 <= p.top <= MAX_TOP:
+        raise InputError(f"--top {p.top} must be between 1 and {MAX_TOP}")
     for name, vals in ctx.values.items():
         if not vals:
             raise InputError(f"--space {name}: no values")
-    out = Outcome(p, ctx.values, space.size(ctx.values) * len(ctx.structs),
+    ctx.reset()
+    points = space.size(ctx.values)
+    out = Outcome(p, ctx.values, points * len(ctx.structs),
                   lower_bound_Q=ctx.lb.Q_bytes if ctx.lb else None,
-                  structures_searched=p.structures and ctx.chain is not None)
+                  structures_searched=p.structures and ctx.chain is not None,
+                  points=points, structures=len(ctx.structs),
+                  W_over_P=ctx.W / ctx.hw.P(ctx.dtype),
+                  T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q_bytes) if ctx.lb else None)
+    kinds: dict = {}
     groups, blocks = plan(ctx)
     stream = units(ctx, groups, blocks)
     top: list[Cand] = []
@@ -375,6 +415,13 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             out.evaluated += r.candidates
             out.verdicts += r.verdicts
             out.infeasible += r.infeasible
+            out.pruned_structure += r.candidates - max(r.verdicts, r.infeasible)
+            out.pruned_floor += r.pruned
+            out.invalid += bool(r.invalid)
+            if r.top:
+                kinds[r.top[0].values] = r.top[0]
+                if len(kinds) > 4 * p.top:
+                    kinds = {c.values: c for c in sorted(kinds.values(), key=lambda c: c.key)[:p.top + 1]}
             if r.invalid and len(reasons) < 3:
                 reasons.append(r.invalid)
             infeasible_why = infeasible_why or r.why_infeasible
@@ -392,8 +439,13 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         why = infeasible_why or "one matmul instruction's tiles do not fit"
         raise InputError(f"{where}: no feasible tiling among {out.evaluated:,} candidates "
                          f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
+    out.pruned_floor += points - ctx.seen
+    out.not_tilings, out.unfit = ctx.not_tilings, ctx.unfit
     out.top = [confirm(ctx, c) for c in top]
     exact = {(c.unit, c.structure): c for c in out.top}
+    best_values = out.top[0].values
+    others = [c for c in sorted(kinds.values(), key=lambda c: c.key) if c.values != best_values]
+    out.runner_ups = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in others[:3]]
     fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
     out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
                                   lambda c: c.verdict.sbuf_peak_bytes, lambda c: c.key)
