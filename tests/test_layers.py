@@ -21,9 +21,9 @@ LAYERS = [
     ["sim.trace", "sim.", "sim.replayfile", "count.counts", "count.lnc", "model.entitle", "model.verdict", "count.bound", "count.formula", "count.written",
      "targets.neuron.ceilings", "targets.neuron.engines", "model.measured", "targets.neuron.dma", "count.readback", "frontends.program", "frontends.nki."],  # model
     ["model.pipeline"],                                                    # the one analysis
-    ["analyses.sweep", "analyses.checkformula", "analyses.calibrate", "analyses.search.", "analyses.parallel", "analyses.capacity", "analyses.crossover"],  # many analyses
+    ["analyses.sweep", "analyses.checkformula", "analyses.calibrate", "analyses.search.", "analyses.parallel", "analyses.capacity", "analyses.crossover", "analyses.batch"],  # many analyses
     ["render.", "render.plot"],                                             # presentation
-    ["cli.commands.", "cli.main", "__main__", "frontends.nki.__main__"],                # the command line
+    ["cli.commands.", "cli.main", "__main__", "frontends.nki.__main__", "api"],                # the command line
 ]
 MODEL_TOP = 6  # layers below this index are the model: never import render, plot, commands, cli
 

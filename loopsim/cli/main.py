@@ -34,6 +34,7 @@ COMMANDS = {
     "dma": "DMA transfers of a kernel spec: count, bytes per partition, small-transfer share, the "
            "DMA engines' ceiling",
     "search": "find the tiling to write (tiles, blocks, loop orders, hoisting)",
+    "evaluate": "answer a batch of analysis requests (JSON lines in, JSON lines out) in one process",
 }
 
 
