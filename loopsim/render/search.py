@@ -97,8 +97,8 @@ def accounting_lines(out) -> list[str]:
     if out.unfit:
         skipped.append(f"{out.unfit:,} points whose one instruction's tiles exceed SBUF")
     if out.invalid:
-        skipped.append(f"{out.invalid:,} points refused (tiles beyond the sheet's limits, or the "
-                       "kernel's own checks)")
+        skipped.append(f"{out.invalid:,} points refused (tiles beyond the sheet's limits, the "
+                       "kernel's own checks, or loops that skip work at those values)")
     if skipped:
         lines.append("  skipped: " + "; ".join(skipped))
     b = out.top[0].verdict

@@ -141,6 +141,15 @@ class Context:
             self.dtype = p.dtype or program_dtype(self.tpl.program)
             self.W = sum(shape_flops(st.kernel) for st in self.tpl.program.stages)
             self.cores = 1
+            # the work every point must do: the spec's own values, counted
+            from loopsim.count.counts import capacity_units as _cap
+            from loopsim.frontends.program import count_stage
+
+            self.base_W = sum(count_stage(st, self.hw, policy="as-written",
+                                          capacity=_cap(self.hw, p.sbuf_bytes)).flops
+                              for st in self.tpl.program.stages) \
+                if not self.tpl.program.is_single else \
+                ev.verdict(self.tpl.program, self.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype).W
         self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
         from loopsim.count.counts import capacity_units
 
@@ -238,9 +247,12 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
         if need > ctx.capacity:
             unit_ = " per partition" if ctx.hw.partitions else ""
+            whole = [str(ld) for ld in ctx.chain.loads if any(not t for t in ld.tile.index)]
+            hint = (f"; {', '.join(whole)} load whole axes (':'), which search does not split: "
+                    "index them by the loop that walks them in the spec") if whole else ""
             return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
                               f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
-                              f"{ctx.capacity:,}")
+                              f"{ctx.capacity:,}{hint}")
         m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
         qs = [ev.chain_q(m, s) for s in ctx.structs]
         # (T, DMA estimate) no structure can beat: the estimate is at least Q at the DMA bandwidth
@@ -256,6 +268,10 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         for i, s in enumerate(ctx.structs):
             k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
             v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+            if ctx.tpl.kernel is None and v.report is not None and v.W != ctx.base_W:
+                # a program or traced kernel whose loops skip work at these values (N // BN = 0)
+                return UnitResult(unit.index, 0, 0, 0, f"W = {v.W:,} FLOPs, not the {ctx.base_W:,} "
+                                  "of the spec's own values: not a tiling of the same work", (), ())
             verdicts += 1
             keep(Cand(unit.index, i, unit.values, v.stripped(), _shape(ctx, i)))
     return UnitResult(unit.index, n_s, verdicts, infeasible, "", tuple(top), tuple(_fronts(found)),

@@ -484,6 +484,8 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
                 vals = sorted({lo, hi, *powers_of_two(lo, hi)})
             else:
                 vals = [int(v.strip().replace("_", "")) for v in text.split(",")]
+        except InputError:
+            raise
         except ValueError:
             raise InputError(f"--space {name}={text}: values must be integers") from None
         for v in vals:
