@@ -416,6 +416,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         if len(top) >= p.top:
             cutoff = _cut(top[p.top - 1].verdict)
             if ev.round_T(pending.bound) > cutoff[0]:
+                out.pruned_floor += 1  # the pending unit, drawn from the stream but not run
                 break
         batch = [pending] + list(itertools.islice(stream, BATCH - 1))
         pending = next(stream, None)
