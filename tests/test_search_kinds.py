@@ -204,3 +204,22 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
     assert "EXECUTES" in lines[4]["error"]
     copy = pipeline.analyze(pipeline.load("copy"), hardware.load("trn2-core"))
     assert (lines[5]["T"], lines[5]["Q"]) == (copy.T, copy.Q)
+
+
+def test_whole_axis_tiles_are_split_for_the_prefill_down_projection(hw):
+    """projection at the Llama-3-8B prefill down-projection (B=2048, D=14336, F=4096): x[:, :] is
+    B*D*2 = 56 MiB, 448 KiB per partition (> 224 KiB), so as written nothing fits; splitting the
+    ':' of x by the token loop (x[b, :]: 128 x 14336 x 2 = 28 KiB per partition) does, and the
+    best is compute-bound at W/P = 2*2048*14336*4096 / (128*128*2*2.4e9) s."""
+    ctx, out = _search(engine.Problem("projection", (("B", 2048), ("D", 14336), ("F", 4096)),
+                                      "trn2-core", (), top=1))
+    best = out.top[0]
+    s = ctx.structs[best.structure]
+    assert any(s.tiles) and "load x[b, :]" in engine.structure_of(ctx, best)["split"]
+    W = 2 * 2048 * 14336 * 4096
+    assert best.verdict.limit == "compute" and best.verdict.T == pytest.approx(
+        W / (128 * 128 * 2 * 2.4e9), rel=1e-12)
+    # as written (no split) the same space has no tiling that fits
+    with pytest.raises(engine.InputError, match="no feasible tiling"):
+        _search(engine.Problem("projection", (("B", 2048), ("D", 14336), ("F", 4096)),
+                               "trn2-core", (), structures=False, top=1))

@@ -16,7 +16,12 @@ def label_of(ctx, c) -> str:
     s = engine.structure_of(ctx, c)
     if s is None:
         return vals
-    loads = " ".join(f"{ld.split()[1].split('[')[0]}@{lv}" for ld, lv in s["loads"].items())
+    split = set(s.get("split", ()))
+    def tile(ld: str) -> str:
+        text = ld.removeprefix("load ").replace(" ", "")
+        return text if ld in split else text.split("[")[0]
+
+    loads = " ".join(f"{tile(ld)}@{lv}" for ld, lv in s["loads"].items())
     return f"{vals} | {' '.join(s['order'])}" + (f" | {loads}" if loads else "")
 
 
@@ -131,7 +136,7 @@ def format_text(ctx, out, hw) -> str:
              + f", SBUF peak {best.sbuf_peak_bytes:,} bytes", *accounting_lines(out), ""]
     lines.append(compare_table(rows, hw, ctx.problem.policy, inputs))
     lines.append("  tiling: searched values | loop order outer to inner | tensor@loop whose body "
-                 "holds its load")
+                 "holds its load (tensor[tile]@loop: a ':' tile split by that loop)")
     if out.runner_ups:
         lines.append("runner-ups with other values (the best structure of each):")
         for c in out.runner_ups:

@@ -77,7 +77,7 @@ class Cand:
 
 def _shape(ctx, i: int) -> tuple:
     s = ctx.structs[i]
-    return () if s is None else (s.order, s.levels)
+    return () if s is None else (s.order, s.levels, s.tiles)
 
 
 def _cut(score: ev.Score) -> tuple:
@@ -247,9 +247,11 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
         if need > ctx.capacity:
             unit_ = " per partition" if ctx.hw.partitions else ""
-            whole = [str(ld) for ld in ctx.chain.loads if any(not t for t in ld.tile.index)]
-            hint = (f"; {', '.join(whole)} load whole axes (':'), which search does not split: "
-                    "index them by the loop that walks them in the spec") if whole else ""
+            whole = [str(ld) for ld, vs in zip(ctx.chain.loads, ctx.chain.variants)
+                     if any(not t for t in vs[-1].tile.index)]
+            hint = (f" (each ':' tile split where the compute statements index it); "
+                    f"{', '.join(whole)} keep whole axes no loop of the chain walks") if whole else \
+                " (each ':' tile split where the compute statements index it)"
             return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
                               f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
                               f"{ctx.capacity:,}{hint}")

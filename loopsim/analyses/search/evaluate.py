@@ -123,7 +123,7 @@ class ChainModel:
 
     chain: Chain
     trips: dict
-    loads: tuple[_Stmt, ...]
+    loads: tuple[tuple[_Stmt, ...], ...]   # per load, per tile variant
     stores: tuple[_Stmt, ...]
     W: int
     P: float
@@ -138,20 +138,30 @@ class ChainModel:
     hw: object
     dtype: str
     instructions: int          # matmul instructions (every structure executes the same)
-    throughput: tuple[float, ...]   # per load, then per store: DMA throughput of its tile's size
+    throughput: tuple[float, ...]   # per store: DMA throughput of its tile's size
+    load_throughput: tuple[tuple[float, ...], ...]   # per load, per variant
+
+    def load_stmts(self, s: Structure) -> tuple[_Stmt, ...]:
+        return tuple(v[s.variant(i)] for i, v in enumerate(self.loads))
 
 
 def loads_cost(chain: Chain, kernel: Kernel, partitions: int | None) -> int:
-    """SBUF cost of every load's tile at once: all are live in the innermost body, whatever the
-    structure, so a binding whose loads exceed SBUF has no feasible structure."""
+    """SBUF cost of every load's tile at once (each in its smallest tile variant): all are live
+    in the innermost body, whatever the structure, so a binding whose loads exceed SBUF has no
+    feasible structure."""
     from loopsim.ir.kernel import Loop, walk
     from loopsim.ir.tiles import full_tile, partition_cost
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
-    return sum(partition_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables),
-                                        tm[ld.tile.tensor]), tm[ld.tile.tensor], partitions)
-               for ld in chain.loads)
+
+    def cost(ld) -> int:
+        t = tm[ld.tile.tensor]
+        return partition_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables), t),
+                              t, partitions)
+
+    return sum(min(cost(chain.load(i, j)) for j in range(len(chain.variants[i])))
+               for i in range(len(chain.loads)))
 
 
 def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = None,
@@ -181,13 +191,15 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
                                                       hw.moving_max, hw.name))
     from loopsim.targets.neuron.dma import relative_throughput
 
-    lds = tuple(stmt(s) for s in chain.loads)
+    lds = tuple(tuple(stmt(chain.load(i, j)) for j in range(len(chain.variants[i])))
+                for i in range(len(chain.loads)))
     sts = tuple(stmt(s) for s in chain.stores)
     trips = {v: l.trips for v, l in loops.items()}
     return ChainModel(chain, trips, lds, sts, shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof,
                       dma_bw(hw), tiles, capacity_units(hw, sbuf_bytes), parts,
                       kernel.compulsory_bytes, hw, dt, math.prod(trips.values()),
-                      tuple(relative_throughput(x.cost) for x in lds + sts))
+                      tuple(relative_throughput(x.cost) for x in sts),
+                      tuple(tuple(relative_throughput(x.cost) for x in v) for v in lds))
 
 
 def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
@@ -209,7 +221,7 @@ def chain_q(m: ChainModel, s: Structure) -> int:
     """
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     q = 0
-    for st, lv in zip(m.loads, s.levels):
+    for st, lv in zip(m.load_stmts(s), s.levels):
         q += st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0)
     for st in m.stores:
         r = _reps(m, s, st, _store_depth(s, st))
@@ -225,7 +237,7 @@ def chain_peak(m: ChainModel, s: Structure) -> int:
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     pre = [0] * (n + 1)
     post = [0] * (n + 1)
-    for st, lv in zip(m.loads, s.levels):
+    for st, lv in zip(m.load_stmts(s), s.levels):
         pre[pos[lv] if lv else 0] += st.cost
     for st in m.stores:
         post[_store_depth(s, st)] += st.cost
@@ -247,14 +259,13 @@ def chain_dma(m: ChainModel, s: Structure, q: int) -> verdict_mod.Dma:
     slow = 0.0
     small = 0
     pos = {v: i + 1 for i, v in enumerate(s.order)}
-    k = len(m.loads)
-    for i, (st, lv) in enumerate(zip(m.loads, s.levels)):
+    for i, (st, lv) in enumerate(zip(m.load_stmts(s), s.levels)):
         depth = pos[lv] if lv else 0
         reps = _reps(m, s, st, depth)
         runs = reps * math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
         n += runs
         nbytes = st.tensor_bytes * reps
-        slow += nbytes / m.throughput[i]
+        slow += nbytes / m.load_throughput[i][s.variant(i)]
         small += nbytes if st.cost < _SMALL else 0
     for j, st in enumerate(m.stores):
         depth = _store_depth(s, st)
@@ -262,7 +273,7 @@ def chain_dma(m: ChainModel, s: Structure, q: int) -> verdict_mod.Dma:
         blocks = math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
         n += (2 * r - 1) * blocks
         nbytes = st.tensor_bytes * (2 * r - 1)
-        slow += nbytes / m.throughput[k + j]
+        slow += nbytes / m.throughput[j]
         small += nbytes if st.cost < _SMALL else 0
     return verdict_mod.Dma(q / m.dma_bw, slow / m.dma_bw, n, q, 1, small, _SMALL)
 

@@ -33,7 +33,7 @@ from loopsim.frontends import program as program_mod
 from loopsim.frontends import spec as spec_mod
 from loopsim.base.errors import InputError, SpecError
 from loopsim.base.limits import check_int
-from loopsim.ir.kernel import Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
+from loopsim.ir.kernel import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
 
 Program = program_mod.Program
 
@@ -267,9 +267,42 @@ class Chain:
     loads: tuple[Load, ...]
     stores: tuple[Store, ...]
     compute: tuple[Statement, ...]
+    variants: tuple[tuple[Load, ...], ...] = ()   # per load: as written first, then its splits
+
+    def load(self, i: int, variant: int) -> Load:
+        """Load ``i`` as variant ``variant`` (0: as written)."""
+        return self.variants[i][variant] if self.variants else self.loads[i]
 
 
-def chain_of(kernel: Kernel) -> Chain | None:
+def split_variants(ld: Load, compute: tuple[Statement, ...], loop_vars) -> tuple[Load, ...]:
+    """``ld`` as written, then with each non-empty subset of its ':' axes indexed as the compute
+    statements index that axis of its tensor (``load x[:, :]`` -> ``x[b, :]``, ``x[:, d]``,
+    ``x[b, d]`` for ``matmul ... x[b, d]``): the same tile walked by the loop that walks it, so
+    less of the tensor is on chip at once. An axis the compute statements index in two ways, or
+    by a loop outside the chain, stays whole."""
+    axes = []
+    for ax, terms in enumerate(ld.tile.index):
+        if terms:
+            continue
+        used = {a.index[ax] for st in compute for a, _ in st.accesses()
+                if a.tensor == ld.tile.tensor and len(a.index) > ax}
+        if len(used) == 1:
+            (t,) = used
+            if t and all(v in loop_vars for v in t):
+                axes.append((ax, t))
+    out = [ld]
+    for r in range(1, len(axes) + 1):
+        for combo in itertools.combinations(axes, r):
+            index = list(ld.tile.index)
+            for ax, t in combo:
+                index[ax] = t
+            flat = [v for terms in index for v in terms]
+            if len(flat) == len(set(flat)):
+                out.append(replace(ld, tile=Access(ld.tile.tensor, tuple(index))))
+    return tuple(out)
+
+
+def chain_of(kernel: Kernel, *, split: bool = True) -> Chain | None:
     """The chain of ``kernel``, or None when some loop body holds two loops or a compute statement
     is not innermost (then only parameters are searched)."""
     loops: list[Loop] = []
@@ -294,7 +327,9 @@ def chain_of(kernel: Kernel) -> Chain | None:
         body = inner[0].body
     if not compute:
         return None
-    return Chain(kernel, tuple(loops), tuple(loads), tuple(stores), tuple(compute))
+    vars_ = {l.var for l in loops}
+    variants = tuple(split_variants(ld, tuple(compute), vars_) if split else (ld,) for ld in loads)
+    return Chain(kernel, tuple(loops), tuple(loads), tuple(stores), tuple(compute), variants)
 
 
 def _depth(stmt: Statement, order: tuple[Loop, ...]) -> int:
@@ -305,26 +340,40 @@ def _depth(stmt: Statement, order: tuple[Loop, ...]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Structure:
-    """One loop order (variables outer to inner) and one level per load (the loop variable whose
-    body holds it, '' for the top level)."""
+    """One loop order (variables outer to inner), one level per load (the loop variable whose
+    body holds it, '' for the top level) and one tile variant per load (:func:`split_variants`;
+    () or 0: as written)."""
 
     order: tuple[str, ...]
     levels: tuple[str, ...]
+    tiles: tuple[int, ...] = ()
+
+    def variant(self, i: int) -> int:
+        return self.tiles[i] if self.tiles else 0
+
+    def loads(self, chain: Chain) -> tuple[Load, ...]:
+        """The loads as this structure writes them."""
+        return tuple(chain.load(i, self.variant(i)) for i in range(len(chain.loads)))
 
     def describe(self, chain: Chain) -> dict:
         return {"order": list(self.order),
-                "loads": {str(ld): lv or "(top)" for ld, lv in zip(chain.loads, self.levels)}}
+                "loads": {str(ld): lv or "(top)" for ld, lv in zip(self.loads(chain), self.levels)},
+                "split": [str(chain.load(i, v)) for i, v in enumerate(self.tiles) if v]}
 
 
 def structures(chain: Chain) -> Iterator[Structure]:
-    """Every loop order and every legal placement of every load, in a fixed order (the spec's own
-    order first)."""
+    """Every loop order, every tile variant of every load and every legal placement of it, in a
+    fixed order (the spec's own order and tiles first)."""
     n = len(chain.loops)
+    counts = [len(v) for v in chain.variants] if chain.variants else [1] * len(chain.loads)
     for perm in itertools.permutations(chain.loops):
-        spans = [range(_depth(ld, perm), n + 1) for ld in chain.loads]
-        for depths in itertools.product(*spans):
-            yield Structure(tuple(l.var for l in perm),
-                            tuple(perm[d - 1].var if d else "" for d in depths))
+        for tiles in itertools.product(*(range(c) for c in counts)):
+            lds = [chain.load(i, t) for i, t in enumerate(tiles)]
+            spans = [range(_depth(ld, perm), n + 1) for ld in lds]
+            for depths in itertools.product(*spans):
+                yield Structure(tuple(l.var for l in perm),
+                                tuple(perm[d - 1].var if d else "" for d in depths),
+                                tiles if any(tiles) else ())
 
 
 def as_written(chain: Chain) -> Structure:
@@ -346,7 +395,7 @@ def arrange(chain: Chain, s: Structure, kernel: Kernel | None = None) -> Kernel:
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     pre: list[list[Node]] = [[] for _ in range(n + 1)]
     post: list[list[Node]] = [[] for _ in range(n + 1)]
-    for ld, lv in zip(chain.loads, s.levels):
+    for ld, lv in zip(s.loads(chain), s.levels):
         pre[pos[lv] if lv else 0].append(ld)
     pre[n].extend(chain.compute)
     for st in chain.stores:
