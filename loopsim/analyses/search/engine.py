@@ -151,6 +151,13 @@ class Context:
                 if not self.tpl.program.is_single else \
                 ev.verdict(self.tpl.program, self.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype).W
         self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
+        if base is not None:
+            self.compulsory_Q = base.compulsory_bytes
+        else:
+            prog = self.tpl.program
+            tm = prog.tensor_map
+            self.compulsory_Q = sum(tm[t].bytes for t in prog.inputs) + \
+                sum(t.bytes for t in prog.tensors if t.output)
         from loopsim.count.counts import capacity_units
 
         self.capacity = capacity_units(self.hw, p.sbuf_bytes)
@@ -162,11 +169,12 @@ class Context:
         self.seen = self.not_tilings = self.unfit = 0
 
     def floor(self, tiles: dict[str, int]) -> float:
-        """Seconds no tiling with these tile parameter values can beat: W/P, the I/O lower bound
-        of a matmul-shaped nest through HBM and the DMA engines, and the Tensor Engine floor of
+        """Seconds no tiling with these tile parameter values can beat: W/P, compulsory Q (every
+        input read once, every output written once) and the I/O lower bound of a matmul-shaped
+        nest through HBM and the DMA engines, and the Tensor Engine floor of
         every matmul with its tiles (a tile not searched at the sheet's limit), summed over the
         matmuls of a kernel and the kernels of a program (they run one after another)."""
-        t = self.W / self.hw.P(self.dtype)
+        t = max(self.W / self.hw.P(self.dtype), ev.memory_floor(self.hw, self.compulsory_Q))
         if self.lb is not None:
             t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
         te = 0.0
@@ -358,6 +366,10 @@ def units(ctx: Context, groups, blocks):
         for j, combo in enumerate(space.combos(blocks, ctx.values)):
             ctx.seen += 1
             values = {**tile_vals, **combo}
+            if ctx.tpl.stage_text and not space.stage_sizes_ok(
+                    ctx.tpl, space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])):
+                ctx.not_tilings += 1
+                continue
             if ctx.tpl.kernel is not None:
                 params = space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])
                 sizes = space.loop_sizes(ctx.tpl, params)

@@ -173,6 +173,20 @@ def loop_sizes(tpl: Template, params: Mapping[str, int]) -> list[tuple[str, int,
     return out
 
 
+def stage_sizes_ok(tpl: Template, params: Mapping[str, int]) -> bool:
+    """For a program: every loop of every kernel has a positive extent and a step no larger (a
+    step above its extent is one clipped trip, the same tiling as a smaller step)."""
+    for _, texts in tpl.stage_text:
+        for _, e_text, s_text in texts:
+            try:
+                e, s = _value(e_text, params), _value(s_text, params)
+            except (expr.ExprError, SpecError):
+                return True  # not a plain expression of parameters: the program's own check decides
+            if e <= 0 or s <= 0 or s > e:
+                return False
+    return True
+
+
 def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
     """The spec's kernel (or program) at ``values``; None when that point is not a tiling: a value
     or a loop step that is not positive, or a loop whose step exceeds its extent."""
