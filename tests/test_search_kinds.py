@@ -223,3 +223,29 @@ def test_whole_axis_tiles_are_split_for_the_prefill_down_projection(hw):
     with pytest.raises(engine.InputError, match="no feasible tiling"):
         _search(engine.Problem("projection", (("B", 2048), ("D", 14336), ("F", 4096)),
                                "trn2-core", (), structures=False, top=1))
+
+
+def test_batch_on_two_processes_gives_the_serial_answers(tmp_path, capsys):
+    reqs = [{"id": i, "spec": s, "hardware": "trn2-core", "set": {"B": b}}
+            for i, (s, b) in enumerate((s, b) for s in ("projection", "mlp_fused", "layernorm")
+                                       for b in (128, 256, 128))]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in reqs) + "\n")
+    strip = lambda text: [{k: v for k, v in json.loads(x).items() if k not in ("seconds", "cached")}
+                          for x in text.splitlines()]
+    rc1, one, _ = _cli(capsys, "evaluate", "--batch", str(path))
+    rc2, two, _ = _cli(capsys, "evaluate", "--batch", str(path), "--jobs", "2")
+    assert rc1 == rc2 == 0 and strip(one) == strip(two) and len(strip(one)) == 9
+
+
+def test_program_and_reference_searches_on_two_processes_equal_one():
+    for p in (engine.Problem("mlp_fused", (("B", 256),), "trn2-core", ("TB=32,64,128", "TF=64,128"),
+                             top=3),
+              engine.Problem(f"{KERNELS / 'matmul_isa.py'}::blocked", (), "trn2-core", (), top=3,
+                             kernel_args=(("lhsT=512x1024", "rhs=512x1024"), (), None))):
+        with Pool(1) as pool:
+            one = engine.search(p, pool)
+        with Pool(2) as pool:
+            two = engine.search(p, pool)
+        assert [(c.values, c.verdict.T, c.verdict.Q) for c in one.top] == \
+            [(c.values, c.verdict.T, c.verdict.Q) for c in two.top]

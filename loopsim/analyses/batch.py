@@ -39,6 +39,29 @@ class Session:
         self.answers: dict = {}
 
 
+def answer_line(s: Session, n: int, line: str) -> dict:
+    """The answer to line ``n`` (1-based) of a batch: its request's, or an error for a line that
+    is too long or not JSON."""
+    if len(line) > MAX_LINE:
+        return {"id": None, "error": f"line {n}: longer than {MAX_LINE:,} characters"}
+    try:
+        req = json.loads(line)
+    except (ValueError, RecursionError) as e:
+        return {"id": None, "error": f"line {n}: not JSON ({str(e).splitlines()[0][:80]})"}
+    return evaluate(s, req)
+
+
+_SESSIONS: dict[bool, Session] = {}
+
+
+def answer_chunk(job: tuple[bool, tuple[tuple[int, str], ...]]) -> list[dict]:
+    """Answers of (line number, line) pairs in this process's session (a worker's unit of work);
+    ``seconds`` of each is its own, the pool's start aside."""
+    execute, lines = job
+    s = _SESSIONS.setdefault(execute, Session(execute_kernels=execute))
+    return [answer_line(s, n, line) for n, line in lines]
+
+
 def _field(req: Mapping, key: str, kinds, what: str):
     v = req.get(key)
     if v is not None and (not isinstance(v, kinds) or isinstance(v, bool)):

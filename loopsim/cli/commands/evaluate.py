@@ -3,7 +3,9 @@ request a line (a JSON object: spec or inline toml, hardware, set, policy, dtype
 buffers, lnc, roofs, id), one JSON result a line in the same order (feasible, reasons, T, limit,
 W, Q, SBUF and PSUM use, seconds to answer); a bad line gets an error line and the batch goes on.
 ``-`` reads stdin. A kernel reference PATH.py::FUNCTION in a request EXECUTES that file and is
-refused unless --execute-kernels is given. Exit 0 when every line was read (even with error
+refused unless --execute-kernels is given. By default one process answers line by line as they
+come; --jobs N (or --scheduler) reads the whole batch and answers it in chunks on N processes (or
+a Dask cluster), the lines in the same order with the same answers. Exit 0 when every line was read (even with error
 lines), 2 when the file cannot be read."""
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ def register(sub) -> None:
                    help="requests, one JSON object a line ('-': stdin)")
     p.add_argument("--execute-kernels", action="store_true",
                    help="allow kernel references PATH.py::FUNCTION in requests (EXECUTES them)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="local processes (default 1: answer each line as it comes)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="answer on a Dask distributed cluster, e.g. tcp://127.0.0.1:8786")
     p.set_defaults(func=run)
+
+
+#: lines per unit of work with --jobs / --scheduler
+CHUNK = 32
 
 
 def _lines(path: str):
@@ -40,20 +50,21 @@ def run(args) -> int:
     from loopsim.analyses import batch
     from loopsim.render.json import clean
 
-    s = batch.Session(execute_kernels=args.execute_kernels)
     out = sys.stdout
-    for n, line in enumerate(_lines(args.batch), 1):
-        if not line.strip():
-            continue
-        if len(line) > batch.MAX_LINE:
-            ans = {"id": None, "error": f"line {n}: longer than {batch.MAX_LINE:,} characters"}
-        else:
-            try:
-                req = json.loads(line)
-            except (ValueError, RecursionError) as e:
-                ans = {"id": None, "error": f"line {n}: not JSON ({str(e).splitlines()[0][:80]})"}
-            else:
-                ans = batch.evaluate(s, req)
-        out.write(json.dumps(clean(ans)) + "\n")
-        out.flush()
+    if args.jobs == 1 and args.scheduler is None:
+        s = batch.Session(execute_kernels=args.execute_kernels)
+        for n, line in enumerate(_lines(args.batch), 1):
+            if line.strip():
+                out.write(json.dumps(clean(batch.answer_line(s, n, line))) + "\n")
+                out.flush()
+        return 0
+    from loopsim.analyses.parallel import Pool, check_jobs
+
+    jobs = None if args.scheduler else check_jobs(args.jobs)
+    lines = [(n, line) for n, line in enumerate(_lines(args.batch), 1) if line.strip()]
+    chunks = [(args.execute_kernels, tuple(lines[i:i + CHUNK])) for i in range(0, len(lines), CHUNK)]
+    with Pool(jobs, args.scheduler) as pool:
+        for answers in pool.map(batch.answer_chunk, chunks):
+            for ans in answers:
+                out.write(json.dumps(clean(ans)) + "\n")
     return 0
