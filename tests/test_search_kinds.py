@@ -249,3 +249,21 @@ def test_program_and_reference_searches_on_two_processes_equal_one():
             two = engine.search(p, pool)
         assert [(c.values, c.verdict.T, c.verdict.Q) for c in one.top] == \
             [(c.values, c.verdict.T, c.verdict.Q) for c in two.top]
+
+
+def test_fused_against_unfused_as_alternatives(capsys, tmp_path):
+    """Two specs of the same MLP searched together: each one's best, ranked by the same key. The
+    fused kernel keeps h and g on chip, so its Q is the compulsory traffic; the unfused one writes
+    h and g to HBM and reads them back: 2 x 2 x B*F*2 bytes more at B=256, F=4096."""
+    path = tmp_path / "mlp_best.toml"
+    rc, out, err = _cli(capsys, "search", "mlp_fused", "mlp_unfused", "-H", "trn2-core", "--set",
+                        "B=256", "--space", "TD=128", "--space", "TE=512", "--json", "-q",
+                        "--top", "1", "-o", str(path))
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["ranking"] == ["mlp_fused", "mlp_unfused"]
+    fused, unfused = (a["best"] for a in d["alternatives"])
+    assert unfused["Q"] - fused["Q"] == 2 * 2 * 256 * 4096 * 2
+    assert d["best"]["T"] == fused["T"] and spec.read(str(path)).data["kernel"]["name"] == "mlp_best"
+    rc, out, err = _cli(capsys, "search", "matmul", "copy", "-H", "trn2-core", "-q")
+    assert rc == 2 and "do not do the same work" in err

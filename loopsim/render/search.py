@@ -144,3 +144,18 @@ def format_text(ctx, out, hw) -> str:
             lines.append(f"  {label_of(ctx, c)}: T = {fmt_time(v.T)} ({v.limit}), "
                          f"DMA estimate {fmt_time(v.verdict.dma_estimate_s)}, Q = {v.Q:,} bytes")
     return "\n".join(lines)
+
+
+def alternatives_text(ranked, hw) -> str:
+    """Several specs of the same work searched (fused against unfused, say): each one's report,
+    then their bests side by side, ranked by the same key as the tilings within each."""
+    from loopsim.render.text import compare_table
+
+    parts = [format_text(ctx, out, hw) for ctx, out in ranked]
+    rows = [result_row(ctx, out.top[0], i + 1) for i, (ctx, out) in enumerate(ranked)]
+    for r, (ctx, out) in zip(rows, ranked):
+        r["label"] = f"{out.problem.spec}: {r['label']}"
+    inputs = list(dict.fromkeys(n for d in rows for n in d.get("r", {})))
+    ctx0, out0 = ranked[0]
+    return "\n\n".join(parts + [f"the best of each of {len(ranked)} alternatives (the same work), "
+                                 f"ranked:\n" + compare_table(rows, hw, out0.problem.policy, inputs)])

@@ -19,7 +19,7 @@ from loopsim.cli.commands._common import add_kernel_options, dump_json, parse_bu
 def register(sub) -> None:
     p = sub.add_parser("search", help="find the tiling to write (tiles, blocks, loop orders, hoisting)",
                        description=__doc__)
-    add_kernel_options(p, scope=False)
+    add_kernel_options(p, many=True, scope=False)
     p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...|LO..HI",
                    help="values of a parameter to search (LO..HI: the powers of two between, and "
                         "both ends; NAME 'buffers': SBUF buffers per load); default: powers of two "
@@ -40,8 +40,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def problem_of(args):
-    """The :class:`loopsim.analyses.search.engine.Problem` the options describe."""
+def problem_of(args, ref: str | None = None, sets: dict | None = None,
+               space_items: tuple | None = None):
+    """The :class:`loopsim.analyses.search.engine.Problem` the options describe (for ``ref``,
+    with ``sets`` and ``space_items`` when given: one alternative of several)."""
     from loopsim.analyses.search import engine
     from loopsim.base.limits import check_int
 
@@ -53,9 +55,37 @@ def problem_of(args):
         if args.sbuf_bytes <= 0:
             raise InputError(f"--sbuf-bytes {args.sbuf_bytes} must be > 0")
     kargs = (tuple(args.nki_args), tuple(args.nki_kwargs), args.nki_grid)
-    return engine.Problem(args.spec, tuple(spec.parse_sets(args.sets).items()), args.hardware,
-                          tuple(args.space), args.policy, args.sbuf_bytes, args.dtype,
-                          not args.keep_order, args.top, kargs, parse_buffers(args.buffers))
+    sets = spec.parse_sets(args.sets) if sets is None else sets
+    return engine.Problem(ref or args.spec[0], tuple(sets.items()), args.hardware,
+                          tuple(args.space) if space_items is None else space_items, args.policy,
+                          args.sbuf_bytes, args.dtype, not args.keep_order, args.top, kargs,
+                          parse_buffers(args.buffers))
+
+
+def alternatives(args) -> list:
+    """One problem per SPEC: each gets the --set and --space items naming its parameters (every
+    item must name a parameter of some SPEC)."""
+    from loopsim.analyses.search.space import BUFFERS
+    from loopsim.model import pipeline
+
+    sets = spec.parse_sets(args.sets)
+    kargs = None
+    if args.nki_args or args.nki_kwargs or args.nki_grid:
+        from loopsim.frontends.nki.load import parse_options
+
+        kargs = parse_options(args.nki_args, args.nki_kwargs, args.nki_grid)
+    params = {ref: set(pipeline.read(ref, kargs, sets).params) for ref in args.spec}
+    names = [item.partition("=")[0].strip() for item in args.space]
+    for what, items in (("--set", list(sets)), ("--space", names)):
+        for n in items:
+            if n != BUFFERS and not any(n in ps for ps in params.values()):
+                raise InputError(f"{what} {n}: none of {', '.join(args.spec)} has a parameter {n}")
+    out = []
+    for ref in args.spec:
+        own = {k: v for k, v in sets.items() if k in params[ref]}
+        items = tuple(i for i, n in zip(args.space, names) if n in params[ref] or n == BUFFERS)
+        out.append(problem_of(args, ref, own, items))
+    return out
 
 
 def run(args) -> int:
@@ -71,17 +101,24 @@ def run(args) -> int:
         figure_format(args.plot, "--plot")
     if args.output and Path(args.output).suffix.lower() != ".toml":
         raise InputError(f"-o {args.output}: a spec file must end in .toml")
-    problem = problem_of(args)
+    problems = [problem_of(args)] if len(args.spec) == 1 else alternatives(args)
     hw = hardware.load(args.hardware)
     jobs = None if args.scheduler else check_jobs(args.jobs)
-    ctx = engine.context(problem)  # bad spec, --set or --space: one line before any worker starts
+    for problem in problems:  # bad spec, --set or --space: one line before any worker starts
+        engine.Context(problem)
+    found = []
     try:
         with Pool(jobs, args.scheduler) as pool, \
                 Progress(None, "search", quiet=args.quiet, unit="unit") as bar:
-            out = engine.search(problem, pool, bar)
+            for problem in problems:
+                out = engine.search(problem, pool, bar)
+                found.append((engine.context(problem), out))
     except KeyboardInterrupt:
         print("loopsim: interrupted before any tiling was found", file=sys.stderr)
         return 130
+    if len(found) > 1:
+        return _alternatives_report(args, found, hw)
+    ctx, out = found[0]
     if args.output:
         write_best(ctx, out, args.output, hw)
     if args.plot:
@@ -96,6 +133,27 @@ def run(args) -> int:
     else:
         print(report.format_text(ctx, out, hw))
     return 130 if out.interrupted else 0
+
+
+def _alternatives_report(args, found, hw) -> int:
+    """Several SPECs searched: each one's best, ranked by the same key; -o writes the winner."""
+    from loopsim.render import search as report
+
+    works = {out.problem.spec: out.top[0].verdict.W for _, out in found}
+    if len(set(works.values())) > 1:
+        raise InputError("the SPECs do not do the same work, so their tilings are not alternatives: "
+                         + ", ".join(f"{k} W = {w:,} FLOPs" for k, w in works.items()))
+    ranked = sorted(found, key=lambda co: co[1].top[0].key[:-2])
+    ctx, out = ranked[0]
+    if args.output:
+        write_best(ctx, out, args.output, hw)
+    if args.json:
+        dump_json({"hardware": hw.name, "alternatives": [report.search_dict(c, o, hw) for c, o in ranked],
+                   "ranking": [o.problem.spec for _, o in ranked],
+                   "best": report.result_row(ctx, out.top[0], 1)})
+    else:
+        print(report.alternatives_text(ranked, hw))
+    return 130 if any(o.interrupted for _, o in ranked) else 0
 
 
 def write_best(ctx, out, path: str, hw) -> None:
