@@ -43,15 +43,18 @@ def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     assert sum(r["best"] for r in rows) == 1
 
 
-def test_ties_on_t_are_broken_by_q_then_sbuf_peak():
-    # two compute-bound rows share T = W/P and Q (everything crosses once); the one holding
-    # less SBUF ranks first, whatever order they were listed in
+def test_ties_on_t_are_broken_by_the_dma_estimate_before_sbuf_peak():
+    # two compute-bound rows share T = W/P and Q (everything crosses once); the one with larger
+    # transfers ranks first, whatever order they were listed in: its y stores move TF x 2 =
+    # 1,024 bytes per partition (TF = 512) against 256 (TF = 128), which the DMA guidance reads
+    # at 42.3% against 10.5% of peak, so its DMA estimate is smaller, though it holds more SBUF
     for tf in ((128, 512), (512, 128)):
         rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2)
         a, b = rows[0].analysis, rows[1].analysis
         assert a.limit == b.limit == "compute" and a.T == pytest.approx(b.T) and a.Q == b.Q
-        assert a.sbuf_peak_bytes < b.sbuf_peak_bytes
-        assert dict(a.params)["TF"] == 128
+        assert a.verdict.dma_estimate_s < b.verdict.dma_estimate_s
+        assert a.sbuf_peak_bytes > b.sbuf_peak_bytes
+        assert dict(a.params)["TF"] == 512
 
 
 def test_a_row_that_does_not_fit_ranks_below_every_row_that_does(capsys):
