@@ -37,7 +37,7 @@ def main() -> None:
     rep = pipeline.analyze_kernel(k, hw)
     t_count = time.perf_counter() - t0
     print(f"analysis as written (pipeline.analyze_kernel: counts, ceilings, verdict): {t_count:.2f} s  "
-          f"(W = {rep.counts.flops:,} FLOPs, Q = {rep.counts.hbm_bytes:,} bytes)")
+          f"(W = {rep.counts.flops:,} FLOPs, Q = {rep.counts.Q:,} bytes)")
     print(f"total: {t_trace + t_count:.2f} s for {calls / (t_trace + t_count) / 1e6:.1f} M NKI calls/s")
 
 

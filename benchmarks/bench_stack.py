@@ -33,7 +33,9 @@ from loopsim.count.counts import working_set  # noqa: E402
 from loopsim.sim import replay  # noqa: E402
 from loopsim.sim.stack import lru_curve, stack_distances  # noqa: E402
 
-PARTITIONS = 128  # trn2-core
+from loopsim.targets import hardware  # noqa: E402
+
+TARGET = hardware.load("trn2-core")  # 128 SBUF partitions
 
 
 def main(argv=None) -> int:
@@ -48,8 +50,8 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     tr = trace.build(kern)
     t_build = time.perf_counter() - t
-    cost = tr.object_cost(PARTITIONS)
-    lo = max(working_set(kern, PARTITIONS), int(cost.max()))
+    cost = tr.object_cost(TARGET)
+    lo = max(working_set(kern, TARGET), int(cost.max()))
     hi = int(cost.sum())
     caps = sorted({int(round(lo * (hi / lo) ** (i / (a.capacities - 1)))) for i in range(a.capacities)})
     print(f"trace: {tr.n:,} requests over {tr.obj_bytes.size:,} objects (built in {t_build:.2f} s); "
@@ -70,7 +72,7 @@ def main(argv=None) -> int:
     reps = [replay(tr.obj, tr.write, cost, c, "lru", size=tr.obj_bytes) for c in caps]
     t_replays = time.perf_counter() - t
 
-    agree = all(int(curve.misses[j]) == r.misses and int(curve.hbm_bytes[j]) == r.fetch_bytes + r.writeback_bytes
+    agree = all(int(curve.misses[j]) == r.misses and int(curve.Q[j]) == r.fetch_bytes + r.writeback_bytes
                 for j, r in enumerate(reps))
     print(f"stack-distance pass alone      {t_pass:8.3f} s   ({tr.n / t_pass / 1e6:.1f} M requests/s)")
     print(f"lru_curve, {len(caps):>2} capacities       {t_curve:8.3f} s   (one pass + counting)")
@@ -80,7 +82,7 @@ def main(argv=None) -> int:
     print(f"misses and Q agree at every capacity: {agree}")
     for j, c in enumerate(caps):
         print(f"  capacity {c:>10,} B/partition   misses {int(curve.misses[j]):>12,}   "
-              f"Q {int(curve.hbm_bytes[j]):>16,} bytes")
+              f"Q {int(curve.Q[j]):>16,} bytes")
     return 0 if agree else 1
 
 

@@ -51,11 +51,11 @@ tr = trace.build(k)
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 cap = 64 * 1024  # bytes per partition: far below the operands, so both policies evict
-t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, partitions=128))
-t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, partitions=128), 2)
-cost, write = tr.object_cost(128), tr.write
+t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, target=TRN))
+t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, target=TRN), 2)
+cost, write = tr.object_cost(TRN), tr.write
 out = {"n": n, "build_ns": t_build / n * 1e9, "build_bytes": peak / n, "count_aw_s": t_aw,
-       "count_lru_s": t_lru, "Q_aw": c.hbm_bytes}
+       "count_lru_s": t_lru, "Q_aw": c.Q}
 for policy in ("lru", "opt"):
     replay(tr.obj[:1000], write[:1000], cost, cap, policy)
     dt, r = best(lambda: replay(tr.obj, write, cost, cap, policy))
@@ -69,9 +69,11 @@ COLD = r"""
 import json, time
 from loopsim.frontends import spec
 from loopsim.count.counts import count
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
 k = spec.load_kernel("matmul", {"M": %d, "N": %d, "K": %d, "TM": 32, "TK": 32, "TN": 32})
 t = time.process_time()
-count(k, policy="lru", capacity=64 * 1024, partitions=128)
+count(k, policy="lru", capacity=64 * 1024, target=TRN)
 print(json.dumps({"first_lru_s": time.process_time() - t}))
 """
 

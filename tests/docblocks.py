@@ -261,7 +261,7 @@ def sandbox(tmp: Path, real_docs: bool = False) -> Path:
         dst = tmp / name
         if not dst.exists():
             dst.symlink_to(ROOT / name)
-    (tmp / "docs").mkdir(exist_ok=True)
+    (tmp / "docs" / "days").mkdir(parents=True, exist_ok=True)  # docs/days/: the days' figures
     return tmp
 
 

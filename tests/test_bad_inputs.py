@@ -109,7 +109,7 @@ ARGV_CASES = {
     "set 2**62+1": (["entitle", "matmul", "-H", "trn2-core", "--set", f"M={2**62 + 1}"],
                     r"--set M=4611686018427387905 exceeds the largest integer"),
     "copy int64 wrap 3037000500": (["entitle", "copy", "-H", "toy", *(f"--set={n}=3037000500" for n in ("R", "C", "TR", "TC")),
-                                    "--sbuf-bytes", str(10**23)],
+                                    "--sbuf-bytes", str(2**62)],
                                    r"tensors\.X: 3,037,000,500 x 3,037,000,500 bf16 is " + f"{3037000500**2 * 2:,}" + " bytes, more than the largest tensor"),
     "copy int64 wrap 2**32": (["entitle", "copy", "-H", "toy", *(f"--set={n}=4294967296" for n in ("R", "C", "TR", "TC"))],
                               r"tensors\.X: 4,294,967,296 x 4,294,967,296 bf16 is .* bytes, more than the largest tensor"),
@@ -132,20 +132,24 @@ def test_a_folder_or_file_named_like_a_bundled_spec_does_not_hide_it(tmp_path, c
     refused(capsys, ["entitle", "matmul", "-H", "./toy"], r"\./toy: \(file\)=<unparsable> is not valid TOML")
 
 
-SHEET_CASES = {  # (old, new) in hardware/toy.toml -> pinned message
-    "bw rounds to 0": (("device_bw = { value = 100000000000,", "device_bw = { value = 1,"),
+SHEET_CASES = {  # (sheet, (old, new) in hardware/SHEET.toml ...) -> pinned message
+    "bw rounds to 0": ("toy", ("device_bw = { value = 100000000000,", "device_bw = { value = 1,"),
                        ("cores_per_device = { value = 1,", "cores_per_device = { value = 2,")),
-    "mm_init_cycles 2^63": (("mm_init_cycles = { value = 0,", f"mm_init_cycles = {{ value = {2**63},"),),
-    "mm_init_cycles 2^62": (("mm_init_cycles = { value = 0,", f"mm_init_cycles = {{ value = {2**62},"),),
-    "factor 1e999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e999999",'),),
-    "factor 1e99999999": (('fp16 = { factor = 1,', 'fp16 = { factor = "1e99999999",'),),
+    "mm_init_cycles 2^63": ("trn2-core", ("mm_init_cycles = { value = 64,", f"mm_init_cycles = {{ value = {2**63},"),),
+    "mm_init_cycles 2^62": ("trn2-core", ("mm_init_cycles = { value = 64,", f"mm_init_cycles = {{ value = {2**62},"),),
+    "factor 1e999999": ("toy", ('fp16 = { factor = 1,', 'fp16 = { factor = "1e999999",'),),
+    "factor 1e99999999": ("toy", ('fp16 = { factor = 1,', 'fp16 = { factor = "1e99999999",'),),
+    "unknown family": ("toy", ('family = "flat"', 'family = "gpu"'),),
+    "flat sheet with a PE array": ("toy", ("[compute]\n", "[compute]\npe_rows = { value = 128, defined = \"x\" }\n"),),
 }
 SHEET_MESSAGES = {
     "bw rounds to 0": r"hbm\.device_bw\.value=1 ÷ cores_per_device 2 × physical_cores 1 rounds to 0 bytes/s",
     "mm_init_cycles 2^63": r"tensor\.mm_init_cycles\.value=9223372036854775808 exceeds the largest number",
     "mm_init_cycles 2^62": r"tensor\.mm_init_cycles\.value=4611686018427387904 exceeds 1,000,000 cycles",
-    "factor 1e999999": r"tensor\.dtypes\.fp16\.factor\.value='1e999999' must be an integer or a fraction",
-    "factor 1e99999999": r"tensor\.dtypes\.fp16\.factor\.value='1e99999999' must be an integer or a fraction",
+    "factor 1e999999": r"compute\.dtypes\.fp16\.factor\.value='1e999999' must be an integer or a fraction",
+    "factor 1e99999999": r"compute\.dtypes\.fp16\.factor\.value='1e99999999' must be an integer or a fraction",
+    "unknown family": r"sheet\.toml: family='gpu' is not a known machine family; expected one of: neuron, flat",
+    "flat sheet with a PE array": r"sheet\.toml: compute\.pe_rows=\{'value': 128, 'defined': 'x'\} is not a known key",
 }
 
 
@@ -153,8 +157,9 @@ SHEET_MESSAGES = {
 def test_named_sheet_case(tmp_path, capsys, name):
     from loopsim.targets import hardware
 
-    text = (hardware._bundled_dir() / "toy.toml").read_text(encoding="utf-8")
-    for old, new in SHEET_CASES[name]:
+    sheet, *edits = SHEET_CASES[name]
+    text = (hardware._bundled_dir() / f"{sheet}.toml").read_text(encoding="utf-8")
+    for old, new in edits:
         assert old in text
         text = text.replace(old, new)
     p = tmp_path / "sheet.toml"
@@ -170,13 +175,16 @@ def test_unreadable_sheet_and_spec(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["ceilings", "entitle"])
-def test_a_tile_over_a_flat_sheets_limit_cannot_run(capsys, command):
-    # toy has no partitions, yet K_t is bounded by its PE rows: a tile over the limit is a kernel
+def test_a_tile_over_a_sheets_limit_cannot_run(capsys, command):
+    # trn2-core bounds K_t by its 128 partitions and PE rows: a tile over the limit is a kernel
     # that cannot run (exit 3, the reason first), and no ceiling claims more than the peak
-    assert main([command, "matmul", "-H", "toy", "--set", "TK=512", "--json"]) == 3
+    assert main([command, "matmul", "-H", "trn2-core", "--set", "TK=512", "--json"]) == 3
     d = json.loads(capsys.readouterr().out)
-    assert any(re.search(r"K_t=512 exceeds toy's limit of 128", r) for r in d["infeasible_reasons"])
+    assert any(re.search(r"K_t=512 exceeds trn2-core's limit of 128", r) for r in d["infeasible_reasons"])
     assert all(c["factor"] is None or c["factor"] <= 1 for c in d["ceilings"])
+    # the flat Day 1 machine has no tile limits: the same tiling runs there
+    assert main([command, "matmul", "-H", "toy", "--set", "TK=512", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["infeasible_reasons"] == []
 
 
 def test_no_work_has_no_rate(capsys):

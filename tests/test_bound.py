@@ -49,17 +49,17 @@ def test_trn2_tutorial_matmul_bound_is_compulsory():
 
 
 def test_toy_2048_cube_pebble_bound_binds():
-    # toy (flat): S = 1 MiB + 8 banks x 2 KiB = 1,064,960 bytes = 532,480 bf16 words.
-    # 2*2048^3 / sqrt(532,481) = 23,543,xxx words; minus 2*532,481 and 2048^2 gives ~18.28 M words
-    # = ~36.57 MB, above the compulsory 3*2048^2*2 = 25,165,824 bytes.
+    # toy (flat, no accumulator memory): S = 1 MiB = 1,048,576 bytes = 524,288 bf16 words.
+    # 2*2048^3 / sqrt(524,289) = 23,726,xxx words; minus 2*524,289 and 2048^2 gives ~18.48 M words
+    # = ~36.96 MB, above the compulsory 3*2048^2*2 = 25,165,824 bytes.
     hw = hardware.load("toy")
     k = spec.load_kernel("matmul", {"M": 2048, "N": 2048, "K": 2048})
     lb = lower_bound(k, hw)
-    S = (2**20 + 8 * 2048) // 2
-    assert lb.S_words == S == 532_480
+    S = 2**20 // 2
+    assert lb.S_words == S == 524_288
     assert lb.pebble_words == _pebble_decimal(2048, 2048, 2048, S)
-    assert lb.Q_bytes == 2 * lb.pebble_words > 3 * 2048 * 2048 * 2
-    assert 36_000_000 < lb.Q_bytes < 37_000_000
+    assert lb.Q == 2 * lb.pebble_words > 3 * 2048 * 2048 * 2
+    assert 36_000_000 < lb.Q < 37_000_000
 
 
 def test_sbuf_override_and_mixed_dtypes(tmp_path):
@@ -70,10 +70,10 @@ def test_sbuf_override_and_mixed_dtypes(tmp_path):
     k = spec.load_kernel(str(p), {"M": 4096, "N": 4096, "K": 4096})
     lb = lower_bound(k, hardware.load("toy"), capacity_bytes=65536)
     assert lb.p_min == 2
-    assert lb.S_words == (65536 + 16384) // 2
+    assert lb.S_words == 65536 // 2  # toy has no PSUM to add
     # compulsory: A fp32 (4 B) + B and C bf16 (2 B each)
     assert lb.compulsory_bytes == 4096 * 4096 * (4 + 2 + 2)
-    assert lb.Q_bytes == max(lb.compulsory_bytes, 2 * _pebble_decimal(4096, 4096, 4096, lb.S_words))
+    assert lb.Q == max(lb.compulsory_bytes, 2 * _pebble_decimal(4096, 4096, 4096, lb.S_words))
 
 
 def test_not_matmul_shaped():
@@ -116,7 +116,7 @@ def test_no_simulated_q_below_the_bound(name, policy, m, n, k, kib_per_partition
         return
     if policy == "as-written" and not rep.counts.residency.fits:
         return
-    assert rep.counts.hbm_bytes >= rep.lower_bound.Q_bytes
+    assert rep.counts.Q >= rep.lower_bound.Q
 
 
 def test_bound_keys_in_entitle_compare_and_capacity(capsys):
@@ -131,11 +131,11 @@ def test_bound_keys_in_entitle_compare_and_capacity(capsys):
     assert main(["compare", "matmul", "-H", "trn2-core", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["lower_bound_Q"] == 6 * 1024**2 and row["Q_over_bound"] == pytest.approx(11 / 3)
-    # capacity: each row's bound uses that row's SBUF capacity (toy: + 16 KiB of PSUM)
+    # capacity: each row's bound uses that row's fast-memory capacity (toy: nothing added)
     assert main(["capacity", "matmul", "-H", "toy", "--set", "M=2048", "--set", "N=2048",
                  "--set", "K=2048", "--samples", "3", "--json"]) == 0
     for r in json.loads(capsys.readouterr().out)["rows"]:
-        S = (r["capacity_bytes"] + 8 * 2048) // 2
+        S = r["capacity_bytes"] // 2
         want = max(3 * 2048**2 * 2, 2 * _pebble_decimal(2048, 2048, 2048, S))
         assert r["lower_bound_Q"] == want and r["Q"] >= want
 

@@ -35,9 +35,9 @@ def test_lru_one_pass_equals_replay_at_every_capacity():
     k = spec.load_kernel("matmul_kouter")
     tr = trace.build(k)
     caps = [1280, 2048, 4096, 8192, 16384, 40000]
-    one = capacity.points(k, "lru", caps, TRN2.partitions, tr)
-    rep = capacity.sweep_policy(k, "lru", caps, TRN2.partitions, tr)
-    assert [q for q, _ in one] == [c.hbm_bytes for c in rep]
+    one = capacity.points(k, "lru", caps, TRN2, tr)
+    rep = capacity.sweep_policy(k, "lru", caps, TRN2, tr)
+    assert [q for q, _ in one] == [c.Q for c in rep]
     assert [reads for _, reads in one] == [{t.name: t.read_bytes for t in c.tensors} for c in rep]
 
 

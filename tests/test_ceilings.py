@@ -193,14 +193,14 @@ def test_day6_lnc2_weights_count_twice():
     sets = {"B": 256, "D": 1024, "F": 1024}
     x, w, y = 256 * 1024 * 2, 1024 * 1024 * 2, 256 * 1024 * 2
     one = analyze(spec.load_kernel("projection", sets), TRN2)
-    assert one.counts.hbm_bytes == x + w + y
+    assert one.counts.Q == x + w + y
     k2 = lnc.with_split(spec.load_kernel("projection", sets), 2)
     assert lnc.split_loop(k2).var == "b"  # the token loop is the default
     for policy in ("as-written", "lru"):
         two = analyze(k2, LNC2, policy=policy)
         t = two.counts.tensor_map
         assert (t["x"].read_bytes, t["W"].read_bytes, t["y"].write_bytes) == (x, 2 * w, y)
-        assert two.counts.hbm_bytes == x + 2 * w + y
+        assert two.counts.Q == x + 2 * w + y
         assert two.counts.flops == one.counts.flops
     assert two.entitlement.P == 2 * TRN2.P("bf16") and two.entitlement.BW == 2 * TRN2.bw
 
@@ -211,8 +211,8 @@ def test_lnc2_split_loads_are_not_doubled():
     k = spec.load_kernel("matmul")
     qa = 1024 * 1024 * 2
     q = qa * (1024 // 512) + qa * (1024 // 128) + qa
-    assert analyze(k, TRN2).counts.hbm_bytes == q
-    assert analyze(lnc.with_split(k, 2), LNC2).counts.hbm_bytes == q
+    assert analyze(k, TRN2).counts.Q == q
+    assert analyze(lnc.with_split(k, 2), LNC2).counts.Q == q
 
 
 def test_core_balance_ragged_split():
@@ -354,9 +354,10 @@ def _cannot_run(argv, capsys, *needles):
 
 def test_tile_larger_than_psum_cannot_run(tmp_path, capsys):
     # a sheet whose moving tile may reach 8192 fp32 values (32 KiB) but whose PSUM is 8 x 2 KiB
-    toy = (hardware._bundled_dir() / "toy.toml").read_text()
+    trn2 = (hardware._bundled_dir() / "trn2-core.toml").read_text()
+    assert 'moving_max = { value = 512,' in trn2
     sheet = tmp_path / "wide.toml"
-    sheet.write_text(toy.replace('moving_max = { value = 512', 'moving_max = { value = 8192'))
+    sheet.write_text(trn2.replace('moving_max = { value = 512,', 'moving_max = { value = 8192,'))
     _cannot_run(["ceilings", "matmul", "--hardware", str(sheet), "--set", "TN=8192", "--set", "N=8192"],
                 capsys, "PSUM", "8 PSUM banks")
     # and the ordinary limit: N_t beyond the moving maximum (one PSUM bank on trn2)
@@ -364,11 +365,10 @@ def test_tile_larger_than_psum_cannot_run(tmp_path, capsys):
 
 
 def test_sheet_without_engine_is_an_error_for_ceilings(tmp_path, capsys):
-    toy = (hardware._bundled_dir() / "toy.toml").read_text()
-    i = toy.index("[engines.vector]")
-    j = toy.index("[link]")
+    trn2 = (hardware._bundled_dir() / "trn2-core.toml").read_text()
+    i = trn2.index("[engines.vector]")  # the engines are the sheet's last tables
     sheet = tmp_path / "noengine.toml"
-    sheet.write_text(toy[:i] + toy[j:])
+    sheet.write_text(trn2[:i])
     _fails(["ceilings", "matmul", "--hardware", str(sheet)], capsys, "engines.vector")
     # entitle still works and says the evacuation was not costed
     d = _json(["entitle", "matmul", "--hardware", str(sheet)], capsys)

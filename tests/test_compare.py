@@ -28,7 +28,7 @@ def _hand_matmul(tm, tn, M=1024, N=1024, K=1024):
 
 def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     rows = _json(capsys, ["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=128,256,512",
-                          "--vary", "TM=64,128", "--json"])
+                          "--vary", "TM=64,128", "--model", "roofline", "--json"])
     assert {(r["params"]["TM"], r["params"]["TN"]) for r in rows} == set(
         itertools.product((64, 128), (128, 256, 512)))
     assert [r["T_best"] for r in rows] == sorted(r["T_best"] for r in rows)
@@ -43,16 +43,17 @@ def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     assert sum(r["best"] for r in rows) == 1
 
 
-def test_ties_on_t_are_broken_by_the_dma_estimate_before_sbuf_peak():
-    # two compute-bound rows share T = W/P and Q (everything crosses once); the one with larger
-    # transfers ranks first, whatever order they were listed in: its y stores move TF x 2 =
-    # 1,024 bytes per partition (TF = 512) against 256 (TF = 128), which the DMA guidance reads
-    # at 42.3% against 10.5% of peak, so its DMA estimate is smaller, though it holds more SBUF
+def test_ties_on_t_are_broken_by_transfers_then_instructions_before_sbuf_peak():
+    # two compute-bound rows share T = W/P and Q (everything crosses once) and, by the roofline
+    # alone, the same DMA time; the one with fewer Tensor Engine instructions ranks first,
+    # whatever order they were listed in, though it holds more SBUF: (B/TB)(F/TF)(D/TD) =
+    # 16 x 8 x 32 = 4,096 instructions at TF = 512 against 16 x 32 x 32 = 16,384 at TF = 128
     for tf in ((128, 512), (512, 128)):
-        rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2)
+        rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2,
+                                 model="roofline")
         a, b = rows[0].analysis, rows[1].analysis
         assert a.limit == b.limit == "compute" and a.T == pytest.approx(b.T) and a.Q == b.Q
-        assert a.verdict.dma_estimate_s < b.verdict.dma_estimate_s
+        assert (a.counts.instructions, b.counts.instructions) == (4096, 16384)
         assert a.sbuf_peak_bytes > b.sbuf_peak_bytes
         assert dict(a.params)["TF"] == 512
 
@@ -135,3 +136,11 @@ def test_default_jobs_hands_the_rest_of_a_long_sweep_to_workers(capsys, monkeypa
     assert _json(capsys, argv) == one
     monkeypatch.setattr(parallel, "SERIAL_S", 0.0)  # every sweep "long": one tiling here, five on workers
     assert _json(capsys, argv) == one and len(one) == 6
+
+
+def test_vary_takes_the_shared_grammar(capsys):
+    # TN=128..512:x2 is 128, 256, 512: three rows, as the list would give
+    assert main(["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=128..512:x2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert sorted(dict(r["params"])["TN"] if isinstance(r["params"], list) else r["params"]["TN"]
+                  for r in rows) == [128, 256, 512]

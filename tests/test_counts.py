@@ -13,13 +13,16 @@ from loopsim.base.errors import CapacityError, SpecError
 from loopsim.model.pipeline import analyze_kernel as analyze
 
 from naive_nest import matmul_kernel, matmul_nests
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
 
 TRN2 = hardware.load("trn2-core")
 
 
-def _q(kernel, policy="as-written", capacity=None, partitions=None):
+def _q(kernel, policy="as-written", capacity=None, target=FLAT):
     cap = capacity if capacity is not None else 10**12
-    return count(kernel, policy=policy, capacity=cap, partitions=partitions)
+    return count(kernel, policy=policy, capacity=cap, target=target)
 
 
 # --- Day 2 of the curriculum: the 4096 x 4096 projection on one physical Trn2 core -------------
@@ -32,7 +35,7 @@ def test_day2_projection_counts(B):
     assert rep.counts.flops == 2 * B * D * F
     assert rep.counts.compulsory_bytes == 2 * (B * D + D * F + B * F)
     # the careful tiling reads each input once: simulated Q equals the compulsory Q
-    assert rep.counts.hbm_bytes == rep.counts.compulsory_bytes
+    assert rep.counts.Q == rep.counts.compulsory_bytes
     assert rep.counts.residency.fits
 
 
@@ -55,23 +58,23 @@ def test_tutorial_matmul_as_written_closed_form():
     t = c.tensor_map
     # as written, A is reloaded for each n and B for each m: r_A = N/TN, r_B = M/TM
     assert t["A"].r == N / TN and t["B"].r == M / TM
-    assert c.hbm_bytes == 2 * (N // TN * M * K + M // TM * K * N + M * N)
+    assert c.Q == 2 * (N // TN * M * K + M // TM * K * N + M * N)
 
 
 def test_only_working_tiles_fit_lru():
     # 512 KiB of SBUF (4 KiB per partition) holds the working tiles but not a column of A
     # across n or a row of B across m: r_A = N/TN = 2 and r_B = M/TM = 8
     k = spec.load_kernel("matmul")
-    c = count(k, policy="lru", capacity=524288 // 128, partitions=128)
+    c = count(k, policy="lru", capacity=524288 // 128, target=TRN)
     assert (c.tensor_map["A"].r, c.tensor_map["B"].r) == (2, 8)
 
 
 @pytest.mark.parametrize("policy", ["lru", "opt"])
 def test_everything_fits_r_is_one(policy):
     c = count(spec.load_kernel("matmul"), policy=policy, capacity=TRN2.sbuf_partition_bytes,
-              partitions=128)
+              target=TRN)
     assert all(t.r == 1 for t in c.tensors if not t.output)
-    assert c.hbm_bytes == c.compulsory_bytes == 2 * 3 * 1024 * 1024
+    assert c.Q == c.compulsory_bytes == 2 * 3 * 1024 * 1024
 
 
 def test_hoisting_a_load_changes_q():
@@ -85,7 +88,7 @@ def test_blocked_matmul_closed_form():
     c = _q(spec.load_kernel("matmul_blocked"))
     M, N, K, BM, BN = 2048, 2048, 1024, 512, 1024
     assert c.tensor_map["A"].r == N / BN and c.tensor_map["B"].r == M / BM
-    assert c.hbm_bytes == 2 * (N // BN * M * K + M // BM * K * N + M * N)
+    assert c.Q == 2 * (N // BN * M * K + M // BM * K * N + M * N)
 
 
 def test_partial_sums_cost_a_write_and_a_later_read():
@@ -96,7 +99,7 @@ def test_partial_sums_cost_a_write_and_a_later_read():
     assert C.write_bytes == steps * M * N * 2
     assert C.read_bytes == (steps - 1) * M * N * 2
     # with SBUF to spare, lru keeps the partial sums on chip: written once, never read back
-    big = count(spec.load_kernel("matmul_kouter"), policy="lru", capacity=224 * 1024, partitions=128)
+    big = count(spec.load_kernel("matmul_kouter"), policy="lru", capacity=224 * 1024, target=TRN)
     assert big.tensor_map["C"].write_bytes == M * N * 2 and big.tensor_map["C"].read_bytes == 0
 
 
@@ -114,17 +117,17 @@ def _as_written_reference(kernel):
 
 @given(matmul_nests())
 def test_as_written_q_is_the_sum_of_executed_transfers(kernel):
-    assert _q(kernel).hbm_bytes == _as_written_reference(kernel)
+    assert _q(kernel).Q == _as_written_reference(kernel)
 
 
 @given(matmul_nests(), st.sampled_from(["as-written", "lru", "opt"]), st.integers(0, 6))
 def test_simulated_q_at_least_compulsory(kernel, policy, extra):
-    need = working_set(kernel, None)
+    need = working_set(kernel, FLAT)
     from loopsim.sim import trace
     tr = trace.build(kernel)
     need = max(need, int(tr.obj_bytes.max()))
-    c = count(kernel, policy=policy, capacity=need * (1 + extra), trace=tr)
-    assert c.hbm_bytes >= c.compulsory_bytes
+    c = count(kernel, policy=policy, capacity=need * (1 + extra), trace=tr, target=FLAT)
+    assert c.Q >= c.compulsory_bytes
     assert c.flops == 2 * math.prod(kernel.tensor_map["C"].shape) * kernel.tensor_map["A"].shape[0]
 
 
@@ -132,8 +135,8 @@ def test_simulated_q_at_least_compulsory(kernel, policy, extra):
 def test_lru_q_never_rises_with_capacity(kernel, factors):
     from loopsim.sim import trace
     tr = trace.build(kernel)
-    base = max(working_set(kernel, None), int(tr.obj_bytes.max()))
-    qs = [count(kernel, policy="lru", capacity=base * f, trace=tr).hbm_bytes for f in sorted(factors)]
+    base = max(working_set(kernel, FLAT), int(tr.obj_bytes.max()))
+    qs = [count(kernel, policy="lru", capacity=base * f, trace=tr, target=FLAT).Q for f in sorted(factors)]
     assert qs == sorted(qs, reverse=True)
 
 
@@ -149,12 +152,12 @@ def test_k_innermost_reuse_closed_forms(mt, nt, kt, sbuf_tiles):
     small = tile(TK, TM) + tile(TK, TN)
     # the working tiles fit but not one more B tile, and A's column does not survive a pass of n
     assume(kt > 1 or nt > 1)
-    c = count(k, policy="lru", capacity=small + tile(TM, TN))
+    c = count(k, policy="lru", capacity=small + tile(TM, TN), target=FLAT)
     if kt > 1:
         assert c.tensor_map["A"].r == nt
     if kt > 1 or nt > 1:
         assert c.tensor_map["B"].r == mt
-    allfit = count(k, policy="opt", capacity=10 * (M * K + K * N + M * N) * 2)
+    allfit = count(k, policy="opt", capacity=10 * (M * K + K * N + M * N) * 2, target=FLAT)
     assert allfit.tensor_map["A"].r == 1 and allfit.tensor_map["B"].r == 1
 
 
@@ -164,7 +167,7 @@ def test_per_partition_residency_of_projection_prefill():
     # x^T: D/128 = 32 partition tiles x B = 2048 x 2 B = 128 KiB per partition; a W panel of
     # D x TF: 32 x 512 x 2 = 32 KiB; the y staging tile TB x TF with B on partitions: 1 KiB
     k = spec.load_kernel("projection", {"B": 2048})
-    assert live_peak(k, 128) == 128 * 1024 + 32 * 1024 + 1024
+    assert live_peak(k, TRN) == 128 * 1024 + 32 * 1024 + 1024
 
 
 def test_fits_in_total_but_not_per_partition():
@@ -173,8 +176,8 @@ def test_fits_in_total_but_not_per_partition():
     # as a flat pool, but 256 KiB per partition exceeds the 224 KiB each partition has.
     B, D, F = 131072, 64, 512
     k = spec.load_kernel("projection", {"B": B, "D": D, "F": F, "TD": 64})
-    flat = live_peak(k, None)
-    per_partition = live_peak(k, 128)
+    flat = live_peak(k, FLAT)
+    per_partition = live_peak(k, TRN)
     # flat: x (B*D*2) + a W panel (D*TF*2) + a y tile (TB*TF*2)
     assert flat == B * D * 2 + D * 512 * 2 + 128 * 512 * 2 <= TRN2.sbuf_bytes
     # per partition: x (B*2) + W panel (512*2) + y tile (512*2)
@@ -205,7 +208,7 @@ def test_loops_that_miss_part_of_the_product_are_refused():
     half = replace(outer, extent=512)
     bad = replace(k, body=(half,))
     with pytest.raises(SpecError, match="shapes imply"):
-        count(bad, capacity=10**9)
+        count(bad, capacity=10**9, target=FLAT)
 
 
 @given(matmul_nests(max_dim=200), st.sampled_from(["lru", "opt"]), st.integers(0, 4))
@@ -215,9 +218,9 @@ def test_kernel_counts_match_the_reference_simulator(kernel, policy, extra):
     import naive
     from loopsim.sim import trace
     tr = trace.build(kernel)
-    cost = tr.object_cost(None)
-    cap = max(working_set(kernel, None), int(cost.max())) * (1 + extra)
-    c = count(kernel, policy=policy, capacity=cap, trace=tr)
+    cost = tr.object_cost(FLAT)
+    cap = max(working_set(kernel, FLAT), int(cost.max())) * (1 + extra)
+    c = count(kernel, policy=policy, capacity=cap, trace=tr, target=FLAT)
     miss, writebacks, _ = getattr(naive, policy)(tr.obj.tolist(), tr.write.tolist(), cost.tolist(), cap)
     reads = {t.name: 0 for t in kernel.tensors}
     writes = dict(reads)

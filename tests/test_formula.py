@@ -16,7 +16,7 @@ FAMILY = ["matmul", "matmul_hoisted", "matmul_kouter", "matmul_blocked", "matmul
 
 
 def _sim(kernel, policy="as-written", capacity=2**62):
-    c = count(kernel, policy=policy, capacity=capacity, partitions=TRN2.partitions)
+    c = count(kernel, policy=policy, capacity=capacity, target=TRN2)
     return {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}
 
 
@@ -28,7 +28,7 @@ def test_tutorial_matmul_formula_is_the_curriculum_one():
     t = {x.name: x for x in d.as_written.tensors}
     assert d.as_written.claimed
     assert t["A"].r_text == "ceil(N/TN)" and t["B"].r_text == "ceil(M/TM)"
-    assert d.as_written.q_bytes == 2 * 11 * 1024**2
+    assert d.as_written.Q == 2 * 11 * 1024**2
     assert sum(r + w for r, w in d.simulated_as_written.values()) == 2 * 11 * 1024**2
     # the same text evaluates like the hand-written formula of the acceptance check, any shape
     hand = expr.parse("2*(ceil(N/TN)*M*K + ceil(M/TM)*K*N + M*N)")
@@ -46,7 +46,7 @@ def test_tutorial_matmul_formula_is_the_curriculum_one():
 ])
 def test_projection_day2(b, q):
     d = derive("projection", {"B": b}, TRN2)
-    assert d.as_written.claimed and d.as_written.q_bytes == q
+    assert d.as_written.claimed and d.as_written.Q == q
     assert d.as_written.q_text == "2*B*D + 2*D*F + 2*B*F"
 
 
@@ -67,9 +67,9 @@ def test_hoisted_working_tiles_by_hand():
     d = derive("matmul_hoisted", {}, TRN2)
     w = d.regimes.working
     assert w.claimed
-    assert w.q_bytes == 2 * (3 + 16 + 1) * 1024**2
+    assert w.Q == 2 * (3 + 16 + 1) * 1024**2
     kern = spec.load_kernel("matmul_hoisted")
-    assert sum(map(sum, _sim(kern, "lru", d.regimes.need).values())) == w.q_bytes
+    assert sum(map(sum, _sim(kern, "lru", d.regimes.need).values())) == w.Q
 
 
 def _shapes(name):
@@ -133,7 +133,7 @@ def test_lru_regimes_equal_separate_replays(case, frac, extra):
         for t in formula.tensors:
             assert (t.read_bytes, t.write_bytes) == sim[t.name], (formula.regime, cap, t.name)
     # below the first reuse distance beyond it, LRU does not yet reach the everything-fits Q
-    if reg.working_below is not None and reg.working.q_bytes != reg.all.q_bytes:
+    if reg.working_below is not None and reg.working.Q != reg.all.Q:
         assert reg.all_from >= reg.working_below
 
 
@@ -143,7 +143,7 @@ def test_regime_of_the_capacity():
     reg = lru_regimes(sf, params, TRN2)
     assert reg.regime == "all"  # 28 MiB holds everything the tutorial reuses
     small = lru_regimes(sf, params, TRN2, sbuf_bytes=reg.need * 128)
-    assert small.regime == "working" and small.simulated_Q == small.working.q_bytes
+    assert small.regime == "working" and small.simulated_Q == small.working.Q
     mid = lru_regimes(sf, params, TRN2, sbuf_bytes=(reg.all_from - 1) * 128)
     assert mid.regime == "between"
 

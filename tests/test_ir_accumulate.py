@@ -11,6 +11,9 @@ from loopsim.sim import trace
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import PRODUCE, USE
 from loopsim.model.pipeline import analyze_kernel as analyze
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
 
 TRN2 = hardware.load("trn2-core")
 FULL = "nki_tutorial/4_fully_optimized"
@@ -28,7 +31,7 @@ def test_fully_optimized_4096_cubed(tibn):
     BLOCK_N, BLOCK_M, BLOCK_K = TILE_N * tibn, TILE_M * TIBM, TILE_K * TIBK
     rep = _analysis(FULL, {"M": M, "N": N, "K": K, "TILES_IN_BLOCK_N": tibn})
     # Q unchanged by the SBUF accumulation: lhsT once per N-block, rhs once, result written once
-    assert rep.counts.hbm_bytes == 2 * (M * K * (N // BLOCK_N) + K * N + M * N)
+    assert rep.counts.Q == 2 * (M * K * (N // BLOCK_N) + K * N + M * N)
     t = rep.counts.tensor_map
     assert t["ps"].read_bytes == t["ps"].write_bytes == 0 and t["result"].read_bytes == 0
     # PSUM: each acc drains its accumulator, so one 128 x 512 fp32 tile (one 2 KiB bank) is live,
@@ -54,9 +57,9 @@ def test_fully_optimized_default_shapes_replay_agrees():
     # input once (SBUF holds everything: 8 + 4 MiB inputs); as written lhsT is read N/BLOCK_N = 2x
     M, N, K = 4096, 2048, 1024
     aw = _analysis(FULL, {})
-    assert aw.counts.hbm_bytes == 2 * (2 * M * K + K * N + M * N)
+    assert aw.counts.Q == 2 * (2 * M * K + K * N + M * N)
     for policy in ("lru", "opt"):
-        assert _analysis(FULL, {}, policy).counts.hbm_bytes == 2 * (M * K + K * N + M * N)
+        assert _analysis(FULL, {}, policy).counts.Q == 2 * (M * K + K * N + M * N)
 
 
 def _tiny(tmp_path, nest, extra=""):
@@ -117,8 +120,8 @@ def test_acc_spills_under_a_small_sbuf(tmp_path):
     # both C tiles it is written exactly once.
     k = spec.load_kernel(_tiny(tmp_path, NEST))
     from loopsim.count.counts import count
-    tight = count(k, policy="lru", capacity=256 + 1024 + 1024, partitions=128)
-    roomy = count(k, policy="lru", capacity=1 << 20, partitions=128)
+    tight = count(k, policy="lru", capacity=256 + 1024 + 1024, target=TRN)
+    roomy = count(k, policy="lru", capacity=1 << 20, target=TRN)
     C = 256 * 512 * 2
     assert roomy.tensor_map["C"].write_bytes == C and roomy.tensor_map["C"].read_bytes == 0
     # tight (2.25 KiB; C has two 128 x 512 blocks C0, C1, 128 KiB each): per (kb, m) the k loop
@@ -164,8 +167,8 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     held = []
     events, _, _ = interpret(k, held)
     assert list(zip(tr.obj.tolist(), tr.kind.tolist())) == events
-    cost = tr.object_cost(None).tolist()
-    cap = working_set(k, None)
+    cost = tr.object_cost(FLAT).tolist()
+    cap = working_set(k, FLAT)
     assert cap == 128 * 128 * 2 + 128 * 512 * 2
     obj, write = tr.obj.tolist(), tr.write.tolist()
     miss, _, _ = opt(obj, write, cost, cap)
@@ -178,5 +181,5 @@ def test_opt_keeps_both_matmul_operands_resident_together():
     without = fetched([obj[i] for i in plain], [write[i] for i in plain], miss0)
     assert without < with_hold
     from loopsim.count.counts import count
-    t = count(k, policy="opt", capacity=cap).tensor_map  # the tool's OPT is the held replay
+    t = count(k, policy="opt", capacity=cap, target=FLAT).tensor_map  # the tool's OPT is the held replay
     assert t["A"].read_bytes + t["B"].read_bytes + t["C"].read_bytes == with_hold

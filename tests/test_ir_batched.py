@@ -46,14 +46,14 @@ def test_gqa_decode_w_q_and_column_fill(G):
     assert rep.counts.flops == 4 * H * G * Dh * S
     assert rep.counts.instructions == H * (S // TS + S // TP)
     # Q: q, the K and V caches read once, o written once (bf16); scores and probabilities on chip
-    assert rep.counts.hbm_bytes == 2 * (H * Dh * G + 2 * H * S * Dh + H * G * Dh)
+    assert rep.counts.Q == 2 * (H * Dh * G + 2 * H * S * Dh + H * G * Dh)
     # every instruction's stationary free size is G query heads: G of 128 PE columns
     cf = rep.ceilings.get("column_fill")
     assert cf.factor == G / 128
     assert cf.T == pytest.approx(rep.counts.flops / (TRN2.P("bf16") * G / 128), rel=1e-12)
     for policy in ("lru", "opt"):
-        assert _analysis(spec.load_kernel("gqa_decode", {"G": G}), policy).counts.hbm_bytes == \
-            rep.counts.hbm_bytes
+        assert _analysis(spec.load_kernel("gqa_decode", {"G": G}), policy).counts.Q == \
+            rep.counts.Q
 
 
 def test_a_batch_tile_of_several_heads(tmp_path):

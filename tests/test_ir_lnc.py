@@ -29,7 +29,7 @@ def test_day6_projection_lnc2(B):
     assert lnc.split_loop(k).var == "b"
     for policy in ("as-written", "lru", "opt"):
         rep = _analysis(k, policy)
-        assert (rep.counts.flops, rep.counts.hbm_bytes) == (W, Q)
+        assert (rep.counts.flops, rep.counts.Q) == (W, Q)
         assert rep.entitlement.I == W / Q
     # decode B = 1: Q = 2 (4096 + 2 * 16,777,216 + 4096) = 67,125,248, I = 0.4999 (one core alone:
     # 33,570,816 and 1.0); prefill B = 2048: Q = 100,663,296, I = 682.7 (one core: 67,108,864, 1024)

@@ -73,11 +73,11 @@ def test_profile_field_names_and_shapes():
     legacy = {"summary": [{"total_time": 0.017, "hardware_flops": 10, "transpose_flops": 4,
                            "hbm_read_bytes": 6, "hbm_write_bytes": 2}]}
     p = measured.parse(legacy)
-    assert p.time_s == 0.017 and p.flops == 6 and p.hbm_bytes == 8
+    assert p.time_s == 0.017 and p.flops == 6 and p.Q == 8
     ui = {"Summary": {"Total Time": 1.5, "Hardware Flops": 7, "HBM Read Bytes": 3,
                       "Peak Flops Bandwidth Ratio": 223.78}}
     p = measured.parse(ui)
-    assert (p.time_s, p.hardware_flops, p.hbm_read_bytes, p.hbm_bytes) == (1.5, 7, 3, None)
+    assert (p.time_s, p.hardware_flops, p.hbm_read_bytes, p.Q) == (1.5, 7, 3, None)
     assert measured.parse({"time_s": 2, "unknown_metric": "x"}).time_s == 2.0
 
 
@@ -117,10 +117,16 @@ def test_identities(W, Q, T):
     ({"time_s": 1e-3, "Raw Flops": 1.5}, "Raw Flops=1.5 must be a whole number"),
     ({"time_s": 1e-3, "hbm_write_bytes": -2}, "hbm_write_bytes=-2 must be >= 0"),
     ([1, 2], "expected a JSON object"),
+    ({"time_s": 1e-3, "hardware_flops": 10**400}, "hardware_flops=a 401-digit integer exceeds"),
+    ('{"time_s": 1' + "0" * 5000 + "}", "malformed JSON: Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    ('{"time_s": 1e-3, "pad": "' + "x" * (1 << 20) + '"}', "more than the 1,048,576 a measured file may have"),
+    ({"time_s": 1e-3, "instruction": [{"nki_source_location": 3, "duration": 1}]},
+     "instruction[0]: nki_source_location=3, duration=1: expected a 'file.py:LINE' string"),
 ])
 def test_bad_measured_files(tmp_path, capsys, content, match):
     f = tmp_path / "m.json"
-    f.write_text(json.dumps(content))
+    f.write_text(content if isinstance(content, str) else json.dumps(content))
     assert main(["entitle", "matmul", "--hardware", "trn2-core", "--measured", str(f)]) == 2
     err = capsys.readouterr().err
     assert match in err and f"--measured {f}" in err and len(err.strip().splitlines()) == 1
@@ -149,3 +155,149 @@ def test_compare_and_plot_take_labelled_measured_files(tmp_path, capsys):
     out = tmp_path / "m.png"
     assert main(["plot", "matmul", "--hardware", "trn2-core", "--measured", str(f), "-o", str(out)]) == 0
     assert out.stat().st_size > 5000
+
+
+# ---------------------------------------------------------------------------------------------
+# the gap table (issue 23 point 2): T_best, predicted T, measured T, the gap in named causes
+
+
+def _parts(m):
+    return {g["cause"]: g["seconds"] for g in m["gap_table"]}
+
+
+def test_gap_table_of_a_profiled_copy(tmp_path, capsys):
+    # copy (bf16 4096 x 4096 in and out) on trn1-core: Q = 67,108,864 bytes; T_best = Q / 410 GB/s;
+    # the verdict's DMA ceiling Q / 272 GB/s binds. The profile: 780 µs active, DMA busy 700 µs,
+    # 134.7 MB moved
+    Q, BW, DMA = 67_108_864, 410e9, 272e9
+    prof = {"total_time": 2.64e-3, "total_active_time": 780e-6, "dma_active_time": 700e-6,
+            "hbm_read_bytes": 67_600_000, "hbm_write_bytes": 67_100_000}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(prof))
+    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--json"])
+    m = d["measured"]
+    assert m["T_best"] == pytest.approx(Q / BW) and m["T_predicted"] == pytest.approx(Q / DMA)
+    assert m["T_predicted"] == d["T"] and m["predicted_limit"] == d["limit"] == "dma"
+    parts = _parts(m)
+    extra = (134_700_000 - Q) / DMA                          # 248.50 µs at the DMA rate
+    assert parts["no overlap"] == pytest.approx(780e-6 - 700e-6)
+    assert parts["extra bytes"] == pytest.approx(extra)
+    # predicted (Q/DMA - Q/BW = 83.04 µs) + measured (700 µs - Q/DMA - extra = 204.78 µs)
+    assert parts["slower engine"] == pytest.approx((Q / DMA - Q / BW) + (700e-6 - Q / DMA - extra))
+    assert parts["unexplained"] == pytest.approx(0, abs=1e-15)
+    assert "fixed cost" not in parts
+    assert sum(parts.values()) == pytest.approx(780e-6 - Q / BW) == pytest.approx(m["gap"])
+    assert m["fraction_of_predicted"] == pytest.approx((Q / DMA) / 780e-6)
+    assert main(["entitle", "copy", "-H", "trn1-core", "--measured", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "gap table           T_best 163.7 µs, predicted T 246.7 µs (dma), measured T 780 µs" in out
+    assert "    no overlap                       80 µs" in out
+
+
+def test_gap_table_idle_time_is_fixed_cost(tmp_path, capsys):
+    # timed by total_exec_time (no time_s): the window's idle part against total_active_time
+    prof = {"total_exec_time": 1e-3, "total_active_time": 0.9e-3}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(prof))
+    m = _run(capsys, ["entitle", "copy", "-H", "trn2-core", "--measured", str(f), "--json"])["measured"]
+    parts = _parts(m)
+    assert m["T"] == 0.9e-3  # the active window is T
+    assert "fixed cost" not in parts
+    g = measured.compare(Entitlement(0, 10**6, 1e12, 1e9),
+                         measured.parse({"total_exec_time": 1e-3, "time_s": 1e-3,
+                                         "total_active_time": 0.9e-3}))
+    parts = {p.cause: p.seconds for p in g.gap_table()}
+    # T_best = 1e6 / 1e9 = 1 ms... here = T: the 0.1 ms idle is fixed cost, the rest -0.1 ms
+    assert parts["fixed cost"] == pytest.approx(0.1e-3)
+    assert parts["unexplained"] == pytest.approx(-0.1e-3)
+    assert sum(parts.values()) == pytest.approx(g.gap) == pytest.approx(0, abs=1e-15)
+
+
+def test_plain_time_gap_is_predicted_part_plus_unexplained(tmp_path, capsys):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"time_s": 400e-6}))
+    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--json"])
+    parts = _parts(d["measured"])
+    Q = 67_108_864
+    assert parts == {"slower engine": pytest.approx(Q / 272e9 - Q / 410e9),
+                     "unexplained": pytest.approx(400e-6 - Q / 272e9)}
+
+
+@given(T=st.floats(1e-6, 1.0), active=st.floats(0.1, 1.0), busy=st.floats(0.1, 1.0),
+       extra=st.integers(-10**6, 10**8))
+def test_gap_parts_always_add_up(T, active, busy, extra):
+    e = Entitlement(10**9, 10**8, 78.6432e12, 375e9)
+    p = measured.parse({"total_time": T, "total_active_time": T * active,
+                        "dma_active_time": T * active * busy, "hbm_read_bytes": 10**8 + extra,
+                        "hbm_write_bytes": 0})
+    c = measured.compare(e, p)
+    assert sum(g.seconds for g in c.gap_table()) == pytest.approx(c.gap, rel=1e-9, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# one measurement format: calibrate's record lists are --measured files (issue 23 point 4)
+
+
+def test_calibrate_records_are_measured_files(tmp_path, capsys):
+    # two records, each naming its tiling by spec and set; {"spec": "copy"} is copy at its
+    # defaults (R = 4096), so it goes to that row and not to R = 8192
+    f = tmp_path / "times.json"
+    f.write_text(json.dumps([{"spec": "copy", "time_s": 230e-6},
+                             {"spec": "copy", "set": {"R": 8192}, "time_s": 450e-6}]))
+    d = _run(capsys, ["compare", "copy", "--vary", "R=4096,8192", "-H", "trn2-core",
+                      "--measured", str(f), "--json"])
+    got = {r["varied"]["R"]: r["measured"]["T"] for r in d["rows"]}
+    assert got == {4096: 230e-6, 8192: 450e-6}
+    # entitle of one tiling picks its record out of the list
+    m = _run(capsys, ["entitle", "copy", "--set", "R=8192", "-H", "trn2-core", "--measured", str(f),
+                      "--json"])["measured"]
+    assert m["T"] == 450e-6
+    # and calibrate reads the same file
+    assert main(["calibrate", str(f), "-H", "trn2-core", "-o", str(tmp_path / "c.toml")]) == 0
+    capsys.readouterr()
+
+
+def test_a_measured_record_never_runs_its_spec(tmp_path, capsys, monkeypatch):
+    # --measured only matches a record's spec by name: a kernel file named there is not executed
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text('open("EXECUTED", "w").write("x")\n')
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps([{"spec": "evil.py::f", "time_s": 1e-4}]))
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 2
+    assert "none of its 1 records names a tiling analysed here" in capsys.readouterr().err
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", f"copy={f}"]) == 0
+    assert "T_measured" in capsys.readouterr().out  # LABEL= gives the one record to that tiling
+    assert not (tmp_path / "EXECUTED").exists()
+
+
+@pytest.mark.parametrize("records,match", [
+    ([{"spec": "copy", "set": {"R": 999}, "time_s": 1e-4}, {"spec": "matmul", "time_s": 1e-4}],
+     "none of its 2 records names a tiling analysed here"),
+    ([], "the list of measurements is empty"),
+    ([{"time_s": 1e-4, "set": {"R": "x"}}], "set={'R': 'x'} must be an object of NAME: integer"),
+])
+def test_bad_record_lists(tmp_path, capsys, records, match):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(records))
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+
+
+def test_plot_point_percentage_is_against_its_own_point():
+    # the measured point hangs below (I, W/T), T the verdict's: its label is T / T_measured, and
+    # W/T_measured over W/T is the same number
+    from loopsim.model import pipeline
+    from loopsim.render.plot import Point
+    from loopsim.targets import hardware
+
+    hw = hardware.load("trn2-core")
+    a = pipeline.analyze(pipeline.load("matmul"), hw)
+    c = measured.compare(a.entitlement, measured.Profile(100e-6, "p"), verdict=a.verdict)
+    pt = Point.from_report(a, c)
+    assert a.T > a.entitlement.T_best                        # the DMA ceiling binds matmul
+    assert pt.rate == pytest.approx(a.W / a.T) and pt.measured_rate == pytest.approx(a.W / 100e-6)
+    assert pt.fraction == pytest.approx(a.T / 100e-6) == pytest.approx(pt.measured_rate / pt.rate)
+    assert pt.fraction != pytest.approx(c.fraction_of_entitlement)   # not T_best's
+    assert pt.gap_s == pytest.approx(100e-6 - a.T)
+    assert c.fraction_of_predicted == pt.fraction

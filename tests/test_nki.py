@@ -27,7 +27,7 @@ def facts(kernel) -> dict:
     """What must agree between a traced kernel and its spec: W, Q, r per tensor, SBUF, PSUM."""
     rep = pipeline.analyze_kernel(kernel, TRN2)
     c, ps = rep.counts, rep.ceilings.psum
-    return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors},
+    return {"W": c.flops, "Q": c.Q, "r": {t.name: t.r for t in c.tensors},
             "written": {t.name: t.write_bytes for t in c.tensors},
             "sbuf_peak": c.residency.peak_bytes, "sbuf_fits": c.residency.fits,
             "psum_banks": ps.needed_banks, "psum_fits": ps.fits}
@@ -90,15 +90,15 @@ def test_grid_changes_the_tiles():
 
 def test_unmodelled_call_is_one_line_naming_call_file_line_kernel():
     with pytest.raises(SpecError) as e:
-        traced("bad_unmodelled.py", "uses_dropout", {"x": ((128, 512), "bf16")})
+        traced("bad_unmodelled.py", "uses_find_index", {"x": ((128, 512), "bf16")})
     msg = str(e.value)
     assert "\n" not in msg
-    assert msg.startswith(f"{KERNELS / 'bad_unmodelled.py'}:10: kernel uses_dropout: ")
-    assert "nki.isa.dropout is not modelled" in msg
+    assert msg.startswith(f"{KERNELS / 'bad_unmodelled.py'}:11: kernel uses_find_index: ")
+    assert "nki.isa.nc_find_index8 is not modelled" in msg
 
 
 @pytest.mark.parametrize("func,line,what", [("branches_on_data", 9, "data-dependent control flow"),
-                                            ("branches_on_index", 19, "control flow on a loop index")])
+                                            ("loads_differ_by_index", 30, "does not re-roll")])
 def test_control_flow_on_values_is_refused(func, line, what):
     with pytest.raises(SpecError) as e:
         traced("bad_data_branch.py", func, {"x": ((256, 512), "bf16")})
@@ -109,7 +109,7 @@ def test_control_flow_on_values_is_refused(func, line, what):
 def test_shim_leaves_sys_modules_as_it_found_them_even_on_error():
     before = {k: sys.modules.get(k) for k in ("nki", "nki.language", "neuronxcc", "neuronxcc.nki.isa")}
     with pytest.raises(SpecError):
-        traced("bad_unmodelled.py", "uses_dropout", {"x": ((128, 512), "bf16")})
+        traced("bad_unmodelled.py", "uses_find_index", {"x": ((128, 512), "bf16")})
     traced("matmul_isa.py", "tiled", MATMUL_ARGS)
     assert {k: sys.modules.get(k) for k in before} == before
     assert not [m for m in sys.modules if m.startswith("_loopsim_nki_kernel_")]
@@ -153,7 +153,7 @@ def program_facts(prog) -> dict:
     res = pipeline.analyze(prog, TRN2)
     c = res.counts
     psum = [ceilings.compute(s.kernel, TRN2, dtype="bf16").psum for s in prog.stages]
-    return {"W": c.flops, "Q": c.hbm_bytes, "r": {t.name: t.r for t in c.tensors
+    return {"W": c.flops, "Q": c.Q, "r": {t.name: t.r for t in c.tensors
                                                   if t.name in ("q", "k", "v", "o")},
             "sbuf_peak": c.residency.peak_bytes, "sbuf_fits": c.residency.fits,
             "psum_banks": [p.needed_banks for p in psum], "psum_fits": [p.fits for p in psum],
@@ -185,7 +185,7 @@ def test_module_cli_prints_the_nest_read_and_one_line_errors(capsys):
     assert out[1:] == ["  for pid0 in 256 by 128:", "    for c in 4096 by 1024:",
                        "      load x[pid0, c]", "      load y[pid0, c]",
                        "      add z[pid0, c] = x[pid0, c], y[pid0, c]", "      store z[pid0, c]"]
-    assert nki_main([f"{KERNELS / 'bad_unmodelled.py'}::uses_dropout", "--arg", "x=128x512"]) == 2
+    assert nki_main([f"{KERNELS / 'bad_unmodelled.py'}::uses_find_index", "--arg", "x=128x512"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("loopsim: error: ")
 
@@ -199,7 +199,10 @@ def test_break_out_of_a_loop_is_refused(tmp_path):
                  "        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.load(x[i * 128:(i + 1) * 128, :]))\n"
                  "        break\n"
                  "    return out\n")
-    with pytest.raises(SpecError, match=r"k.py: kernel brk: loop i was never closed"):
+    # the break makes loop i run concretely: one iteration, one 128-row tile of 256 at a fixed
+    # place, which loopsim's IR cannot hold
+    with pytest.raises(SpecError, match=r"k.py:5: kernel brk: a fixed 128-element slice of x's "
+                                        r"dimension 0 \(of 256\) outside any loop"):
         load_kernel(str(f), "brk", args={"x": ((256, 64), "bf16")})
 
 
@@ -291,10 +294,10 @@ def test_capacity_and_bad_kernel_reference_through_the_cli(capsys):
     assert main(["capacity", TILED, "--arg", "lhsT=1024x1024", "--arg", "rhs=1024x1024",
                  "-H", "trn2-core", "--samples", "2"]) == 0
     capsys.readouterr()
-    assert main(["entitle", f"{KERNELS / 'bad_unmodelled.py'}::uses_dropout", "--arg", "x=128x512",
+    assert main(["entitle", f"{KERNELS / 'bad_unmodelled.py'}::uses_find_index", "--arg", "x=128x512",
                  "-H", "trn2-core"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad_unmodelled.py:10: kernel uses_dropout:" in err
+    assert err.count("\n") == 1 and "bad_unmodelled.py:11: kernel uses_find_index:" in err
     assert main(["entitle", TILED, "--arg", "lhsT=KxM", "-H", "trn2-core"]) == 2
     assert "dimension K of an --arg has no value; give --set K=INT" in capsys.readouterr().err
 

@@ -1,5 +1,5 @@
 """Each op said once: a program's op graph and inputs derived from its nest statements
-(loopsim.ir.graph.derive_ops), checked against the same programs with [ops] spelled out."""
+(loopsim.frontends.ops.derive_ops), checked against the same programs with [ops] spelled out."""
 
 import pytest
 

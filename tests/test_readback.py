@@ -12,6 +12,9 @@ from loopsim.frontends import spec
 from loopsim.sim import trace
 from loopsim.ir.kernel import ACC, Access, Kernel, Load, Loop, Matmul, Store, Tensor
 from loopsim.count.readback import read_backs
+from loopsim.targets import hardware as _hw_sheets
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
 
 
 def from_trace(kernel):
@@ -118,10 +121,11 @@ PROGRAMS = ["mlp_fused", "swiglu_mlp", "attention_fused", "mlp_unfused", "attent
 @given(st.sampled_from(PROGRAMS), st.data())
 def test_produced_peak_matches_the_trace(name, data):
     # op outputs live from their first request to their last: counted from the statements
-    # against program.produced_peak on the trace, bundled schedules at random smaller shapes
+    # against stages.produced_peak on the trace, bundled schedules at random smaller shapes
     from hypothesis import assume
 
     from loopsim.model import pipeline
+    from loopsim.count import stages
     from loopsim.frontends import program
     from loopsim.count import readback
     from loopsim.base.errors import LoopsimError
@@ -136,5 +140,5 @@ def test_produced_peak_matches_the_trace(name, data):
         assume(False)
     for stage in prog.stages:
         tr = trace.build(stage.kernel)
-        for parts in (128, None):
-            assert readback.produced_peak(stage.kernel, parts) == program.produced_peak(tr, parts)
+        for parts in (TRN, FLAT):
+            assert readback.produced_peak(stage.kernel, parts) == stages.produced_peak(tr, parts)

@@ -66,7 +66,7 @@ def test_curve_equals_separate_replays(t, extra):
         np.add.at(wb, group, r.writebacks * size)
         assert curve.writeback_bytes[:, j].tolist() == wb.tolist()
         assert int(curve.writebacks[:, j].sum()) == int(r.writebacks.sum())
-        assert int(curve.hbm_bytes[j]) == r.fetch_bytes + r.writeback_bytes
+        assert int(curve.Q[j]) == r.fetch_bytes + r.writeback_bytes
 
 
 @settings(max_examples=40)

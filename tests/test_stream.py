@@ -15,6 +15,9 @@ from loopsim.count.counts import count
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import Access, Kernel, Load, Loop, Matmul, Store, Tensor
 from loopsim.sim import State, next_use, replay
+from loopsim.targets import hardware as _hw_sheets
+FLAT = _hw_sheets.load("toy")  # a flat target: costs are bytes
+TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
 
 
 @settings(max_examples=40, deadline=None)
@@ -23,11 +26,11 @@ from loopsim.sim import State, next_use, replay
 def test_chunked_count_equals_whole_trace_count(kernel, policy, chunk, extra):
     """Every chunk size (down to one statement per chunk) gives the counts of one whole replay."""
     tr = trace.build(kernel)
-    cost = tr.object_cost(128)
+    cost = tr.object_cost(TRN)
     cap = int(cost.max()) * (1 + extra)
     cap = max(cap, 4 * int(cost.max()))  # at least one instruction's three tiles and a store
-    whole = count(kernel, policy=policy, capacity=cap, partitions=128, trace=tr)
-    assert count(kernel, policy=policy, capacity=cap, partitions=128, chunk=chunk) == whole
+    whole = count(kernel, policy=policy, capacity=cap, target=TRN, trace=tr)
+    assert count(kernel, policy=policy, capacity=cap, target=TRN, chunk=chunk) == whole
 
 
 @pytest.mark.parametrize("policy", ["lru", "opt"])
@@ -39,9 +42,9 @@ def test_chunked_count_frees_on_chip_intermediates_as_the_whole_trace_does(polic
     tr = trace.build(k)
     assert tr.dead is not None and tr.dead.any()
     cap = kib * 1024
-    whole = count(k, policy=policy, capacity=cap, partitions=128, trace=tr)
+    whole = count(k, policy=policy, capacity=cap, target=TRN, trace=tr)
     for chunk in (5, 64, 1000):
-        assert count(k, policy=policy, capacity=cap, partitions=128, chunk=chunk) == whole
+        assert count(k, policy=policy, capacity=cap, target=TRN, chunk=chunk) == whole
 
 
 def test_chunked_walk_yields_the_reference_interpreter_s_requests():
@@ -139,12 +142,13 @@ def test_whole_build_ends_with_a_ragged_statement_that_emits_fewer_than_its_full
 
 
 @settings(max_examples=60, deadline=None)
-@given(matmul_nests(max_dim=300), st.sampled_from([None, 128]))
-def test_as_written_closed_form_equals_the_trace_count(kernel, partitions):
-    """Where the closed form claims a nest, count() answers from it; the trace gives the same."""
-    cap = 2**40
-    fast = count(kernel, capacity=cap, partitions=partitions)
-    assert fast == count(kernel, capacity=cap, partitions=partitions, replay=True)
+@given(matmul_nests(max_dim=300), st.sampled_from(["toy", "trn2-core"]))
+def test_as_written_closed_form_equals_the_trace_count(kernel, sheet):
+    """Where the closed form claims a nest, count() answers from it; the trace gives the same
+    (flat bytes on toy, bytes per partition on trn2-core)."""
+    cap, target = 2**40, _hw_sheets.load(sheet)
+    fast = count(kernel, capacity=cap, target=target)
+    assert fast == count(kernel, capacity=cap, target=target, replay=True)
 
 
 def test_as_written_closed_form_claims_the_tutorial_matmul():
@@ -163,7 +167,8 @@ def test_as_written_count_imports_no_numba():
     import sys
 
     code = ("import sys; from loopsim.frontends import spec; from loopsim.count.counts import count; "
-            "count(spec.load_kernel('matmul'), capacity=2**30, partitions=128); "
+            "from loopsim.targets import hardware; "
+            "count(spec.load_kernel('matmul'), capacity=2**30, target=hardware.load('trn2-core')); "
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -176,11 +181,11 @@ def test_long_trace_note_is_measured_on_this_machine(monkeypatch, capsys):
     from loopsim.sim import stream as stream_mod
 
     k = spec.load_kernel("matmul", {"M": 256, "N": 256, "K": 256, "TM": 32, "TK": 32, "TN": 32})
-    want = {p: count(k, policy=p, capacity=8 * 32 * 32 * 2, chunk=1000) for p in ("lru", "opt")}
+    want = {p: count(k, policy=p, capacity=8 * 32 * 32 * 2, chunk=1000, target=FLAT) for p in ("lru", "opt")}
     monkeypatch.setattr(stream_mod, "NOTE_ABOVE", 0)
     monkeypatch.setattr(stream_mod, "SAMPLE", 1 << 9)
     for policy in ("lru", "opt"):
-        got = count(k, policy=policy, capacity=8 * 32 * 32 * 2, chunk=1000)
+        got = count(k, policy=policy, capacity=8 * 32 * 32 * 2, chunk=1000, target=FLAT)
         err = capsys.readouterr().err
         assert f"under {policy}, about" in err and "ns per request, measured on this machine" in err
         assert got == want[policy]

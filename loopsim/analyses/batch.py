@@ -15,6 +15,8 @@ from that answer (``cached``: true): the pipeline is deterministic.
 
 from __future__ import annotations
 
+from loopsim.model.verdict import transfers_s
+
 import json
 import time
 from typing import Mapping
@@ -199,7 +201,7 @@ def result(a) -> dict:
     return {"kernel": a.name, "hardware": a.hardware.name, "params": dict(a.params),
             "feasible": a.feasible, "reasons": list(a.infeasible_reasons), "T": a.T,
             "limit": a.limit, "W": a.W, "Q": a.Q, "compulsory_Q": a.counts.compulsory_bytes,
-            "dma_estimate_s": a.verdict.dma_estimate_s,
+            "transfers_s": transfers_s(a.verdict),
             "sbuf_peak": res.peak_cost, "sbuf_capacity": res.capacity_cost,
-            "sbuf_unit": "bytes per partition" if res.partitions else "bytes",
+            "sbuf_unit": "bytes per partition" if res.lanes else "bytes",
             "psum_banks": max(p.needed_banks for p in psum), "psum_capacity_banks": psum[0].banks}

@@ -2,15 +2,30 @@
 
 The model is the one loopsim's entitlement uses for a kernel's time: ``T = max(W/P, Q/BW)`` with
 W FLOPs and Q bytes counted from the nest (or taken from a profiler summary). Given measured times
-t_i, each measurement is assigned to the roof that binds it (start: the sheet's spec roofs), and
-each roof is fitted to its measurements by least squares in *relative* time error:
+t_i, each measurement is assigned to the roof that binds it, and each roof is fitted to its
+measurements by least squares in *relative* time error:
 
     BW = sum(x_i^2) / sum(x_i)   with x_i = Q_i / t_i   (minimises sum((Q_i/BW - t_i) / t_i)^2)
 
-and the same for P per dtype with x_i = W_i / t_i. One measurement gives BW = Q/t exactly. The
-assignment is redone with the fitted roofs until it no longer changes. A roof that no
-measurement binds is not fitted: it keeps the spec value, and the sheet says so. The
-leave-one-out error refits without each measurement in turn and predicts it.
+and the same for P per dtype with x_i = W_i / t_i. One measurement gives BW = Q/t exactly.
+
+**Choosing the assignment.** Under any roofs a measurement is compute-bound exactly when its
+intensity I = W/Q is above the ridge P/BW, so the assignments worth trying are the thresholds in
+I, per dtype: with n measurements of a dtype, n + 1 of them. Every one is fitted and scored by its
+in-sample error under the full model (each prediction is max(W/P, Q/BW) with both fitted roofs,
+not the roof it was assigned to). The lowest RMS relative error wins, with two guards: an
+assignment that fits more roofs must at least halve the RMS error of the best one with fewer
+(:data:`GAIN`: a second roof fitted to noise is not a finding), and ties (within 1e-9) go to the
+assignment the spec roofs imply. A fitted roof above its spec value (measured faster than the
+documented peak) ranks below every assignment without one.
+A roof no measurement is assigned to is not fitted: it keeps the spec value, and everything that
+depends on it says so.
+
+**Warnings** (:attr:`Fit.warnings`; ``calibrate --strict`` exits 1 on any): a measurement whose
+in-sample predicted/measured is off by more than the threshold; a roof left at its spec value
+for want of a measurement it binds; of several measurements, only one fitting a roof; a fitted roof above spec; a second assignment fitting as well
+with a different split. The leave-one-out error refits (choosing again) without each measurement
+in turn and predicts it.
 
 What the fit does not model: lower ceilings (Tensor Engine fill and issue, engine busy time, PSUM
 evacuation, DMA), fixed launch or DMA latency, and partial overlap of compute and memory (the
@@ -32,8 +47,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
-__all__ = ["Measurement", "Row", "Fit", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
+__all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
 #: keys a measurement entry with a spec may have
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
@@ -48,12 +64,16 @@ class Measurement:
     Q: int
     dtype: str
     time_s: float
+    transfers: int | None = None  # DMA transfers (the nest's, or the profile's dma_transfer_count)
 
     def __post_init__(self) -> None:
         if self.W == 0 and self.Q == 0:
             raise InputError(f"{self.label}: W = Q = 0; a measurement must move bytes or do FLOPs")
         if not (isinstance(self.time_s, (int, float)) and math.isfinite(self.time_s) and self.time_s > 0):
             raise InputError(f"{self.label}: time_s={self.time_s!r} must be a positive number of seconds")
+        if self.time_s < MIN_TIME_S:
+            raise InputError(f"{self.label}: time_s={self.time_s!r} is below {MIN_TIME_S:g} s, shorter "
+                             "than one clock cycle (about 0.4 ns): not a time to fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +91,11 @@ class Row:
         return self.predicted_s / self.measurement.time_s
 
     @property
+    def residual(self) -> float:
+        """(predicted - measured) / measured, in sample."""
+        return self.ratio - 1
+
+    @property
     def loo_error(self) -> float | None:
         """(LOO prediction - measured) / measured; None with a single measurement."""
         if self.loo_predicted_s is None:
@@ -80,13 +105,74 @@ class Row:
     def as_dict(self) -> dict:
         m = self.measurement
         return {"label": m.label, "W": m.W, "Q": m.Q, "dtype": m.dtype, "time_s": m.time_s,
-                "predicted_s": self.predicted_s, "ratio": self.ratio, "bound": self.bound,
+                "transfers": m.transfers,
+                "predicted_s": self.predicted_s, "ratio": self.ratio, "residual": self.residual,
+                "bound": self.bound,
                 "loo_predicted_s": self.loo_predicted_s, "loo_error": self.loo_error}
 
 
 @dataclass(frozen=True, slots=True)
+class FixedCost:
+    """The memory side refitted as ``t = Q/BW + n * c`` (n DMA transfers, c seconds each) over the
+    memory-bound measurements, least squares in relative time; a diagnostic beside the fit (the
+    sheet has no field for c: it is reported, not written). ``rms_plain``/``rms``: their RMS
+    relative error under Q/BW alone and with the fixed cost; ``efficiency``: BW over the sheet's
+    DMA bandwidth (None without one)."""
+
+    measurements: int
+    bw: float
+    c_s: float
+    rms_plain: float
+    rms: float
+    efficiency: float | None
+
+    def as_dict(self) -> dict:
+        return {"measurements": self.measurements, "bw": self.bw, "per_transfer_s": self.c_s,
+                "rms_plain": self.rms_plain, "rms": self.rms, "dma_efficiency": self.efficiency,
+                "model": "t = Q/BW + transfers * c (memory-bound measurements); reported, not "
+                         "written to the sheet"}
+
+
+def _fixed_cost(rows, bw_plain: int, dma_bw) -> FixedCost | str | None:
+    """The :class:`FixedCost` refit of the memory-bound rows, a sentence when it cannot be made
+    (too few measurements, transfers unknown or all in one ratio, a negative cost), or None when
+    fewer than two rows are memory-bound."""
+    mem = [r.measurement for r in rows if r.bound == "memory" and r.measurement.Q]
+    if len(mem) < 2:
+        return None  # one memory-bound time fixes BW alone: nothing to say
+    if any(m.transfers is None for m in mem):
+        return "not fitted: a memory-bound measurement has no DMA transfer count"
+    if len(mem) < 3 or len({Fraction(m.transfers, m.Q) for m in mem}) < 2:
+        return ("not fitted: it needs 3 memory-bound measurements with different bytes per "
+                "transfer (2 parameters, one left to test them)")
+    # minimise sum((Q a + n c) / t - 1)^2: the 2 x 2 normal equations, exactly
+    x = [(Fraction(m.Q) / Fraction(m.time_s), Fraction(m.transfers) / Fraction(m.time_s)) for m in mem]
+    s11, s12, s22 = (sum(u * u for u, _ in x), sum(u * v for u, v in x), sum(v * v for _, v in x))
+    b1, b2 = sum(u for u, _ in x), sum(v for _, v in x)
+    det = s11 * s22 - s12 * s12
+    if det == 0:
+        return "not fitted: the measurements do not separate bandwidth from a per-transfer cost"
+    a, c = (b1 * s22 - b2 * s12) / det, (s11 * b2 - s12 * b1) / det
+    if a <= 0 or c < 0:
+        return "not fitted: the best per-transfer cost is negative (no fixed cost in the data)"
+
+    def rms(f):
+        return math.sqrt(sum((f(m) / m.time_s - 1) ** 2 for m in mem) / len(mem))
+
+    bw = float(1 / a)
+    return FixedCost(len(mem), bw, float(c), rms(lambda m: m.Q / bw_plain),
+                     rms(lambda m: m.Q / bw + m.transfers * float(c)),
+                     bw / dma_bw if dma_bw else None)
+
+
+#: default in-sample |predicted/measured - 1| above which calibrate warns
+THRESHOLD = 0.10
+
+
+@dataclass(frozen=True, slots=True)
 class Fit:
-    """Fitted roofs for a sheet's scope. ``bw`` bytes/s; ``flops`` (dtype, FLOP/s, fitted?)."""
+    """Fitted roofs for a sheet's scope. ``bw`` bytes/s; ``flops`` (dtype, FLOP/s, fitted?);
+    ``candidates``: assignments tried; ``warnings``: sentences (see the module docstring)."""
 
     hardware: str
     bw: int
@@ -95,6 +181,10 @@ class Fit:
     flops: tuple[tuple[str, int, bool], ...]
     spec_flops: tuple[tuple[str, int], ...]
     rows: tuple[Row, ...]
+    candidates: int = 1
+    warnings: tuple[str, ...] = ()
+    threshold: float = THRESHOLD
+    fixed_cost: object = None  # FixedCost, a sentence saying why not, or None
 
     @property
     def loo_max(self) -> float | None:
@@ -107,8 +197,16 @@ class Fit:
         errs = [r.loo_error for r in self.rows if r.loo_error is not None]
         return math.sqrt(sum(e * e for e in errs) / len(errs)) if errs else None
 
+    @property
+    def rms(self) -> float:
+        """RMS in-sample relative error."""
+        return math.sqrt(sum(r.residual ** 2 for r in self.rows) / len(self.rows))
+
     def P(self, dtype: str) -> int:
         return dict((d, p) for d, p, _ in self.flops)[dtype]
+
+    def fitted(self, dtype: str) -> bool:
+        return dict((d, f) for d, _, f in self.flops)[dtype]
 
     def as_dict(self) -> dict:
         return {"hardware": self.hardware, "bw": self.bw, "bw_fitted": self.bw_fitted,
@@ -116,8 +214,13 @@ class Fit:
                 "flops": {d: {"value": p, "fitted": f, "spec": dict(self.spec_flops)[d],
                               "over_spec": p / dict(self.spec_flops)[d]} for d, p, f in self.flops},
                 "measurements": [r.as_dict() for r in self.rows],
+                "rms_error": self.rms, "threshold": self.threshold,
                 "loo_max_error": self.loo_max, "loo_rms_error": self.loo_rms,
-                "model": "T = max(W/P, Q/BW); roofs fitted by least squares in relative time"}
+                "assignments_tried": self.candidates, "warnings": list(self.warnings),
+                "dma_fixed_cost": (self.fixed_cost.as_dict() if isinstance(self.fixed_cost, FixedCost)
+                                   else self.fixed_cost),
+                "model": "T = max(W/P, Q/BW); roofs fitted by least squares in relative time; the "
+                         "assignment of measurements to roofs chosen by in-sample error"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,32 +239,112 @@ def _assign(ms, bw, P) -> list[str]:
     return ["compute" if m.W * bw > m.Q * P[m.dtype] else "memory" for m in ms]
 
 
-def _roofs(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
-    """(bw, P by dtype, bw fitted?, dtypes fitted, binding roof per measurement)."""
-    bound = _assign(ms, spec_bw, spec_P)
-    for _ in range(2 * len(ms) + 2):  # each pass moves measurements between roofs; it settles fast
-        mem = [(m.Q, m.time_s) for m, b in zip(ms, bound) if b == "memory"]
-        bw = _ls(mem) if mem else spec_bw
-        P = dict(spec_P)
-        for d in {m.dtype for m in ms}:
-            comp = [(m.W, m.time_s) for m, b in zip(ms, bound) if b == "compute" and m.dtype == d]
-            if comp:
-                P[d] = _ls(comp)
-        new = _assign(ms, bw, P)
-        if new == bound:
-            break
-        bound = new
-    fitted = {m.dtype for m, b in zip(ms, bound) if b == "compute"}
-    return bw, P, "memory" in bound, fitted, bound
-
-
 def _predict(m: Measurement, bw: int, P: dict[str, int]) -> float:
     return max(m.W / P[m.dtype], m.Q / bw)
 
 
+#: most assignments tried (the product over dtypes of measurements + 1)
+MAX_ASSIGNMENTS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    bound: tuple[str, ...]
+    bw: int
+    P: dict
+    bw_fitted: bool
+    fitted: frozenset
+    rms: float
+    above_spec: tuple[str, ...]
+
+    @property
+    def n_fitted(self) -> int:
+        return int(self.bw_fitted) + len(self.fitted)
+
+
+def _assignments(ms: list[Measurement]):
+    """Every threshold assignment: per dtype, the measurements with I above a cut are compute."""
+    import itertools
+
+    per = {}
+    for d in sorted({m.dtype for m in ms}):
+        idx = [i for i, m in enumerate(ms) if m.dtype == d]
+        # by intensity: W = 0 first (never compute), Q = 0 last (never memory)
+        idx.sort(key=lambda i: (Fraction(ms[i].W, ms[i].Q) if ms[i].Q else math.inf))
+        cuts = []
+        for k in range(len(idx) + 1):
+            comp = set(idx[k:])
+            if any(ms[i].W == 0 for i in comp) or any(ms[i].Q == 0 for i in idx[:k]):
+                continue
+            cuts.append(comp)
+        per[d] = cuts
+    n = math.prod(len(c) for c in per.values())
+    if n > MAX_ASSIGNMENTS:
+        raise InputError(f"calibrate: {n:,} roof assignments to try (more than {MAX_ASSIGNMENTS:,}); "
+                         "calibrate each dtype apart")
+    for combo in itertools.product(*per.values()):
+        comp = set().union(*combo) if combo else set()
+        yield tuple("compute" if i in comp else "memory" for i in range(len(ms)))
+
+
+def _score(ms, bound, spec_bw, spec_P) -> _Candidate:
+    mem = [(m.Q, m.time_s) for m, b in zip(ms, bound) if b == "memory"]
+    bw = _ls(mem) if mem else spec_bw
+    P = dict(spec_P)
+    fitted = set()
+    for d in {m.dtype for m in ms}:
+        comp = [(m.W, m.time_s) for m, b in zip(ms, bound) if b == "compute" and m.dtype == d]
+        if comp:
+            P[d] = _ls(comp)
+            fitted.add(d)
+    rms = math.sqrt(sum((_predict(m, bw, P) / m.time_s - 1) ** 2 for m in ms) / len(ms))
+    above = tuple((["bw"] if mem and bw > spec_bw else []) +
+                  [f"P.{d}" for d in sorted(fitted) if P[d] > spec_P[d]])
+    return _Candidate(bound, bw, P, bool(mem), frozenset(fitted), rms, above)
+
+
+#: in-sample RMS errors this close count as a tie
+_TIE = 1e-9
+
+
+#: an assignment that fits more roofs must cut the in-sample RMS error by at least this factor
+GAIN = 0.5
+
+
+def _choose(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
+    """(the chosen candidate, every candidate tried, best first) for ``ms``: among the assignments
+    with the fewest fitted roofs above spec, per number of fitted roofs the lowest in-sample RMS
+    (ties: the spec's assignment); one that fits more roofs is taken only when its RMS is at most
+    :data:`GAIN` times the current one's (so a second roof is not fitted to noise)."""
+    spec_bound = tuple(_assign(ms, spec_bw, spec_P))
+    cands = [_score(ms, b, spec_bw, spec_P) for b in _assignments(ms)]
+    fewest_above = min(len(c.above_spec) for c in cands)
+    pool = [c for c in cands if len(c.above_spec) == fewest_above]
+    best_of: dict[int, _Candidate] = {}
+    for c in sorted(pool, key=lambda c: (c.rms, c.bound != spec_bound)):
+        k = c.n_fitted
+        if k not in best_of or (c.rms <= best_of[k].rms + _TIE and c.bound == spec_bound):
+            best_of[k] = c
+    chosen = None
+    for k in sorted(best_of):
+        c = best_of[k]
+        if chosen is None or c.rms < GAIN * chosen.rms - _TIE:
+            chosen = c
+    rest = sorted((c for c in cands if c is not chosen), key=lambda c: (len(c.above_spec), c.rms))
+    return chosen, [chosen] + rest
+
+
+def _roofs(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
+    """(bw, P by dtype, bw fitted?, dtypes fitted, binding roof per measurement)."""
+    c, _ = _choose(ms, spec_bw, spec_P)
+    return c.bw, c.P, c.bw_fitted, set(c.fitted), list(c.bound)
+
+
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A kernel under the spec roofs (a bound) and the fitted roofs (a prediction), seconds."""
+    """A kernel under the spec roofs (a bound) and the fitted roofs (a prediction), seconds.
+    ``rests_on_spec``: the sides ("memory", "compute") of its max(W/P, Q/BW) whose roof was not
+    fitted: each is still a bound, so the prediction is at least its time, never labelled fitted."""
 
     label: str
     W: int
@@ -171,11 +354,24 @@ class Prediction:
     predicted_s: float
     limit: str  # the roof that binds the prediction: "memory" or "compute"
     limit_fitted: bool  # whether that roof was fitted (else the prediction is the spec bound)
+    rests_on_spec: tuple[str, ...] = ()
+
+    @property
+    def how(self) -> str:
+        """How far the prediction is one: a sentence for its "limit" column."""
+        if not self.limit_fitted:
+            return f"{self.limit} (spec roof: not fitted, still a bound)"
+        other = [x for x in self.rests_on_spec if x != self.limit]
+        if other:
+            return (f"{self.limit} (fitted); its {other[0]} roof is the spec one, not fitted: "
+                    "T is at least this")
+        return f"{self.limit} (fitted)"
 
     def as_dict(self) -> dict:
         return {"label": self.label, "W": self.W, "Q": self.Q, "dtype": self.dtype,
                 "T_spec_bound": self.bound_s, "T_predicted": self.predicted_s,
-                "limit": self.limit, "limit_fitted": self.limit_fitted}
+                "limit": self.limit, "limit_fitted": self.limit_fitted,
+                "rests_on_spec": list(self.rests_on_spec), "how": self.how}
 
 
 def predict(f: Fit, text: str, hw) -> Prediction:
@@ -186,29 +382,45 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     from loopsim.frontends.spec import parse_sets
 
     sets = parse_sets(parts[1:])
-    W, Q, dt, name = _analyze(parts[0], sets, hw, None)
+    W, Q, dt, name, _ = _analyze(parts[0], sets, hw, None)
     spec_P = dict(f.spec_flops)
     if dt not in spec_P:
         raise InputError(f"--predict {text}: dtype '{dt}' has no roof on {f.hardware}")
     label = " ".join([name] + parts[1:])
     compute = W * f.bw > Q * f.P(dt)
-    fitted = dict((d, x) for d, _, x in f.flops)[dt] if compute else f.bw_fitted
+    fitted = f.fitted(dt) if compute else f.bw_fitted
+    spec_sides = tuple(side for side, amount, fit_ in (("memory", Q, f.bw_fitted),
+                                                       ("compute", W, f.fitted(dt)))
+                       if amount and not fit_)
     return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw),
-                      max(W / f.P(dt), Q / f.bw), "compute" if compute else "memory", fitted)
+                      max(W / f.P(dt), Q / f.bw), "compute" if compute else "memory", fitted,
+                      spec_sides)
 
 
-def fit(measurements, hw) -> Fit:
-    """Fit ``hw``'s roofs (spec values as the start and fallback) to ``measurements``."""
+def _si(x: float, unit: str) -> str:
+    for f, pre in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1, "")):
+        if abs(x) >= f:
+            return f"{x / f:.4g} {pre}{unit}"
+    return f"{x:.4g} {unit}"
+
+
+def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
+    """Fit ``hw``'s roofs (spec values as the fallback) to ``measurements``: every threshold
+    assignment tried, the best by in-sample error (module docstring); warnings for residuals over
+    ``threshold``, roofs left at spec, fitted roofs above spec and ties between assignments."""
     ms = list(measurements)
     if not ms:
         raise InputError("calibrate: no measurements")
+    if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 0):
+        raise InputError(f"calibrate: --threshold={threshold!r} must be a positive fraction (0.1 = 10%)")
     spec_hw = hw.with_roofs("spec")
     spec_P = dict(spec_hw.flops)
     for m in ms:
         if m.dtype not in spec_P:
             raise InputError(f"{m.label}: dtype '{m.dtype}' has no roof on {hw.name}; known: "
                              f"{', '.join(spec_P)}")
-    bw, P, bw_fitted, fitted, bound = _roofs(ms, spec_hw.bw, spec_P)
+    best, cands = _choose(ms, spec_hw.bw, spec_P)
+    bw, P, bound = best.bw, best.P, best.bound
     rows = []
     for i, m in enumerate(ms):
         loo = None
@@ -217,8 +429,44 @@ def fit(measurements, hw) -> Fit:
             lbw, lP, *_ = _roofs(rest, spec_hw.bw, spec_P)
             loo = _predict(m, lbw, lP)
         rows.append(Row(m, _predict(m, bw, P), bound[i], loo))
-    flops = tuple((d, P[d], d in fitted) for d in spec_P)
-    return Fit(hw.name, bw, bw_fitted, spec_hw.bw, flops, tuple(spec_P.items()), tuple(rows))
+    flops = tuple((d, P[d], d in best.fitted) for d in spec_P)
+    warn = []
+    for r in rows:
+        if abs(r.residual) > threshold:
+            warn.append(f"{r.measurement.label}: predicted/measured {r.ratio:.4f} ({r.residual:+.1%}) "
+                        f"is off by more than the {threshold:.0%} threshold: T = max(W/P, Q/BW) does "
+                        "not fit it (a lower ceiling, fixed cost or partial overlap binds it)")
+    if not best.bw_fitted:
+        warn.append(f"no measurement is memory-bound: bw stays the spec value {_si(spec_hw.bw, 'B/s')} "
+                    "(not fitted); a prediction whose memory side it sets is a bound, and says so")
+    for d in sorted({m.dtype for m in ms}):
+        if d not in best.fitted:
+            warn.append(f"no {d} measurement is compute-bound: P.{d} stays the spec value "
+                        f"{_si(spec_P[d], 'FLOP/s')} (not fitted); a prediction whose compute side "
+                        "it sets is a bound, and says so")
+    if len(ms) > 1:
+        for what, who in [("bw", [r for r in rows if r.bound == "memory"])] + [
+                (f"P.{d}", [r for r in rows if r.bound == "compute" and r.measurement.dtype == d])
+                for d in sorted(best.fitted)]:
+            if len(who) == 1:
+                warn.append(f"{what} rests on one measurement ({who[0].measurement.label}): the "
+                            "fit reproduces it exactly and nothing else tests it")
+    for what in best.above_spec:
+        v, sp = (bw, spec_hw.bw) if what == "bw" else (P[what[2:]], spec_P[what[2:]])
+        warn.append(f"fitted {what} = {v:,} is {v / sp:.3f} x its spec value {sp:,}: measured faster "
+                    "than the documented roof; check the counts, the times or the sheet's scope")
+    if len(ms) > 1:
+        rival = next((c for c in cands[1:] if c.bound != best.bound and c.n_fitted == best.n_fitted
+                      and len(c.above_spec) == len(best.above_spec)
+                      and c.rms <= best.rms + _TIE), None)
+        if rival is not None:
+            moved = [m.label for m, a, b in zip(ms, best.bound, rival.bound) if a != b]
+            warn.append(f"another assignment fits as well (in-sample RMS {rival.rms:.2%}): "
+                        f"{', '.join(moved)} on the other roof; the one the spec roofs imply is "
+                        "kept. Add a measurement that separates them")
+    fc = _fixed_cost(rows, bw, spec_hw.transfer_bw)
+    return Fit(hw.name, bw, best.bw_fitted, spec_hw.bw, flops, tuple(spec_P.items()), tuple(rows),
+               len(cands), tuple(warn), threshold, fc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,28 +474,67 @@ def fit(measurements, hw) -> Fit:
 
 
 def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
-    """(W, Q, dtype, name) of a spec on ``hw`` (as-written policy): the one place that asks the
-    model to analyse a kernel, so moving to loopsim.model.pipeline is a one-line change."""
+    """(W, Q, dtype, name, DMA transfers or None) of a spec on ``hw`` (as-written policy): the one
+    place that asks the model to analyse a kernel."""
     from loopsim.model import pipeline
 
     a = pipeline.analyze(pipeline.load(ref, sets), hw, dtype=dtype)
-    return a.W, a.Q, a.dtype, a.counts.kernel
+    transfers = None
+    if len(a.stages) == 1:
+        from loopsim.targets.neuron import dma
+
+        transfers = dma.report(a.stages[0].stage.kernel, hw).transfers
+    return a.W, a.Q, a.dtype, a.counts.kernel, transfers
 
 
-def measurement_of(entry: object, hw, where: str) -> Measurement:
+def _hand_count(entry: dict, where: str) -> Measurement:
+    """``{"W", "Q", "time_s"[, "label", "dtype", "transfers"]}``: counts given by hand, or a row of
+    ``calibrate --json``'s ``measurements`` (its other keys are the fit's and are ignored)."""
+    vals = {}
+    for k in ("W", "Q", "transfers"):
+        v = entry.get(k)
+        if v is None and k == "transfers":
+            vals[k] = None
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2**62:
+            raise InputError(f"{where}.{k}={v!r} must be an integer count from 0 to 2^62"
+                             if not isinstance(v, int) or abs(v) <= 2**62 else
+                             f"{where}.{k}: an integer of {v.bit_length()} bits exceeds 2^62")
+        vals[k] = v
+    t = entry.get("time_s")
+    if isinstance(t, int) and not isinstance(t, bool) and abs(t) > 2**62:
+        raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
+    label, dtype = entry.get("label", where), entry.get("dtype", "bf16")
+    if not isinstance(label, str) or not label:
+        raise InputError(f"{where}.label={label!r} must be a non-empty string")
+    if not isinstance(dtype, str):
+        raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
+    return Measurement(label, vals["W"], vals["Q"], dtype, float(t), vals["transfers"])
+
+
+def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = False) -> Measurement:
     """One entry of a measurements file: ``{"spec", "set", "time_s"[, "label", "dtype"]}`` (W and
-    Q from the nest) or a profiler summary (W and Q from the profile, see loopsim.model.measured)."""
+    Q from the nest), ``{"W", "Q", "time_s"[, ...]}`` (hand counts, or a row of ``calibrate
+    --json``'s ``measurements``), or a profiler summary (W and Q from the profile, see
+    loopsim.model.measured).
+
+    The file is data: a ``"spec"`` naming a kernel file (``PATH.py::FUNCTION``), which tracing would
+    EXECUTE, is refused unless ``allow_kernel_refs`` (the CLI's ``--allow-kernel-refs``)."""
     from loopsim.model import measured
 
     if not isinstance(entry, dict):
         raise InputError(f"{where}: expected an object with spec and time_s, or a profiler "
                          f"summary; got {type(entry).__name__}")
+    if "spec" not in entry and "W" in entry and "Q" in entry:
+        return _hand_count(entry, where)
     if "spec" not in entry:
         p = measured.parse(entry, where)
         w, (q, _) = p.work(), p.traffic()
         label = entry.get("label") if isinstance(entry.get("label"), str) else where
         dt = entry.get("dtype", "bf16")
-        return Measurement(label, w, q, dt, p.time_s)
+        return Measurement(label, w, q, dt, p.time_s, p.dma_transfer_count)
     unknown = set(entry) - _KEYS
     if unknown:
         k = sorted(unknown)[0]
@@ -256,37 +543,44 @@ def measurement_of(entry: object, hw, where: str) -> Measurement:
     ref = entry["spec"]
     if not isinstance(ref, str) or not ref:
         raise InputError(f"{where}.spec={ref!r} must be a bundled spec name or a .toml path")
+    if "::" in ref and not allow_kernel_refs:
+        raise InputError(f"{where}.spec={ref!r} names a kernel file, which loopsim would execute; a "
+                         "measurements file is data: pass --allow-kernel-refs to run it")
     sets = entry.get("set", {})
     if not isinstance(sets, dict) or not all(
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in sets.items()):
         raise InputError(f"{where}.set={sets!r} must be an object of NAME: integer")
     t = entry.get("time_s")
+    if isinstance(t, int) and not isinstance(t, bool) and abs(t) > 2**62:
+        raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
+    if not MIN_TIME_S <= t <= MAX_TIME_S:
+        raise InputError(f"{where}.time_s={t!r} s is outside {MIN_TIME_S:g} .. {MAX_TIME_S:g} s, "
+                         "the times loopsim takes (see docs/errors.md)")
     dtype = entry.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
-    W, Q, dt, name = _analyze(ref, sets, hw, dtype)
+    W, Q, dt, name, transfers = _analyze(ref, sets, hw, dtype)
     label = entry.get("label")
     if not isinstance(label, str) or not label:
         label = " ".join([name] + [f"{k}={v}" for k, v in sets.items()])
-    return Measurement(label, W, Q, dt, float(t))
+    return Measurement(label, W, Q, dt, float(t), transfers)
 
 
-def load(path: str, hw) -> list[Measurement]:
-    """Read a measurements file: a JSON list of entries (or one entry)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 JSON file") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: malformed JSON: {e}") from None
+def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
+    """Read a measurements file: a JSON list of entries (or one entry). Kernel references in it
+    are refused unless ``allow_kernel_refs`` (see :func:`measurement_of`)."""
+    from loopsim.base import jsonfile
+
+    data = jsonfile.read(path, path, InputError)
+    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]  # the output of calibrate --json, fed back
     entries = data if isinstance(data, list) else [data]
     if not entries:
         raise InputError(f"{path}: the list of measurements is empty")
-    return [measurement_of(e, hw, f"{path}: [{i}]") for i, e in enumerate(entries)]
+    return [measurement_of(e, hw, f"{path}: [{i}]", allow_kernel_refs=allow_kernel_refs)
+            for i, e in enumerate(entries)]
 
 
 # ---------------------------------------------------------------------------------------------

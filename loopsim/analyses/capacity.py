@@ -49,7 +49,7 @@ class CapacityRow:
 class CapacityCurve:
     kernel: str
     hardware: str
-    partitions: int | None
+    lanes: int | None  # the target's lanes (SBUF partitions); None: flat
     compulsory_Q: int
     min_capacity_bytes: int
     footprint_bytes: int
@@ -64,7 +64,7 @@ class CapacityCurve:
                      if r.policy == policy and r.Q <= r.compulsory_Q), None)
 
     def as_dict(self) -> dict:
-        return {"kernel": self.kernel, "hardware": self.hardware, "partitions": self.partitions,
+        return {"kernel": self.kernel, "hardware": self.hardware, "partitions": self.lanes,
                 "compulsory_Q": self.compulsory_Q, "min_capacity_bytes": self.min_capacity_bytes,
                 "footprint_bytes": self.footprint_bytes,
                 "sheet_capacity_bytes": self.sheet_capacity_bytes,
@@ -72,19 +72,19 @@ class CapacityCurve:
                 "rows": [r.as_dict() for r in self.rows]}
 
 
-def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
+def sweep_policy(kernel: Kernel, policy: str, capacities: list[int], target,
                  trace, tick=None) -> list[Counts]:
     """Counts at each capacity (cost units: bytes per partition, or bytes), by one replay each;
     ``tick()`` after each (a progress bar's)."""
     out = []
     for c in capacities:
-        out.append(count(kernel, policy=policy, capacity=c, partitions=partitions, trace=trace))
+        out.append(count(kernel, policy=policy, capacity=c, target=target, trace=trace))
         if tick is not None:
             tick()
     return out
 
 
-def points(kernel: Kernel, policy: str, capacities: list[int], partitions: int | None,
+def points(kernel: Kernel, policy: str, capacities: list[int], target,
            trace, tick=None) -> list[tuple[int, dict[str, int]]]:
     """(Q bytes, read bytes per tensor) at each capacity (cost units). LRU from one
     stack-distance pass (:func:`loopsim.sim.stack.lru_curve`), other policies by replay; a nest
@@ -94,24 +94,24 @@ def points(kernel: Kernel, policy: str, capacities: list[int], partitions: int |
     if split_loop(kernel) is not None:
         out = []
         for cap in capacities:
-            c = count_split(kernel, policy=policy, capacity=cap, partitions=partitions)
-            out.append((c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors}))
+            c = count_split(kernel, policy=policy, capacity=cap, target=target)
+            out.append((c.Q, {t.name: t.read_bytes for t in c.tensors}))
             if tick is not None:
                 tick()
         return out
     if policy == "lru":
         from loopsim.sim.stack import lru_curve
 
-        cv = lru_curve(trace.obj, trace.write, trace.object_cost(partitions), capacities,
+        cv = lru_curve(trace.obj, trace.write, trace.object_cost(target), capacities,
                        size=trace.obj_bytes, group=trace.obj_tensor)
         for _ in capacities if tick is not None else ():
             tick()
         names = trace.tensor_names
-        return [(int(cv.hbm_bytes[j]),
+        return [(int(cv.Q[j]),
                  {n: int(cv.fetch_bytes[i, j]) if i < cv.fetch_bytes.shape[0] else 0
                   for i, n in enumerate(names)}) for j in range(len(capacities))]
-    return [(c.hbm_bytes, {t.name: t.read_bytes for t in c.tensors})
-            for c in sweep_policy(kernel, policy, capacities, partitions, trace, tick)]
+    return [(c.Q, {t.name: t.read_bytes for t in c.tensors})
+            for c in sweep_policy(kernel, policy, capacities, target, trace, tick)]
 
 
 def _samples(lo: int, hi: int, n: int, extra: int) -> list[int]:
@@ -150,11 +150,11 @@ def _trace_of(kernel: Kernel):
     return _TRACE[0][1]
 
 
-def _task_points(task: tuple[str, tuple[int, ...]], kernel: Kernel, partitions: int | None
+def _task_points(task: tuple[str, tuple[int, ...]], kernel: Kernel, target
                  ) -> list[tuple[int, dict[str, int]]]:
     """:func:`points` of one task (run by a worker)."""
     policy, caps = task
-    return points(kernel, policy, list(caps), partitions, _trace_of(kernel))
+    return points(kernel, policy, list(caps), target, _trace_of(kernel))
 
 
 class _Ticks:
@@ -178,21 +178,20 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
     from loopsim.count.bound import lower_bound
     from loopsim.analyses.parallel import Pool, here_s
 
-    parts = hw.partitions
     tr = _trace_of(kernel)  # built here once; workers forked from this process inherit it
-    cost = tr.object_cost(parts)
-    lo = max(working_set(kernel, parts), int(cost.max()))
+    cost = tr.object_cost(hw)
+    lo = max(working_set(kernel, hw), int(cost.max()))
     footprint = int(cost.sum())
     sheet = capacity_units(hw, sbuf_bytes)
     caps = _samples(lo, max(lo, footprint), samples, sheet)
-    per = parts or 1
+    per = hw.lanes or 1
     inputs = tuple(t.name for t in kernel.inputs)
     tbytes = {t.name: t.bytes for t in kernel.tensors}
     tick = progress(len(caps) * len(policies)) if progress is not None else None
     tasks = _tasks(kernel, policies, caps)
     try:
         with Pool(jobs, scheduler) as pool:
-            done = pool.map(partial(_task_points, kernel=kernel, partitions=parts), tasks,
+            done = pool.map(partial(_task_points, kernel=kernel, target=hw), tasks,
                             progress=_Ticks(tick) if tick else None, weight=lambda t: len(t[1]),
                             here_s=here_s(jobs))
     finally:
@@ -205,11 +204,11 @@ def curve(kernel: Kernel, hw, *, samples: int = 16, policies=POLICIES,
             lb = lower_bound(kernel, hw, cap * per)
             rows.append(CapacityRow(cap * per, policy, q,
                                     tuple((n, reads[n] / tbytes[n]) for n in inputs),
-                                    kernel.compulsory_bytes, lb.Q_bytes if lb else None))
+                                    kernel.compulsory_bytes, lb.Q if lb else None))
     # keep the curve up to the first capacity where every policy is at compulsory Q (and the sheet's)
     done = max((next((r.capacity_bytes for r in rows if r.policy == p and r.Q <= r.compulsory_Q),
                      caps[-1] * per) for p in policies), default=caps[-1] * per)
     limit = max(done, sheet * per if sheet <= footprint else done)
     rows = [r for r in rows if r.capacity_bytes <= limit]
-    return CapacityCurve(kernel.name, hw.name, parts, kernel.compulsory_bytes, lo * per,
+    return CapacityCurve(kernel.name, hw.name, hw.lanes, kernel.compulsory_bytes, lo * per,
                          footprint * per, sheet * per, tuple(policies), inputs, tuple(rows))

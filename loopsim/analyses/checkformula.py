@@ -11,9 +11,9 @@ Which values are drawn
     other integer parameter of the spec is drawn too: a tile parameter (the step of some loop) from
     the powers of two between a sixteenth of its spec value and its spec value, any other from 1 to
     its spec value. Parameters the spec defines by an expression are computed, not drawn. A tile
-    parameter that sets a matmul's K_t, M_t or N_t is kept within the hardware's limit (partitions,
-    PE columns, moving free size). Drawn values the spec rejects (a blocked step that does not
-    divide its outer step), traces beyond 2 million tile accesses, and capacities too small for
+    parameter that sets a matmul's K_t, M_t or N_t is kept within the target's limit for it
+    (``tile_limits``; none on a flat machine). Drawn values the spec rejects (a blocked step that
+    does not divide its outer step), traces beyond 2 million tile accesses, and capacities too small for
     one instruction's tiles are discarded, not counted as examples.
 
 Usable from a user's own pytest suite::
@@ -35,6 +35,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Mapping, Sequence
 
+from loopsim.base import values
 from loopsim.ir import expr
 from loopsim.frontends import spec as spec_mod
 from loopsim.base.errors import CapacityError, InputError, LoopsimError, SpecError
@@ -118,51 +119,27 @@ class CheckResult:
 # ranges
 
 
-def parse_vary(items: Sequence[str] | None) -> dict[str, tuple[int, int] | tuple[int, ...]]:
-    """``["M=1..4096", "TN=128,256,512"]`` -> {"M": (1, 4096) range, "TN": [128, 256, 512] list}.
-
-    A range is returned as ``range(lo, hi + 1)``; a list as a tuple of values.
-    """
-    out: dict = {}
-    for item in items or ():
-        name, eq, text = item.partition("=")
-        name, text = name.strip(), text.strip().replace("_", "")
-        if not eq or not name.isidentifier() or not text:
-            raise InputError(f"--vary {item}: expected NAME=LO..HI or NAME=V1,V2,...")
-        if name in out:
-            raise InputError(f"--vary {name}: given twice; give one range or list")
-        try:
-            if ".." in text:
-                lo_t, _, hi_t = text.partition("..")
-                lo, hi = int(lo_t), int(hi_t)
-            else:
-                vals = tuple(int(v) for v in text.split(","))
-        except ValueError:
-            raise InputError(f"--vary {name}={text}: values must be integers "
-                             "(NAME=LO..HI or NAME=V1,V2,...)") from None
-        if ".." in text:
-            if lo > hi:
-                raise InputError(f"--vary {name}={text}: the range is empty ({lo} > {hi})")
-            vals = range(lo, hi + 1)
-        if (vals.start if isinstance(vals, range) else min(vals)) <= 0:  # never walk a range
-            raise InputError(f"--vary {name}={text}: values must be > 0")
-        out[name] = vals
-    return out
+def parse_vary(items: Sequence[str] | None) -> dict[str, range | tuple[int, ...]]:
+    """``["M=1..4096", "TN=128,256,512"]`` -> {"M": range(1, 4097), "TN": (128, 256, 512)}: the one
+    ``NAME=values`` grammar (:mod:`loopsim.base.values`; ``LO..HI:STEP`` and ``LO..HI:x2`` too).
+    A range stays a :class:`range` (hypothesis draws from it; it is never walked)."""
+    return values.parse_all(items, "--vary")
 
 
 def _tile_limits(kernel: Kernel, hw) -> dict[str, tuple[int, str]]:
     """Loop-step text of each matmul tile extent -> (limit, what): K_t, M_t, N_t."""
     from loopsim.ir.tiles import matmul_roles
 
-    steps = {}
+    steps, limits = {}, hw.tile_limits()
     for stmt, loops in kernel.statements():
         if not isinstance(stmt, Matmul):
             continue
         r = matmul_roles(stmt, kernel)
         bound = {l.var: l for l in loops}
-        for acc, axis, lim, what in ((stmt.stationary, r.k_stationary, hw.partitions, "partitions (K_t)"),
-                                     (stmt.stationary, r.m_stationary, hw.pe_cols, "PE columns (M_t)"),
-                                     (stmt.moving, r.n_moving, hw.moving_max, "moving free size (N_t)")):
+        for acc, axis, role, what in ((stmt.stationary, r.k_stationary, "K", "contraction tile (K_t)"),
+                                      (stmt.stationary, r.m_stationary, "M", "stationary free size (M_t)"),
+                                      (stmt.moving, r.n_moving, "N", "moving free size (N_t)")):
+            lim = limits.get(role)
             terms = acc.index[axis]
             if terms and lim:
                 steps[id(min((bound[v] for v in terms), key=lambda l: l.step))] = (lim, what)
@@ -173,7 +150,7 @@ def _ranges(specfile, kernel: Kernel, hw, sets: Mapping[str, int], vary: Mapping
     """Parameter -> a sequence of candidate values (range or tuple), hardware limits applied."""
     from loopsim.count.formula import loop_symbols
 
-    sym = loop_symbols(specfile, kernel)
+    sym = loop_symbols(kernel)
     limits = _tile_limits(kernel, hw)
     step_params: dict[str, tuple[int, str] | None] = {}
     for n, _ in walk(kernel.body):
@@ -256,7 +233,7 @@ def _simulate(example: tuple[dict, Kernel], *, f, hw, policy: str, sbuf_bytes: i
         return ("reject", str(e))
     except Exception:  # noqa: BLE001 -- reproduced, in order, by the check itself
         return ("unknown",)
-    q = rep.counts.hbm_bytes
+    q = rep.counts.Q
     try:
         holds = f.evaluate(params) == q
     except expr.ExprError:
@@ -335,7 +312,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
         kernel = spec_mod.kernel_from(specfile, params)
         if _accesses(kernel) > MAX_ACCESSES:
             raise SpecError(f"more than {MAX_ACCESSES:,} tile accesses")
-        check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
+        check_tiles(kernel, hw)
         return params, kernel
 
     def speculate(values):
@@ -366,7 +343,7 @@ def check_formula(spec: str, formula: str, *, hardware="trn2-core", policy: str 
             except (SpecError, CapacityError) as e:
                 hit = ("reject", str(e))
             else:
-                hit = ("ok", params, rep.counts.hbm_bytes, _tensors(rep))
+                hit = ("ok", params, rep.counts.Q, _tensors(rep))
             known[key] = hit
         if hit[0] == "reject":
             rejected.append(hit[1])

@@ -14,32 +14,15 @@ from dataclasses import dataclass
 
 from loopsim.model import pipeline
 from loopsim.frontends import spec as spec_mod
+from loopsim.base import values
 from loopsim.base.errors import InputError, LoopsimError, SpecError
 from loopsim.frontends.program import Program
 
 
 def parse_vary(items: list[str] | None) -> dict[str, tuple[int, ...]]:
-    """``["TN=128,256"]`` -> {"TN": (128, 256)}; every value a positive integer."""
-    out: dict[str, tuple[int, ...]] = {}
-    for item in items or ():
-        name, eq, values = item.partition("=")
-        name = name.strip()
-        if not eq or not name.isidentifier():
-            raise InputError(f"--vary {item}: expected NAME=INT,INT,...")
-        if name in out:
-            raise InputError(f"--vary {name}: given twice; list all its values in one --vary")
-        vals = []
-        for v in values.split(","):
-            v = v.strip()
-            try:
-                n = int(v.replace("_", ""))
-            except ValueError:
-                raise InputError(f"--vary {name}={values}: '{v}' is not an integer") from None
-            if n <= 0:
-                raise InputError(f"--vary {name}={values}: {n} must be > 0")
-            vals.append(n)
-        out[name] = tuple(dict.fromkeys(vals))
-    return out
+    """``["TN=128,256", "TM=32..128:x2"]`` -> {"TN": (128, 256), "TM": (32, 64, 128)}: the one
+    ``NAME=values`` grammar (:mod:`loopsim.base.values`), every value listed."""
+    return {n: values.listed(v, "--vary", n) for n, v in values.parse_all(items, "--vary").items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ class LowerBound:
     ``p_min`` bytes, ``pebble_words`` the Smith et al. bound adapted as in the module docstring
     (negative for small problems, where it does not bind; shown
     clamped at 0 with :attr:`pebble_note`), ``compulsory_bytes`` every input read once and every
-    output written once, ``Q_bytes`` the larger of the two in bytes, ``binding`` which one it is.
+    output written once, ``Q`` the larger of the two in bytes, ``binding`` which one it is.
     """
 
     m: int
@@ -74,7 +74,7 @@ class LowerBound:
         return max(0, self.pebble_words) * self.p_min
 
     @property
-    def Q_bytes(self) -> int:
+    def Q(self) -> int:
         return max(self.compulsory_bytes, self.pebble_bytes)
 
     @property
@@ -83,7 +83,7 @@ class LowerBound:
 
     def ratio(self, q: int) -> float:
         """Q / bound (>= 1 for any execution that fits in S)."""
-        return q / self.Q_bytes if self.Q_bytes else math.inf
+        return q / self.Q if self.Q else math.inf
 
     @property
     def pebble_note(self) -> str:
@@ -94,13 +94,13 @@ class LowerBound:
                 "against the problem; the compulsory traffic is the bound)")
 
     def describe(self) -> str:
-        return (f"lower bound {self.Q_bytes:,} bytes ({self.binding}; pebble game: {self.pebble_note}; "
+        return (f"lower bound {self.Q:,} bytes ({self.binding}; pebble game: {self.pebble_note}; "
                 f"compulsory {self.compulsory_bytes:,} B; S = SBUF {self.sbuf_bytes:,} + PSUM "
                 f"{self.psum_bytes:,} bytes = {self.S_words:,} words per core, c = {self.cores})")
 
     def as_dict(self) -> dict:
         """JSON fields; ``pebble_words`` is clamped at 0 (``pebble_note`` says why)."""
-        return {"lower_bound_Q": self.Q_bytes, "binding": self.binding,
+        return {"lower_bound_Q": self.Q, "binding": self.binding,
                 "pebble_words": max(0, self.pebble_words), "pebble_note": self.pebble_note,
                 "compulsory_bytes": self.compulsory_bytes,
                 "S_words": self.S_words, "sbuf_bytes": self.sbuf_bytes, "psum_bytes": self.psum_bytes,
@@ -142,8 +142,8 @@ def matmul_shape(kernel: Kernel):
 def lower_bound(kernel: Kernel, hw, capacity_bytes: int | None = None) -> LowerBound | None:
     """The I/O lower bound of ``kernel`` on ``hw``, or None when it is not matmul-shaped.
 
-    ``capacity_bytes``: SBUF bytes per physical core (default the sheet's); PSUM is added from the
-    sheet (partitions x banks x bank bytes). See the module docstring for the assumptions.
+    ``capacity_bytes``: fast-memory bytes per physical core (default the sheet's); the accumulator
+    memory (``hw.accumulator_bytes``: PSUM on NeuronCore, none on a flat machine) is added. See the module docstring for the assumptions.
     """
     shape = matmul_shape(kernel)
     if shape is None:
@@ -152,7 +152,7 @@ def lower_bound(kernel: Kernel, hw, capacity_bytes: int | None = None) -> LowerB
     tm = kernel.tensor_map
     p_min = min(tm[a.tensor].elem_bytes for a in (mm.stationary, mm.moving, mm.out))
     sbuf = hw.sbuf_bytes if capacity_bytes is None else capacity_bytes
-    psum = hw.psum_banks * hw.psum_bank_bytes * (hw.partitions or 1)
+    psum = hw.accumulator_bytes
     s_words = (sbuf + psum) // p_min
     cores = hw.physical_cores
     return LowerBound(m, n, k, p_min, cores, sbuf, psum, s_words,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopsim.base.errors import CapacityError, SpecError
+from loopsim.base.vocab import POLICIES  # as-written, lru, opt
 from loopsim.ir.kernel import ACC, DTYPES, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store, walk
-from loopsim.ir.tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile, partition_cost
+from loopsim.ir.tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile
 
-POLICIES = ("as-written", "lru", "opt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +37,14 @@ class TensorCounts:
 
 @dataclass(frozen=True, slots=True)
 class Residency:
-    """SBUF occupancy against capacity. Costs are bytes per partition on partitioned machines
-    (``partitions`` > 0) and bytes on flat ones; ``*_bytes`` properties give whole-SBUF bytes."""
+    """Fast-memory occupancy against capacity. Costs are in the target's units: bytes per lane
+    (per SBUF partition on NeuronCore, ``lanes`` of them) or bytes where ``lanes`` is None;
+    ``*_bytes`` properties give whole-memory bytes."""
 
     peak_cost: int
     capacity_cost: int
     needed_cost: int
-    partitions: int | None
+    lanes: int | None
     what: str  # "live buffers as written" or "simulated occupancy"
 
     @property
@@ -51,7 +52,7 @@ class Residency:
         return self.peak_cost <= self.capacity_cost
 
     def _bytes(self, cost: int) -> int:
-        return cost * (self.partitions or 1)
+        return cost * (self.lanes or 1)
 
     @property
     def peak_bytes(self) -> int:
@@ -63,10 +64,10 @@ class Residency:
 
     @property
     def mode(self) -> str:
-        return "per-partition" if self.partitions else "flat"
+        return "per-partition" if self.lanes else "flat"
 
     def verdict(self) -> str:
-        unit = " per partition" if self.partitions else ""
+        unit = " per partition" if self.lanes else ""
         if self.fits:
             return f"fits ({self.peak_cost:,} of {self.capacity_cost:,} bytes{unit})"
         return f"does not fit: needs {self.peak_cost:,} bytes{unit}, has {self.capacity_cost:,}"
@@ -85,7 +86,7 @@ class Counts:
     residency: Residency
 
     @property
-    def hbm_bytes(self) -> int:
+    def Q(self) -> int:
         """Q: every crossing of the link, reads and writes, bytes."""
         return sum(t.read_bytes + t.write_bytes for t in self.tensors)
 
@@ -107,38 +108,37 @@ def shape_flops(kernel: Kernel) -> int:
     return w
 
 
-def tile_reasons(kernel: Kernel, partitions: int | None, pe_cols: int | None,
-                 moving_max: int | None, sheet: str) -> list[str]:
-    """Why matmul tiles exceed the machine's limits (K_t <= partitions, M_t <= columns,
-    N_t <= moving free size), one line per tile and limit; empty when all are within them."""
+def tile_reasons(kernel: Kernel, limits: dict[str, int], sheet: str) -> list[str]:
+    """Why matmul tiles exceed a target's ``limits`` (:meth:`Target.tile_limits`: K_t, M_t, N_t by
+    role), one line per tile and limit; empty when all are within them."""
     out = []
     for stmt, loops in kernel.statements():
         if not isinstance(stmt, Matmul):
             continue
         kt, mt, nt = matmul_tile(stmt, loops, kernel)
-        for val, lim, what in ((kt, partitions, "stationary/moving partition size K_t"),
-                               (mt, pe_cols, "stationary free size M_t"),
-                               (nt, moving_max, "moving free size N_t")):
+        for val, role, what in ((kt, "K", "stationary/moving partition size K_t"),
+                                (mt, "M", "stationary free size M_t"),
+                                (nt, "N", "moving free size N_t")):
+            lim = limits.get(role)
             if lim and val > lim:
                 out.append(f"{stmt.where()}: {what}={val} exceeds {sheet}'s limit of {lim} "
                            f"in '{stmt}'")
     return out
 
 
-def check_tiles(kernel: Kernel, partitions: int | None, pe_cols: int | None, moving_max: int | None,
-                sheet: str) -> None:
-    """Raise for the first matmul tile beyond the machine's limits (see :func:`tile_reasons`)."""
-    bad = tile_reasons(kernel, partitions, pe_cols, moving_max, sheet)
+def check_tiles(kernel: Kernel, target) -> None:
+    """Raise for the first reason ``target`` cannot run ``kernel`` (:meth:`Target.cannot_run`)."""
+    bad = target.cannot_run(kernel)
     if bad:
         raise SpecError(f"{kernel.source or kernel.name}: {bad[0]}")
 
 
 def capacity_units(hw, sbuf_bytes: int | None) -> int:
-    """The SBUF budget in the simulator's units: bytes per partition, or bytes on flat sheets."""
+    """The fast-memory budget in the simulator's units: bytes per lane (``hw.lanes``), or bytes."""
     total = hw.sbuf_bytes if sbuf_bytes is None else sbuf_bytes
     if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
         raise CapacityError(f"--sbuf-bytes={total!r} must be a positive integer")
-    return total // hw.partitions if hw.partitions else total
+    return total // hw.lanes if hw.lanes else total
 
 
 def kernel_dtype(kernel: Kernel) -> str:
@@ -161,12 +161,12 @@ def buffers_of(kernel: Kernel, tensor: str) -> int:
     return b.get(tensor, b.get("*", 1))
 
 
-def live_peak(kernel: Kernel, partitions: int | None, op_outputs: bool = True) -> int:
+def live_peak(kernel: Kernel, target, op_outputs: bool = True) -> int:
     """Peak SBUF cost of the buffers the nest holds as written (see :func:`live_buffers`)."""
-    return live_buffers(kernel, partitions, op_outputs)[0]
+    return live_buffers(kernel, target, op_outputs)[0]
 
 
-def live_buffers(kernel: Kernel, partitions: int | None,
+def live_buffers(kernel: Kernel, target,
                  op_outputs: bool = True) -> tuple[int, tuple[tuple[str, int], ...]]:
     """Peak SBUF cost of the buffers the nest holds as written, and the buffers live at that peak
     as (tensor, cost) pairs, largest first. A loaded (or staged) tile lives until the end of the
@@ -174,7 +174,7 @@ def live_buffers(kernel: Kernel, partitions: int | None,
     as it rotates through (:func:`buffers_of`). A store stages its tile (PSUM -> SBUF) unless an
     op already made that tensor in SBUF, where the DMA reads it. ``op_outputs=False`` leaves out
     the tiles ops make on chip (counted by their live ranges elsewhere,
-    :func:`loopsim.frontends.program.produced_peak`). Costs: bytes per partition, or bytes on flat sheets."""
+    :func:`loopsim.count.stages.produced_peak`). Costs: ``target.tile_cost`` (bytes per partition on NeuronCore)."""
     tm = kernel.tensor_map
     on_chip = {a.tensor for s, _ in kernel.statements()
                for a in getattr(s, "sbuf_outputs", lambda: ())()}
@@ -185,16 +185,16 @@ def live_buffers(kernel: Kernel, partitions: int | None,
             return []
         if isinstance(stmt, (Load, Store)):
             t = tm[stmt.tile.tensor]
-            c = partition_cost(full_tile(stmt.tile, loops, t), t, partitions)
+            c = target.tile_cost(full_tile(stmt.tile, loops, t), t)
             if isinstance(stmt, Load) and loops:
                 c *= buffers_of(kernel, t.name)
             return [(t.name, c)]
         if not op_outputs:
             return []
-        return [(a.tensor, partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions))
+        return [(a.tensor, target.tile_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor]))
                 for a in getattr(stmt, "sbuf_outputs", lambda: ())()]
 
-    held = accumulator_holds(kernel, partitions) if op_outputs else {}  # SBUF sums of ``acc``
+    held = accumulator_holds(kernel, target) if op_outputs else {}  # SBUF sums of ``acc``
 
     def acc_tensor(node) -> str:
         """The SBUF accumulator a held node stands for (the first ``acc`` in it)."""
@@ -226,7 +226,7 @@ def live_buffers(kernel: Kernel, partitions: int | None,
     return best[0], tuple(sorted(merged.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def working_set(kernel: Kernel, partitions: int | None) -> int:
+def working_set(kernel: Kernel, target) -> int:
     """SBUF cost one compute instruction needs at once: the SBUF tiles it reads and writes."""
     tm = kernel.tensor_map
     need = 0
@@ -235,7 +235,7 @@ def working_set(kernel: Kernel, partitions: int | None) -> int:
             continue  # DMA moves blocks; the largest block is checked against the trace
         # an acc reads its source from PSUM and updates one SBUF tile in place
         accs = ((stmt.out, USE),) if isinstance(stmt, Accumulate) else stmt.accesses()
-        need = max(need, sum(partition_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor], partitions)
+        need = max(need, sum(target.tile_cost(full_tile(a, loops, tm[a.tensor]), tm[a.tensor])
                              for a, k in accs if k != ACC))
     return need
 
@@ -246,13 +246,13 @@ STREAM_ABOVE = 1 << 24
 
 
 def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
-          partitions: int | None = None, trace=None, chunk: int | None = None,
+          target, trace=None, chunk: int | None = None,
           replay: bool = False) -> Counts:
     """Count the kernel's HBM traffic: as written from the closed form where it claims the nest,
     else (or with ``replay=True``, or for ``lru``/``opt``) by replaying its trace.
 
-    ``capacity``: SBUF budget in cost units (bytes per partition when ``partitions`` is set, bytes
-    otherwise). ``trace``: a prebuilt :class:`loopsim.sim.trace.Trace` (else built here). ``chunk``:
+    ``capacity``: fast-memory budget in ``target``'s cost units (bytes per partition on
+    NeuronCore, bytes on a flat target; :func:`capacity_units`); ``target`` prices each tile. ``trace``: a prebuilt :class:`loopsim.sim.trace.Trace` (else built here). ``chunk``:
     generate and replay the trace ``chunk`` requests at a time (default: whole when it has at
     most :data:`STREAM_ABOVE` request slots, else in chunks); the counts are the same either way.
     ``replay``: count as written from the trace even where the closed form claims the nest (the
@@ -262,19 +262,20 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
 
     if policy not in POLICIES:
         raise SpecError(f"policy={policy!r} is not known; known: {', '.join(POLICIES)}")
-    unit = "bytes per partition" if partitions else "bytes"
+    lanes = target.lanes
+    unit = "bytes per partition" if lanes else "bytes"
 
     def check_capacity(max_cost: int) -> int:
-        need = max(working_set(kernel, partitions), max_cost)
+        need = max(working_set(kernel, target), max_cost)
         if capacity < need and policy != "as-written":  # as written: a verdict (cannot run), not an error
             raise CapacityError(
                 f"SBUF capacity {capacity:,} {unit} cannot hold one instruction's working tiles of "
                 f"{kernel.name}: needs {need:,} {unit}" +
-                (f" ({need * partitions:,} bytes over {partitions} partitions)" if partitions else ""))
+                (f" ({need * lanes:,} bytes over {lanes} partitions)" if lanes else ""))
         return need
 
     if policy == "as-written" and trace is None and chunk is None and not replay:
-        fast = _closed_form(kernel, partitions, capacity, check_capacity)
+        fast = _closed_form(kernel, target, capacity, check_capacity)
         if fast is not None:
             return fast
     tr = trace
@@ -284,7 +285,7 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
         if chunk is None and nest.slots <= STREAM_ABOVE:
             tr = trace_mod.build(kernel, nest)
     src = tr if tr is not None else nest
-    cost = src.object_cost(partitions)
+    cost = src.object_cost(target)
     need = check_capacity(int(cost.max()))
     w_shapes = shape_flops(kernel)
     if tr is not None:
@@ -294,7 +295,7 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
         if policy == "as-written":
             reads = np.bincount(tr.obj[(tr.kind == LOAD) | (tr.kind == ACC)], minlength=n_obj)
             writes = np.bincount(tr.obj[tr.kind == STORE], minlength=n_obj)
-            peak = live_peak(kernel, partitions)
+            peak = live_peak(kernel, target)
         else:
             from loopsim.sim import replay as replay_trace
 
@@ -308,18 +309,18 @@ def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
         _check_flops(kernel, s.flops, w_shapes)
         flops, instructions = s.flops, s.instructions
         reads, writes = s.reads, s.writes
-        peak = live_peak(kernel, partitions) if s.peak_cost is None else s.peak_cost
+        peak = live_peak(kernel, target) if s.peak_cost is None else s.peak_cost
     rb = src.bytes_per_tensor(reads)
     wb = src.bytes_per_tensor(writes)
     tensors = tuple(TensorCounts(t.name, t.bytes, rb[t.name], wb[t.name], t.output)
                     for t in kernel.tensors)
-    res = Residency(peak, capacity, need, partitions,
+    res = Residency(peak, capacity, need, lanes,
                     "live buffers as written" if policy == "as-written" else "simulated occupancy")
     return Counts(kernel.name, policy, flops, instructions, tensors,
                   kernel.compulsory_bytes, res)
 
 
-def _closed_form(kernel: Kernel, partitions: int | None, capacity: int, check_capacity) -> Counts | None:
+def _closed_form(kernel: Kernel, target, capacity: int, check_capacity) -> Counts | None:
     """As-written counts from :func:`loopsim.count.written.as_written_counts`, or None where it does not
     claim the nest or its FLOPs differ from the shapes' (the trace then says why)."""
     from loopsim.count.written import as_written_counts
@@ -328,9 +329,9 @@ def _closed_form(kernel: Kernel, partitions: int | None, capacity: int, check_ca
     f = as_written_counts(kernel)
     if f is None or f.flops != shape_flops(kernel):
         return None
-    need = check_capacity(max_object_cost(kernel, partitions))
+    need = check_capacity(max_object_cost(kernel, target))
     tensors = tuple(TensorCounts(t.name, t.bytes, *f.bytes[t.name], t.output) for t in kernel.tensors)
-    res = Residency(live_peak(kernel, partitions), capacity, need, partitions, "live buffers as written")
+    res = Residency(live_peak(kernel, target), capacity, need, target.lanes, "live buffers as written")
     return Counts(kernel.name, "as-written", f.flops, f.instructions, tensors,
                   kernel.compulsory_bytes, res)
 

@@ -90,7 +90,7 @@ class Formula:
         return _sum_terms([t for tq in self.tensors for t in (tq.read_text, tq.write_text)])
 
     @property
-    def q_bytes(self) -> int:
+    def Q(self) -> int:
         return sum(t.read_bytes + t.write_bytes for t in self.tensors)
 
     @property
@@ -99,7 +99,7 @@ class Formula:
 
     def as_dict(self) -> dict:
         return {"regime": self.regime, "claimed": self.claimed, "reason": self.reason,
-                "Q": self.q_text, "Q_bytes": self.q_bytes,
+                "Q": self.q_text, "Q_bytes": self.Q,
                 "tensors": {t.name: {"read": t.read_text, "read_bytes": t.read_bytes,
                                      "write": t.write_text, "write_bytes": t.write_bytes,
                                      "r": t.r_text, "bytes": t.size_text} for t in self.tensors}}
@@ -121,7 +121,7 @@ class Regimes:
     working_below: int | None
     all_from: int
     capacity: int
-    partitions: int | None
+    lanes: int | None  # the target's lanes (SBUF partitions); costs are per lane; None: bytes
     simulated_Q: int
     regime: str
 
@@ -130,7 +130,7 @@ class Regimes:
         return f if f is not None and f.claimed else None
 
     def as_dict(self) -> dict:
-        unit = self.partitions or 1
+        unit = self.lanes or 1
         return {"capacity_bytes": self.capacity * unit, "regime": self.regime,
                 "simulated_Q": self.simulated_Q,
                 "working": {**self.working.as_dict(), "from_bytes": self.need * unit,
@@ -228,9 +228,8 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
     an = _Analysis(spec, kernel)
     written = as_written(spec, params, kernel)
     tr = trace if trace is not None else trace_mod.build(kernel)
-    partitions = hw.partitions
-    cost = tr.object_cost(partitions)
-    need = max(working_set(kernel, partitions), int(cost.max()) if cost.size else 0, 1)
+    cost = tr.object_cost(hw)
+    need = max(working_set(kernel, hw), int(cost.max()) if cost.size else 0, 1)
     capacity = capacity_units(hw, sbuf_bytes)
     dist = stack_distances(tr.obj, cost)
     from loopsim.sim._stack import COLD
@@ -295,12 +294,12 @@ def lru_regimes(spec: SpecFile, params: Mapping[str, int], hw, *, sbuf_bytes: in
     regime = ("all" if capacity >= all_from else
               "working" if capacity >= need and (working_below is None or capacity < working_below)
               else "between" if capacity >= need else "below")
-    q_sim = int(curve.hbm_bytes[at[cap]])
+    q_sim = int(curve.Q[at[cap]])
     if _split(kernel):  # each core replays its share with its own SBUF; the pass above is one core
         from loopsim.count.lnc import count_split
 
-        q_sim = count_split(kernel, policy="lru", capacity=cap, partitions=partitions).hbm_bytes
-    return Regimes(work, allf, need, working_below, all_from, capacity, partitions, q_sim, regime)
+        q_sim = count_split(kernel, policy="lru", capacity=cap, target=hw).Q
+    return Regimes(work, allf, need, working_below, all_from, capacity, hw.lanes, q_sim, regime)
 
 
 def _unfed(an: _Analysis, acc: Access, loops: tuple[Loop, ...], fed) -> tuple[str, int]:
@@ -349,7 +348,7 @@ class Derivation:
                                    (t.read_bytes, t.write_bytes) == self.simulated_as_written[t.name]
                                    for t in self.as_written.tensors)},
                 "lru": self.regimes.as_dict(),
-                "lower_bound_Q": lb.Q_bytes if lb is not None else None,
+                "lower_bound_Q": lb.Q if lb is not None else None,
                 "lower_bound": lb.as_dict() if lb is not None else None}
 
 
@@ -375,16 +374,16 @@ def derive(name_or_path: str | SpecFile, sets: Mapping[str, int] | None, hw, *,
     refuse_program(spec, "loopsim formula derives the Q of")
     params = bind_params(spec, sets or {})
     kernel = kernel_from(spec, params)
-    check_tiles(kernel, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)
+    check_tiles(kernel, hw)
     tr = trace_mod.build(kernel)
     # as written, traffic does not depend on capacity: count with room for anything (a split
     # nest as its cores run it, each loading what its share of the nest loads)
     if _split(kernel):
         from loopsim.count.lnc import count_split
 
-        c = count_split(kernel, policy="as-written", capacity=2**62, partitions=hw.partitions)
+        c = count_split(kernel, policy="as-written", capacity=2**62, target=hw)
     else:
-        c = count(kernel, policy="as-written", capacity=2**62, partitions=hw.partitions, trace=tr)
+        c = count(kernel, policy="as-written", capacity=2**62, target=hw, trace=tr)
     sim = {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}
     aw = _check_same(as_written(spec, params, kernel), sim)
     reg = lru_regimes(spec, params, hw, sbuf_bytes=sbuf_bytes, kernel=kernel, trace=tr)

@@ -204,7 +204,7 @@ def cores_nest(kernel: Kernel, first_cores: int | None = None) -> Kernel:
     return dataclasses.replace(kernel, body=(core,))
 
 
-def count_split(kernel: Kernel, *, policy: str, capacity: int, partitions: int | None):
+def count_split(kernel: Kernel, *, policy: str, capacity: int, target):
     """Counts of a split kernel: the sum over its physical cores, each with its own SBUF of
     ``capacity`` (per-core units, as :func:`loopsim.count.counts.count`). Residency is the largest core's."""
     from loopsim.sim import trace as trace_mod
@@ -215,7 +215,7 @@ def count_split(kernel: Kernel, *, policy: str, capacity: int, partitions: int |
     if loop is None or policy == "as-written":
         # every executed load crosses; the core loop's body is one core's program, so the live
         # peak is one core's peak against one core's SBUF
-        c = count(whole, policy=policy, capacity=capacity, partitions=partitions)
+        c = count(whole, policy=policy, capacity=capacity, target=target)
         return dataclasses.replace(c, kernel=kernel.name, compulsory_bytes=kernel.compulsory_bytes)
     tr = trace_mod.build(whole)
     bounds = [0] + [trace_mod.build(cores_nest(kernel, k)).n for k in range(1, loop.split)] + [tr.n]
@@ -236,7 +236,7 @@ def count_split(kernel: Kernel, *, policy: str, capacity: int, partitions: int |
             dead[obj.size - 1 - last_rev] = True
             dead &= np.isin(obj, temp)
         part = dataclasses.replace(tr, obj=obj, kind=tr.kind[lo:hi], dead=dead)
-        per_core.append(count(whole, policy=policy, capacity=capacity, partitions=partitions, trace=part))
+        per_core.append(count(whole, policy=policy, capacity=capacity, target=target, trace=part))
     first = per_core[0]
     tensors = tuple(TensorCounts(t.name, t.bytes, sum(c.tensor_map[t.name].read_bytes for c in per_core),
                                  sum(c.tensor_map[t.name].write_bytes for c in per_core), t.output)

@@ -183,9 +183,9 @@ def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width, req=
     return np.broadcast_to(obj, shape)[ok], np.full(n, kind, np.int8), np.full(n, j, np.int32), key
 
 
-def produced_peak(kernel: Kernel, partitions: int | None) -> int | None:
+def produced_peak(kernel: Kernel, target) -> int | None:
     """Peak SBUF cost of the blocks an op produced, each live from its first request to its last
-    in the trace's order (:func:`loopsim.frontends.program.produced_peak` reads the same off a trace), from
+    in the trace's order (:func:`loopsim.count.stages.produced_peak` reads the same off a trace), from
     the statements: loops that change none of those requests are taken for two iterations (the
     first and last iterations hold every block's first and last request). None past
     :data:`MAX_EVENTS` events, or when a matmul accumulates into a produced tensor (the caller
@@ -218,7 +218,7 @@ def produced_peak(kernel: Kernel, partitions: int | None) -> int | None:
     group = np.cumsum(first) - 1
     has = np.zeros(int(group[-1]) + 1, bool)
     has[group[kind == PRODUCE]] = True  # blocks an op produced
-    cost = object_cost(gs, tuple(t.name for t in kernel.tensors), partitions)
+    cost = object_cost(gs, tuple(t.name for t in kernel.tensors), target)
     starts, ends = np.flatnonzero(first)[has], np.flatnonzero(last)[has]
     if not starts.size:
         return 0

@@ -15,7 +15,6 @@ import numpy as np
 
 from loopsim.base.errors import InternalError
 from loopsim.ir.kernel import ACC, LOAD, STORE, Access, Kernel, Loop, Matmul, Statement, Store, walk
-from loopsim.frontends.spec import _FOR, SpecFile
 
 
 def _atom(text: str) -> str:
@@ -44,17 +43,11 @@ def _trips_text(e: str, s: str) -> str:
     return f"ceil({e}/{s})"
 
 
-def loop_symbols(spec: SpecFile, kernel: Kernel) -> dict[int, tuple[str, str]]:
-    """id(loop) -> (extent text, step text), as written in the spec's nest, in program order."""
-    texts = []
-    for raw in spec.data["nest"]["body"].splitlines():
-        m = _FOR.match(raw.split("#", 1)[0].strip())
-        if m:
-            texts.append((m.group(2).strip(), m.group(3).strip()))
-    loops = [n for n, _ in walk(kernel.body) if isinstance(n, Loop)]
-    if len(loops) != len(texts):
-        raise InternalError(f"{spec.path}: found {len(texts)} loop headers for {len(loops)} loops")
-    return {id(l): t for l, t in zip(loops, texts)}
+def loop_symbols(kernel: Kernel) -> dict[int, tuple[str, str]]:
+    """id(loop) -> (extent text, step text) as the source spelled them (kept in the IR:
+    :attr:`Loop.symbols`), else the numbers."""
+    return {id(n): tuple(n.symbols) if n.symbols else (str(n.extent), str(n.step))
+            for n, _ in walk(kernel.body) if isinstance(n, Loop)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +66,12 @@ class _Part:
 
 
 class _Analysis:
-    def __init__(self, spec: SpecFile | None, kernel: Kernel):
+    def __init__(self, spec, kernel: Kernel):
         """``spec`` None: loop extents and steps are written as numbers (values only needed)."""
         self.spec = spec
         self.kernel = kernel
         self.tm = kernel.tensor_map
-        self.sym = loop_symbols(spec, kernel) if spec is not None else {
+        self.sym = loop_symbols(kernel) if spec is not None else {
             id(n): (str(n.extent), str(n.step)) for n, _ in walk(kernel.body) if isinstance(n, Loop)}
         self.stmts = list(kernel.statements())
         self.order = {id(s): i for i, (s, _) in enumerate(self.stmts)}
@@ -176,9 +169,12 @@ def _enumerate_cover(ls: list[Loop], d: int) -> int:
     """Elements of a dimension summed over every tile start (sum of loop offsets < d), clipped."""
     starts = np.zeros(1, dtype=np.int64)
     for l in ls:
-        starts = (starts[:, None] + np.arange(l.trips, dtype=np.int64)[None, :] * l.step).ravel()
-        if starts.size > 50_000_000:
+        # offsets are >= 0, so a start of this loop at or past d only gives starts past d: clip
+        # the trips to the ones below d (a 2^62-trip loop over a 1,024-row tensor is 1,024/step)
+        trips = min(l.trips, -(-d // l.step))
+        if starts.size * trips > 50_000_000:
             raise InternalError("tile cover too large to enumerate")
+        starts = (starts[:, None] + np.arange(trips, dtype=np.int64)[None, :] * l.step).ravel()
     tile = min(ls[-1].step, d)
     s = starts[starts < d]
     return int(np.minimum(tile, d - s).sum())

@@ -22,17 +22,16 @@ per second). Times are seconds, bytes are bytes, FLOPs are FLOPs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
 
+from loopsim.frontends import ops as spec_ops
 from loopsim.ir import graph as graph_mod
 from loopsim.ir import ops as ops_mod
 from loopsim.frontends import spec as spec_mod
-from loopsim.count.counts import Counts, count, live_peak
-from loopsim.base.errors import HardwareError, SpecError
+from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import ACC, LOAD, PRODUCE, Kernel, Matmul, Tensor
 
 
@@ -97,8 +96,8 @@ class Program:
 
 def is_program(sf: spec_mod.SpecFile) -> bool:
     """Whether a read spec describes several ops: an ``[ops]`` table, or kernels in
-    ``[nest.KERNEL]`` tables whose statements say the ops (:func:`loopsim.ir.graph.derive_ops`)."""
-    return "ops" in sf.data or graph_mod.is_derived(sf.data)
+    ``[nest.KERNEL]`` tables whose statements say the ops (:func:`loopsim.frontends.ops.derive_ops`)."""
+    return "ops" in sf.data or spec_ops.is_derived(sf.data)
 
 
 def load(name_or_path: str, sets: Mapping[str, int] | None = None) -> Program:
@@ -114,11 +113,11 @@ def program_from(sf: spec_mod.SpecFile, params: Mapping[str, int]) -> Program:
                         "kernels runs on one physical core")
     tensors = spec_mod.parse_tensors(sf, params)
     tmap = {t.name: t for t in tensors}
-    if graph_mod.is_derived(sf.data):  # each op said once, by its nest statement
-        op_nodes, inputs, schedule = graph_mod.derive_ops(path, sf.data, params)
+    if spec_ops.is_derived(sf.data):  # each op said once, by its nest statement
+        op_nodes, inputs, schedule = spec_ops.derive_ops(path, sf.data, params)
         g = graph_mod.build(path, op_nodes, inputs, tmap)
     else:
-        op_nodes, inputs = graph_mod.parse_ops(path, sf.data)
+        op_nodes, inputs = spec_ops.parse_ops(path, sf.data)
         g = graph_mod.build(path, op_nodes, inputs, tmap)
         schedule = _schedule(path, sf.data, op_nodes)
     producer = {o.out: o.name for o in op_nodes}
@@ -227,68 +226,6 @@ def _check_nest(path: str, kname: str, kernel: Kernel, ops: list[graph_mod.OpNod
             raise SpecError(f"{where}: no statement computes ops.{o.name} ({o.kind} into {o.out})")
 
 
-# ---------------------------------------------------------------------------------------------
-# Counting
-
-
-def produced_peak(trace, partitions: int | None) -> int:
-    """Peak SBUF cost of blocks an op produced, each live from its first event to its last
-    (cost units as in :func:`loopsim.count.counts.count`)."""
-    if trace.n == 0:
-        return 0
-    cost = trace.object_cost(partitions)
-    made = np.unique(trace.obj[trace.kind == PRODUCE])
-    if made.size == 0:
-        return 0
-    obj = trace.obj
-    n = obj.size
-    _, first = np.unique(obj, return_index=True)
-    uniq_rev, last_rev = np.unique(obj[::-1], return_index=True)
-    first_of = dict(zip(np.unique(obj).tolist(), first.tolist()))
-    last_of = dict(zip(uniq_rev.tolist(), (n - 1 - last_rev).tolist()))
-    delta = np.zeros(n + 1, dtype=np.int64)
-    for o in made.tolist():
-        delta[first_of[o]] += cost[o]
-        delta[last_of[o] + 1] -= cost[o]
-    return int(np.cumsum(delta).max())
-
-
-def check_scope(hw, *, allow: bool = False) -> None:
-    """Every kernel of a program runs on one physical core: refuse a sheet of several, unless
-    ``allow`` (a program takes no --lnc, so the advice is the sheet or the flag)."""
-    h = hw.physical_cores
-    if h != 1 and not allow:
-        raise HardwareError(
-            f"--hardware {hw.name}: the sheet covers {h} physical cores ({hw.scope}) but each kernel "
-            f"of a spec with several ops runs on one, so its roofs would be {h}x too high: use a "
-            "1-core sheet, or pass --allow-scope-mismatch")
-
-
-def count_stage(stage: Stage, hw, *, policy: str, capacity: int) -> Counts:
-    """One kernel of a schedule, on its own, from an empty SBUF. As written, the residency adds
-    the produced intermediates' live ranges to the nest's buffers (an upper bound)."""
-    from loopsim.sim import trace as trace_mod
-    from loopsim.count.readback import produced_peak as produced_peak_of_nest
-
-    k = stage.kernel
-    if policy == "as-written":  # from the statements (the trace only where they decline)
-        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions)
-        extra = produced_peak_of_nest(k, hw.partitions)
-        if extra is None:
-            extra = produced_peak(trace_mod.build(k), hw.partitions)
-    else:
-        c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions,
-                  trace=trace_mod.build(k))
-    if policy == "as-written":
-        if extra:
-            r = c.residency
-            # the nest's loaded and staged buffers, plus every op output over its live range:
-            # each peak at its own time, so their sum bounds the true peak from above
-            c = replace(c, residency=replace(r, peak_cost=live_peak(k, hw.partitions, op_outputs=False)
-                                             + extra,
-                                             what="live buffers as written + op outputs from "
-                                                  "produce to last use"))
-    return c
 
 
 @dataclass(frozen=True, slots=True)

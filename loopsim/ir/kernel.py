@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import ELEMENT_BYTES
+from loopsim.ir.codes import ACC, LOAD, PRODUCE, STORE, USE, WRITE_KINDS  # noqa: F401 (event kinds, re-exported)
 
-#: bytes per element of each supported dtype
-DTYPES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+#: bytes per element of each tensor dtype (the one dtype table: :mod:`loopsim.base.vocab`)
+DTYPES: dict[str, int] = ELEMENT_BYTES
 
-# Event kinds a statement generates (see trace.py). LOAD/STORE cross HBM as written; USE and
-# PRODUCE touch SBUF only; ACC is an accumulation into an output tile (PSUM), which reads the
-# partial sum back only when the tile was stored before its accumulation finished.
-LOAD, USE, STORE, PRODUCE, ACC = 0, 1, 2, 3, 4
-WRITE_KINDS = (STORE, PRODUCE)
 
 
 def _positive_int(value: object, where: str) -> int:
@@ -124,15 +121,38 @@ class Statement:
 
 @dataclass(frozen=True, slots=True)
 class Load(Statement):
-    """DMA a tile HBM -> SBUF. As written, every execution crosses the link."""
+    """DMA a tile HBM -> SBUF. As written, every execution crosses the link. ``chunk``: the tile is
+    filled by several transfers (NKI's ``for k: dma_copy(tiles[k], ...)`` loop into one buffer):
+    ``load A[:, m] by TILE_K`` moves TILE_K rows of the tensor's partition axis per transfer,
+    ``load A[:, m] by TILE_K, TILE_M`` gives the extent per tensor axis (0: the whole axis); ()
+    is one transfer of the tile. Only the DMA instructions change: the bytes and the buffer are
+    the tile's."""
 
     tile: Access
+    chunk: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.chunk, tuple) or any(
+                isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in self.chunk) or \
+                (self.chunk and not any(self.chunk)):
+            raise SpecError(f"{self.where()}: load {self.tile} by {self.chunk!r}: the extents per "
+                            "transfer must be positive integers (0: the whole axis)")
+        if self.chunk and len(self.chunk) not in (1, len(self.tile.index)):
+            raise SpecError(f"{self.where()}: load {self.tile} by {', '.join(map(str, self.chunk))}: "
+                            f"give one extent (rows of the partition axis) or one per axis "
+                            f"({len(self.tile.index)})")
+
+    def chunks(self, partition_axis: int) -> tuple[int, ...]:
+        """The transfer's extent per tensor axis (0: the whole tile's), () for one transfer."""
+        if len(self.chunk) == 1 and len(self.tile.index) != 1:
+            return tuple(self.chunk[0] if a == partition_axis else 0 for a in range(len(self.tile.index)))
+        return self.chunk
 
     def accesses(self):
         return ((self.tile, LOAD),)
 
     def __str__(self) -> str:
-        return f"load {self.tile}"
+        return f"load {self.tile}" + (f" by {', '.join(map(str, self.chunk))}" if self.chunk else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +224,8 @@ class Loop:
     # the loop over physical cores of an LNC split (loopsim.count.lnc.cores_nest): every iteration runs,
     # so a core whose slice is empty still makes the statements that do not index its slice
     spmd: bool = False
+    #: (extent, step) as the source spelled them ("M", "TM"); () when built from numbers
+    symbols: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         where = f"nest line {self.line}" if self.line else f"loop {self.var}"
@@ -242,6 +264,10 @@ class Kernel:
     source: str = ""  # file the kernel came from, for error messages
     # buffers a load inside a loop rotates through, per tensor ("*": every tensor); default 1
     buffers: tuple[tuple[str, int], ...] = ()
+    # engine work outside the op statements (loopsim.ir.ops.EngineWork), from a traced kernel
+    work: tuple = ()
+    # facts derived from the fields, computed once per kernel (it is frozen): statements, tensor map
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         where = self.source or f"kernel {self.name}"
@@ -334,12 +360,19 @@ class Kernel:
 
     @property
     def tensor_map(self) -> dict[str, Tensor]:
-        return {t.name: t for t in self.tensors}
+        got = self._derived.get("tensor_map")
+        if got is None:
+            got = self._derived["tensor_map"] = {t.name: t for t in self.tensors}
+        return got
 
-    def statements(self) -> Iterator[tuple[Statement, tuple[Loop, ...]]]:
-        for node, loops in walk(self.body):
-            if not isinstance(node, Loop):
-                yield node, loops
+    def statements(self) -> tuple[tuple[Statement, tuple[Loop, ...]], ...]:
+        """Every statement with its enclosing loops (outer -> inner), in program order; walked once
+        per kernel and kept."""
+        got = self._derived.get("statements")
+        if got is None:
+            got = self._derived["statements"] = tuple(
+                (node, loops) for node, loops in walk(self.body) if not isinstance(node, Loop))
+        return got
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from loopsim.base.errors import SpecError
+from loopsim.base.vocab import ENGINES  # noqa: F401 (engines an op may run on; "tensor": matmul only)
 from loopsim.ir.kernel import PRODUCE, USE, Access, Statement
 
-#: engines an op may run on; "tensor" is the Tensor Engine (matmul only)
-ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +80,8 @@ _KINDS = (
            "layernorm over the last dimension: (x - mean) * rstd * gamma + beta"),
     OpKind("rmsnorm", 2, (("vector", 2), ("scalar", 1)), 4, "rowwise",
            "RMSNorm over the last dimension: x * rstd * gamma"),
+    OpKind("fma", 3, (("vector", 2),), 2, "elementwise",
+           "elementwise a * b + c (scalar_tensor_tensor, a scan step prev * decay + input)"),
 )
 
 #: op kind name -> OpKind
@@ -118,6 +119,46 @@ def output_shape(k: OpKind, shapes: list[tuple[int, ...]], names: list[str], whe
             raise SpecError(f"{where}: {k.name} input {n} has shape {list(s)} but {names[0]} has "
                             f"{list(first)}; expected {want}")
     return first
+
+
+@dataclass(frozen=True, slots=True)
+class EngineWork:
+    """Engine work a traced kernel does outside its op statements: an instruction that makes no
+    tensor of its own (``iota``, ``affine_select``), one the NKI front end does not model
+    (``assumed``: charged as generic work on the engine NKI documents for it), or a collective's
+    bytes over the link (``engine`` "link", ``link_bytes``).
+
+    ``elements`` per execution (its output tile), ``passes`` element-operations per element,
+    ``executions`` the product of the trip counts around the call; ``where`` its FILE:LINE."""
+
+    call: str
+    engine: str
+    elements: int
+    passes: int
+    executions: int
+    where: str
+    assumed: bool = False
+    link_bytes: int = 0
+
+    @property
+    def element_ops(self) -> int:
+        return self.elements * self.passes * self.executions
+
+    def as_dict(self) -> dict:
+        return {"call": self.call, "engine": self.engine, "elements": self.elements,
+                "passes": self.passes, "executions": self.executions,
+                "element_ops": self.element_ops, "link_bytes": self.link_bytes * self.executions,
+                "where": self.where, "assumed": self.assumed}
+
+    def __str__(self) -> str:
+        if self.engine == "link":
+            what = f"{self.link_bytes * self.executions:,} bytes over the link"
+        else:
+            what = (f"{self.elements:,} elements x {self.passes} pass{'es' * (self.passes != 1)} x "
+                    f"{self.executions:,} executions = {self.element_ops:,} element-ops on "
+                    f"{self.engine}")
+        return f"{self.call} at {self.where}: {what}" + (" (ASSUMED: not modelled, charged as "
+                                                        "generic work)" if self.assumed else "")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,19 +28,6 @@ def full_tile(acc: Access, loops: tuple[Loop, ...], tensor: Tensor) -> tuple[int
     return tuple(full_extent(acc, a, loops, tensor) for a in range(len(tensor.shape)))
 
 
-def partition_cost(shape: tuple[int, ...], tensor: Tensor, partitions: int | None) -> int:
-    """SBUF cost of a tile: bytes per partition on partitioned machines, else bytes.
-
-    A tile of p rows on the partition axis by f free elements takes ceil(p / partitions) * f *
-    element bytes of each partition's budget: a tile using fewer partitions wastes the rest.
-    """
-    total = math.prod(shape) * tensor.elem_bytes
-    if not partitions:
-        return total
-    p = shape[tensor.partition_axis]
-    return -(-p // partitions) * (total // p)
-
-
 @dataclass(frozen=True, slots=True)
 class Grid:
     """A tensor's block grid: block size and count per dimension, and its first object id."""
@@ -207,12 +194,12 @@ def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
     return out
 
 
-def accumulator_holds(kernel: Kernel, partitions: int | None) -> dict[int, int]:
+def accumulator_holds(kernel: Kernel, target) -> dict[int, int]:
     """SBUF held by the accumulators of ``acc`` statements, as written: id(node) -> cost.
 
     An SBUF accumulator tile lives from its first ``acc`` until the store that writes it out, so
     within one iteration of the innermost loop enclosing both the acc and that store, every tile
-    the acc touches is held at once. The cost (tiles x :func:`partition_cost` of one) is charged
+    the acc touches is held at once. The cost (tiles x ``target.tile_cost`` of one) is charged
     from the node of that loop's body which contains the acc, to the end of the body.
     """
     stmts = list(kernel.statements())
@@ -229,6 +216,6 @@ def accumulator_holds(kernel: Kernel, partitions: int | None) -> dict[int, int]:
             c += 1
         tiles = math.prod(l.trips for l in loops[c:] if l.var in stmt.out.variables)
         node = loops[c] if c < len(loops) else stmt
-        out[id(node)] = out.get(id(node), 0) + tiles * partition_cost(
-            full_tile(stmt.out, loops, t), t, partitions)
+        out[id(node)] = out.get(id(node), 0) + tiles * target.tile_cost(
+            full_tile(stmt.out, loops, t), t)
     return out

@@ -12,21 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Generator, Mapping
 
 from loopsim.base.errors import InputError
-
-
-class Overlap:
-    """Mixin for a pair of times ``t_compute`` and ``t_memory`` (seconds): T_best assumes they
-    overlap fully, T_worst not at all (at most 2x T_best)."""
-
-    __slots__ = ()
-
-    @property
-    def T_best(self) -> float:
-        return max(self.t_compute, self.t_memory)
-
-    @property
-    def T_worst(self) -> float:
-        return self.t_compute + self.t_memory
+from loopsim.base.overlap import Overlap  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,18 +15,18 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from loopsim.targets.neuron import ceilings as ceil_mod
-from loopsim.targets.neuron import engines
+from loopsim.targets import ceilings as ceil_mod
 from loopsim.count import lnc
 from loopsim.frontends import spec as spec_mod
 from loopsim.model import verdict as verdict_mod
 from loopsim.count.counts import Counts, Residency, TensorCounts, capacity_units, count, kernel_dtype, \
-    live_buffers, tile_reasons
+    live_buffers
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
 from loopsim.ir.kernel import Matmul
-from loopsim.frontends.program import Intermediate, Program, Stage, count_stage, is_program, program_from
-from loopsim.frontends.program import check_scope as program_check_scope
+from loopsim.frontends.program import Intermediate, Program, Stage, is_program, program_from
+from loopsim.count.stages import count_stage
+from loopsim.count.stages import check_scope as program_check_scope
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +91,16 @@ def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split:
                                               for s in prog.stages))
         return prog
     return _single(spec_mod.kernel_from(sf, params), lnc_cores, split, buffers,
-                   ceil_mod.parallel_from(sf))
+                   parallel_from(sf))
+
+
+def parallel_from(spec_file) -> ceil_mod.Parallel | None:
+    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
+    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
+    from loopsim.frontends.spec import parallel
+
+    p = parallel(spec_file.path, spec_file.data)
+    return None if p is None else ceil_mod.Parallel(*p)
 
 
 def _single(kernel, lnc_cores, split, buffers, parallel) -> Program:
@@ -116,9 +125,10 @@ class StageResult:
     stage: Stage
     counts: Counts
     ceilings: ceil_mod.Ceilings
-    steps: tuple[engines.Step, ...]
+    steps: tuple  # engine steps of the stage's ops (the target's timeline)
     verdict: verdict_mod.Verdict
     sbuf_buffers: tuple[tuple[str, int], ...]  # (tensor, cost) live at the as-written peak
+    timeline: object = None  # loopsim.targets.neuron.timeline.Timeline (None: roofline model)
 
     @property
     def name(self) -> str:
@@ -177,7 +187,7 @@ class Analysis:
 
     @property
     def Q(self) -> int:
-        return self.counts.hbm_bytes
+        return self.counts.Q
 
     @property
     def params(self) -> tuple[tuple[str, int], ...]:
@@ -188,7 +198,7 @@ class Analysis:
         return self.program.name
 
     @property
-    def steps(self) -> tuple[engines.Step, ...]:
+    def steps(self) -> tuple:
         return tuple(s for st in self.stages for s in st.steps)
 
     @property
@@ -217,7 +227,7 @@ class Analysis:
 def rank_key(a: Analysis) -> tuple:
     """:func:`loopsim.model.verdict.rank_key` of the analysis."""
     return verdict_mod.rank_key(a.T, a.feasible, a.Q, a.sbuf_peak_bytes,
-                                dma_estimate_s=a.verdict.dma_estimate_s,
+                                transfers=verdict_mod.transfers_s(a.verdict),
                                 instructions=a.counts.instructions)
 
 
@@ -232,7 +242,7 @@ def program_dtype(prog: Program) -> str:
 def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
             dtype: str | None = None, allow_scope_mismatch: bool = False,
             link_bw: int | None = None, trace=None, replay: bool = False,
-            strict: bool = False) -> Analysis:
+            strict: bool = False, model: str = "timeline") -> Analysis:
     """Count, entitle and judge every kernel of ``prog`` on sheet ``hw``.
 
     ``policy``: as-written, lru or opt; ``sbuf_bytes``: the SBUF capacity in bytes (default the
@@ -240,7 +250,11 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     interconnect for a ``[parallel]`` spec (default the sheet's); ``trace``: a prebuilt trace of a
     single unsplit nest; ``replay``: count as written by replaying the trace even where the
     closed form claims the nest (the two agree; the replay is the check); ``strict``: a sheet
-    lacking what a ceiling needs (an evacuation engine) is an error, not a note.
+    lacking what a ceiling needs (an evacuation engine) is an error, not a note; ``model``:
+    ``timeline`` (default) adds the engine timeline's predicted time to the verdict (as written
+    only), ``roofline`` keeps the bounds alone, ``floor`` adds only the timeline's cheap floor
+    (the DMA transfers at the rate their sizes reach: what the search ranks by before it runs
+    timelines).
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -249,9 +263,9 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     for st in prog.stages:
         results.append(_stage(prog, st, hw, policy=policy, capacity=cap, dtype=dt,
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
-                              replay=replay, strict=strict))
+                              replay=replay, strict=strict, model=model))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
-    e = Entitlement(total.flops, total.hbm_bytes, hw.P(dt), hw.bw)
+    e = Entitlement(total.flops, total.Q, hw.P(dt), hw.bw)
     lb = None
     if prog.is_single:
         from loopsim.count.bound import lower_bound
@@ -262,30 +276,34 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 
 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
-           where, replay, strict) -> StageResult:
+           where, replay, strict, model="timeline") -> StageResult:
     k = st.kernel
-    reasons = [f"tile: {r}" for r in tile_reasons(k, hw.k_tile_max, hw.pe_cols, hw.moving_max, hw.name)]
+    reasons = [f"tile: {r}" for r in hw.cannot_run(k)]
     if prog.is_single:
         lnc.check_scope(k, hw, allow=allow)
         if lnc.split_loop(k) is not None:
-            c = lnc.count_split(k, policy=policy, capacity=capacity, partitions=hw.partitions)
+            c = lnc.count_split(k, policy=policy, capacity=capacity, target=hw)
         else:
-            c = count(k, policy=policy, capacity=capacity, partitions=hw.partitions, trace=trace,
+            c = count(k, policy=policy, capacity=capacity, target=hw, trace=trace,
                       replay=replay)
     else:
         program_check_scope(hw, allow=allow)
         c = count_stage(st, hw, policy=policy, capacity=capacity)
-    ceil = ceil_mod.compute(k, hw, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
-                            link_bw=link_bw, strict=strict)
-    steps = tuple(engines.stage_steps(st, prog.op_map, prog.tensor_map, c, hw, dtype, where)) \
-        if st.ops else ()
+    ceil = hw.ceilings(k, dtype=dtype, parallel=prog.parallel if prog.is_single else None,
+                       link_bw=link_bw, strict=strict)
+    steps = hw.steps(st, prog.op_map, prog.tensor_map, c, dtype, where) if st.ops else ()
     # as written, the buffers live at the peak (one core's program for a split kernel, the
     # program whose peak the residency reports)
     per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
-    buffers = live_buffers(per_core, hw.partitions)[1] if policy == "as-written" else ()
+    buffers = live_buffers(per_core, hw)[1] if policy == "as-written" else ()
+    dma = hw.dma_time(k, c, exact=prog.is_single and policy == "as-written")
+    added: tuple[dict, dict] = ({}, {})
+    tline = None
+    if model in ("timeline", "floor") and policy == "as-written":  # the predicted time
+        tline = hw.predict(st, prog.op_map, c, dtype, *added, run=model == "timeline")
     res = c.residency
     if not res.fits:
-        unit = " per partition" if res.partitions else ""
+        unit = " per partition" if res.lanes else ""
         top = ", ".join(f"{n} {b:,}" for n, b in buffers[:3])
         reasons.append(f"SBUF: needs {res.peak_cost:,} bytes{unit}, has {res.capacity_cost:,}"
                        + (f"; largest buffers: {top} bytes{unit}" if top else ""))
@@ -293,21 +311,9 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         reasons.append(f"PSUM: {ceil.psum.verdict()}")
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
-    dma = _dma(k, hw) if prog.is_single and policy == "as-written" else None
-    v = verdict_mod.kernel_verdict(c.flops, c.hbm_bytes, ceil, steps, hw, dtype, reasons, dma, k)
-    return StageResult(st, c, ceil, steps, v, buffers)
-
-
-def _dma(k, hw) -> verdict_mod.Dma | None:
-    """The nest's transfers as written (:func:`loopsim.targets.neuron.dma.report`; the busiest core
-    of an LNC split) for the DMA ceiling; None on a sheet without a DMA bandwidth or with measured
-    roofs (the measured BW already is the memory side as achieved)."""
-    if not getattr(hw, "dma_bw", None) or hw.roofs == "measured":
-        return None
-    from loopsim.targets.neuron import dma
-
-    d = dma.report(k, hw)
-    return verdict_mod.Dma(d.T, d.estimate_s, d.transfers, d.bytes, d.cores, d.small_bytes, dma.SMALL)
+    v = verdict_mod.kernel_verdict(c.flops, c.Q, ceil, steps, hw, dtype, reasons, dma=dma,
+                                   added=added)
+    return StageResult(st, c, ceil, steps, v, buffers, tline)
 
 
 def _sum_counts(prog: Program, results, policy: str) -> Counts:

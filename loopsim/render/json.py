@@ -28,15 +28,15 @@ def dumps(obj) -> str:
 def residency_dict(res, buffers=()) -> dict:
     """SBUF use in one vocabulary: per partition on partitioned sheets (``unit`` says which), and
     the whole-SBUF bytes beside it."""
-    unit = "bytes per partition" if res.partitions else "bytes"
+    unit = "bytes per partition" if res.lanes else "bytes"
     return {"fits": res.fits, "unit": unit, "what": res.what, "mode": res.mode,
-            "partitions": res.partitions,
+            "partitions": res.lanes,
             "peak": res.peak_cost, "capacity": res.capacity_cost,
             "working_set": res.needed_cost,
             "largest_buffers": {n: b for n, b in buffers[:5]},
             "peak_bytes": res.peak_bytes, "capacity_bytes": res.capacity_bytes,
-            "per_partition_peak_bytes": res.peak_cost if res.partitions else None,
-            "per_partition_capacity_bytes": res.capacity_cost if res.partitions else None}
+            "per_partition_peak_bytes": res.peak_cost if res.lanes else None,
+            "per_partition_capacity_bytes": res.capacity_cost if res.lanes else None}
 
 
 def verdict_dict(a) -> dict:
@@ -59,6 +59,9 @@ def ceilings_dict(c, hw) -> dict:
          "lnc": {"cores": c.cores, "split": c.split, "sheet_physical_cores": hw.physical_cores},
          "psum": c.psum.as_dict(), "link": c.link.as_dict() if c.link else None,
          "lowest_ceiling": low}
+    if c.work:
+        d["engine_work"] = [{**w.as_dict(), "seconds": t} for w, t in c.work]
+        d["assumed"] = [{**w.as_dict(), "seconds": t} for w, t in c.work if w.assumed]
     if c.notes:
         d["ceiling_notes"] = list(c.notes)
     return d
@@ -91,6 +94,17 @@ def _link_roofs(a, d: dict) -> None:
               "rate": e.W / best if best else math.inf, "bound": bound, "binding_roof": bound})
 
 
+def _role(t, a) -> str:
+    """"output" (written to HBM), "input" (read from HBM) or "on-chip" (made and used on chip: a
+    PSUM accumulator, an op's intermediate; never crosses the link)."""
+    if t.output:
+        return "output"
+    made = {op.out for op in getattr(a.program, "ops", ())}
+    if t.name in made or (t.read_bytes == 0 and t.write_bytes == 0):
+        return "on-chip"
+    return "input"
+
+
 def analysis_dict(a) -> dict:
     """Everything ``entitle --json`` prints for an analysis."""
     c, e, hw = a.counts, a.entitlement, a.hardware
@@ -100,21 +114,30 @@ def analysis_dict(a) -> dict:
          **entitlement_dict(e),
          **verdict_dict(a),
          "compulsory_Q": c.compulsory_bytes,
-         "Q_over_compulsory": c.hbm_bytes / c.compulsory_bytes if c.compulsory_bytes else None,
+         "Q_over_compulsory": c.Q / c.compulsory_bytes if c.compulsory_bytes else None,
          "matmul_instructions": c.instructions,
          "tensors": {t.name: {"bytes": t.bytes, "read_bytes": t.read_bytes,
                               "write_bytes": t.write_bytes, "r": t.r,
-                              "role": "output" if t.output else "input"} for t in c.tensors},
+                              "role": _role(t, a)} for t in c.tensors},
          "sbuf": residency_dict(c.residency, _worst_buffers(a))}
     lb = a.lower_bound
-    d["lower_bound_Q"] = lb.Q_bytes if lb is not None else None
-    d["Q_over_bound"] = lb.ratio(c.hbm_bytes) if lb is not None and lb.Q_bytes else None
+    d["lower_bound_Q"] = lb.Q if lb is not None else None
+    d["Q_over_bound"] = lb.ratio(c.Q) if lb is not None and lb.Q else None
     if a.ceilings is not None:
         d.update(ceilings_dict(a.ceilings, hw))
     else:
         d["psum"] = {"fits": all(s.ceilings.psum.fits for s in a.stages),
                      "kernels": {s.name: s.ceilings.psum.as_dict() for s in a.stages}}
     _link_roofs(a, d)
+    tls = [(s.name, getattr(s, "timeline", None)) for s in a.stages]
+    if any(t is not None for _, t in tls):  # the engine timeline (docs/timeline.md), per kernel
+        d["timeline"] = {n: t.as_dict() for n, t in tls if t is not None}
+    # on calibrated roofs: whether T is a prediction (its limit a fitted roof) or still a bound
+    from loopsim.model.measured import roof_status
+
+    pred, why = roof_status(hw, a.verdict.limit, a.dtype, a.W, a.Q)
+    d["limit_roof_fitted"] = None if hw.roofs != "measured" else pred
+    d["T_caveat"] = why or None
     if not a.program.is_single:
         d.update(program_dict(a))
     return d
@@ -143,7 +166,7 @@ def program_dict(a) -> dict:
     """What a schedule of kernels adds: per kernel counts and verdicts, intermediates, steps."""
     d = {"schedule": {s.name: list(s.stage.ops) for s in a.stages},
          "kernels": [{"kernel": s.name, "ops": list(s.stage.ops), "W": s.counts.flops,
-                      "Q": s.counts.hbm_bytes, "T": s.verdict.T, "limit": s.verdict.limit,
+                      "Q": s.counts.Q, "T": s.verdict.T, "limit": s.verdict.limit,
                       "feasible": s.verdict.feasible,
                       "sbuf": residency_dict(s.counts.residency, s.sbuf_buffers),
                       "psum": s.ceilings.psum.as_dict(),
@@ -195,11 +218,11 @@ def row_dict(row, rank: int) -> dict:
            "dtype": a.dtype,
            "sbuf_peak_bytes": res.peak_bytes, "sbuf_capacity_bytes": res.capacity_bytes,
            "fits": res.fits,
-           "psum_banks": psum_needed, "psum_capacity_banks": a.hardware.psum_banks,
+           "psum_banks": psum_needed, "psum_capacity_banks": a.stages[0].ceilings.psum.banks,
            "psum_fits": all(s.ceilings.psum.fits for s in a.stages)}
     lb = a.lower_bound
-    out["lower_bound_Q"] = lb.Q_bytes if lb else None
-    out["Q_over_bound"] = lb.ratio(e.Q) if lb and lb.Q_bytes else None
+    out["lower_bound_Q"] = lb.Q if lb else None
+    out["Q_over_bound"] = lb.ratio(e.Q) if lb and lb.Q else None
     if a.ceilings is not None:
         low = lowest(a.ceilings)
         lc = next((x for x in a.ceilings.ceilings if x.name == low), None)

@@ -21,8 +21,10 @@ from loopsim.base.outfile import figure_format, write_atomic
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One kernel on the roofline. ``I`` FLOPs/byte; ``rate`` and ``measured_rate`` FLOP/s;
-    ``gap_s`` = T_measured - T_best in seconds; ``fraction`` = T_best / T_measured."""
+    """One kernel on the roofline. ``I`` FLOPs/byte; ``rate`` (W / T, T the point's own time: the
+    verdict's) and ``measured_rate`` (W / T_measured) FLOP/s; ``gap_s`` = T_measured - T in
+    seconds; ``fraction`` = T / T_measured = measured_rate / rate: the measured point's percentage
+    is against the point it is drawn below."""
 
     label: str
     I: float
@@ -41,8 +43,9 @@ class Point:
         T = getattr(rep, "T", None)
         rate = e.W / T if T else e.rate
         return cls(label or rep.counts.kernel, e.I, rate,
-                   m.rate if m is not None else None, m.gap if m is not None else None,
-                   m.fraction_of_entitlement if m is not None else None,
+                   m.rate if m is not None else None,
+                   m.T - T if m is not None and T else m.gap if m is not None else None,
+                   (T / m.T if T else m.fraction_of_entitlement) if m is not None else None,
                    getattr(rep, "feasible", rep.counts.residency.fits))
 
     @property
@@ -359,7 +362,7 @@ def roofline(points: Sequence, hardware, ax=None, *, dtype: str | None = None,
                               label="lower ceiling, over the kernels it binds"))
     if any(p.measured_rate for p in drawn):
         handles.append(Line2D([], [], marker="v", ls="none", mfc="white", mec="0.2", mew=1.2,
-                              label="measured (I, W/T_measured), % of entitlement"))
+                              label="measured (I, W/T_measured), % = T / T_measured of its point"))
     if any(not p.fits for p in drawn):
         handles.append(Line2D([], [], marker="X", ls="none", color="C1", mec="red",
                               label="does not fit SBUF"))
@@ -472,8 +475,8 @@ def capacity_curve(curve, ax=None):
     ax_q.yaxis.set_major_formatter(byte_fmt)
     ax_q.set_title(f"{curve.kernel} on {curve.hardware}: Q against SBUF capacity", fontsize=10)
     last = axes[-1]
-    last.set_xlabel("SBUF capacity (whole SBUF" + (f", {curve.partitions} partitions)" if
-                                                     curve.partitions else ")"))
+    last.set_xlabel("SBUF capacity (whole SBUF" + (f", {curve.lanes} partitions)" if
+                                                     curve.lanes else ")"))
     last.xaxis.set_major_formatter(byte_fmt)
     if ax_r is not None:
         ax_r.set_ylabel("r: reads per byte of each input")

@@ -7,6 +7,8 @@ skipped); the best T against W/P and the I/O lower bound. Times in seconds, byte
 
 from __future__ import annotations
 
+from loopsim.model.verdict import transfers_s
+
 
 def label_of(ctx, c) -> str:
     """``TN=512 TM=128 | mb nb k | A@mb B@nb``: values, loop order outer to inner, load levels."""
@@ -37,7 +39,7 @@ def result_row(ctx, c, rank: int | None) -> dict:
                                   a.program.name, a.program.params), a, best=rank == 1)
     d = row_dict(row, rank or 0)
     d.update({"structure": engine.structure_of(ctx, c), "searched": dict(c.values),
-              "dma_estimate_s": a.verdict.dma_estimate_s})
+              "transfers_s": transfers_s(a.verdict)})
     if rank is None:
         d.pop("rank")
         d.pop("best")
@@ -142,7 +144,7 @@ def format_text(ctx, out, hw) -> str:
         for c in out.runner_ups:
             v = c.verdict
             lines.append(f"  {label_of(ctx, c)}: T = {fmt_time(v.T)} ({v.limit}), "
-                         f"DMA estimate {fmt_time(v.verdict.dma_estimate_s)}, Q = {v.Q:,} bytes")
+                         f"transfers {fmt_time(transfers_s(v.verdict))}, Q = {v.Q:,} bytes")
     return "\n".join(lines)
 
 

@@ -15,7 +15,10 @@ from loopsim.render.json import lowest
 def headline(a) -> list[str]:
     """The verdict in two or three lines."""
     v = a.verdict
-    word = "predicted" if a.hardware.roofs == "measured" else "attainable"
+    from loopsim.model.measured import roof_status
+
+    predicted, why = roof_status(a.hardware, v.limit, a.dtype, a.W, a.Q)
+    word = "bound" if not predicted else "predicted" if a.hardware.roofs == "measured" else "attainable"
     lines = []
     if not v.feasible:
         lines.append(f"  CANNOT RUN as written: {v.reasons[0]}")
@@ -25,6 +28,8 @@ def headline(a) -> list[str]:
         rate = f"   ({si(a.W / v.T, 'FLOP/s')}, {a.W / v.T / a.entitlement.P:.1%} of P)" \
             if a.W and v.T else ""
         lines.append(f"  T ({word})             {fmt_time(v.T):>12}   limit: {v.limit}{rate}")
+    if why:
+        lines.append(f"    {why}")
     if v.detail:
         lines.append(f"    {v.detail}")
     return lines
@@ -59,8 +64,8 @@ def analysis_text(a) -> str:
     lines.append(f"  SBUF ({c.residency.what}, {c.residency.mode}): {sbuf_verdict(a)}")
     if a.lower_bound is not None:
         lb = a.lower_bound
-        lines.append(f"  I/O lower bound     {lb.Q_bytes:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
-                     f"{lb.binding}, S = SBUF + PSUM = {lb.fast_bytes:,} bytes)")
+        lines.append(f"  I/O lower bound     {lb.Q:>20,} bytes   (Q is {lb.ratio(e.Q):.3g}x this; "
+                     f"{lb.binding}, S = {'SBUF + PSUM' if lb.psum_bytes else 'fast memory'} = {lb.fast_bytes:,} bytes)")
     lines.append("  times (every roof and ceiling; T is the largest):")
     for name, t in a.verdict.times:
         mark = "  <- limit" if name == a.verdict.limit else ""
@@ -115,6 +120,9 @@ def ceilings_lines(c, indent: str = "  ") -> list[str]:
     if c.psum.engine and c.psum.evacuated_elements:
         lines.append(f"{indent}PSUM evacuation: {c.psum.evacuated_elements:,} elements on "
                      f"{c.psum.engine}, {fmt_time(c.psum.T_evacuate)}, 0 HBM bytes")
+    for w, t in c.work:
+        if not w.assumed:
+            lines.append(f"{indent}engine work: {w}" + (f", {fmt_time(t)}" if t is not None else ""))
     for n in c.notes:
         lines.append(f"{indent}note: {n}")
     return lines
@@ -126,7 +134,7 @@ def program_lines(a) -> list[str]:
 
     lines = ["", "  schedule: " + " | ".join(f"{s.name} [{', '.join(s.stage.ops)}]" for s in a.stages)]
     for s in a.stages:
-        lines.append(f"    kernel {s.name:<10} Q {s.counts.hbm_bytes:>16,} bytes   "
+        lines.append(f"    kernel {s.name:<10} Q {s.counts.Q:>16,} bytes   "
                      f"T {fmt_time(s.verdict.T):>10} ({s.verdict.limit})   "
                      f"SBUF {s.counts.residency.verdict()}; PSUM {s.ceilings.psum.needed_banks} of "
                      f"{s.ceilings.psum.banks} banks")
@@ -178,8 +186,10 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
         m = d.get("measured")
         if m:
             mfu = f"MFU {m['MFU']:.1%}, " if d["W"] else ""  # no FLOPs, no MFU (as in entitle)
+            pred = (f" and {m['fraction_of_predicted']:.1%} of the predicted {fmt_time(m['T_predicted'])}"
+                    if m.get("fraction_of_predicted") is not None else "")
             lines.append(f"      measured {fmt_time(m['T'])}: gap {fmt_time(m['gap'])}, "
-                         f"{m['fraction_of_entitlement']:.1%} of entitlement, {mfu}"
+                         f"{m['fraction_of_entitlement']:.1%} of entitlement{pred}, {mfu}"
                          f"achieved BW {m['achieved_BW'] / 1e9:.4g} GB/s ({m['BW_share']:.1%} of BW)")
             lines += [f"        {x['line']}" for x in m["disagreements"]]
     lines.append("  * best (can run)   ! cannot run   T: attainable time (max over every roof and "

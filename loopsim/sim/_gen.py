@@ -46,9 +46,9 @@ State: ``cnt``/``ival`` (int64[L]) loop counters and variable values; ``last_kin
 import numpy as np
 from loopsim.sim._jit import njit
 
+from loopsim.ir.codes import ACC as _ACC, PRODUCE as _PRODUCE, STORE as _STORE, USE as _USE
 from loopsim.sim._codes import OP_LOOP, OP_STMT
 
-_USE, _STORE, _PRODUCE, _ACC = 1, 2, 3, 4
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
 

@@ -125,6 +125,9 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
                 raise InputError(f"{where} is not a .npy array ({type(e).__name__}: {_one_line(e)})") from None
             if dtype.hasobject:
                 raise InputError(f"{where} holds Python objects (pickled data is never loaded)")
+            if any(d < 0 for d in shape):
+                raise InputError(f"{where}: its header declares shape {shape}, with a negative "
+                                 "dimension (a damaged file)")
             count = 1
             for d in shape:
                 count *= d
@@ -296,13 +299,30 @@ def _write_npz(f, arrays: dict[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, a, allow_pickle=False)
 
 
+#: what each byte count of :func:`replay_summary` counts (its JSON carries this as "semantics")
+SEMANTICS = {
+    "miss_bytes": "bytes of every missed request, reads and writes: hbm_read_bytes + "
+                  "allocation_miss_bytes (a cache simulator's byte-miss count)",
+    "hbm_read_bytes": "bytes fetched from HBM: the size of each read miss",
+    "allocation_miss_bytes": "bytes of write misses: the object is allocated in SBUF without a "
+                             "fetch, so they cross no HBM",
+    "writeback_bytes": "bytes written to HBM: dirty evictions, the final flush, writes too large to admit",
+    "hbm_bytes": "hbm_read_bytes + writeback_bytes: the traffic that crosses HBM (loopsim's Q)",
+}
+
+
 def replay_summary(result) -> dict:
-    """The JSON body of ``loopsim replay``: requests, misses, miss_bytes, writeback_bytes, policy, capacity."""
+    """The JSON body of ``loopsim replay``: policy, capacity, requests, misses, and the byte counts
+    of :data:`SEMANTICS` (HBM reads and allocation misses apart; ``miss_bytes`` is their sum)."""
+    fetch, wb = int(result.fetch_bytes), int(result.writeback_bytes)
     return {
         "policy": result.policy,
         "capacity": int(result.capacity),
         "requests": int(result.requests),
         "misses": int(result.misses),
         "miss_bytes": int(result.miss_bytes),
-        "writeback_bytes": int(result.writeback_bytes),
+        "hbm_read_bytes": fetch,
+        "allocation_miss_bytes": int(result.miss_bytes) - fetch,
+        "writeback_bytes": wb,
+        "hbm_bytes": fetch + wb,
     }

@@ -77,7 +77,7 @@ class LRUCurve:
     min_capacity: int
 
     @property
-    def hbm_bytes(self) -> np.ndarray:
+    def Q(self) -> np.ndarray:
         """Q per capacity: fetched plus written-back bytes over all groups, shape (k,)."""
         return self.fetch_bytes.sum(axis=0) + self.writeback_bytes.sum(axis=0)
 

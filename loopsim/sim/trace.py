@@ -21,6 +21,9 @@ import numpy as np
 from loopsim.base.errors import InternalError, SpecError, TraceTooLarge
 from loopsim.ir.kernel import ACC, LOAD, PRODUCE, STORE, USE, Accumulate, Kernel, Loop, Matmul, Node, WRITE_KINDS
 from loopsim.ir.tiles import Grid, full_extent, grids, loop_edges, matmul_roles
+from loopsim.sim._codes import (A_KIND, A_L0, A_L1, A_SIMPLE, A_SKIP, A_X0, A_X1, A_ZEROED, C_ARG, C_JUMP,
+                                C_OP, MM_RAGGED, MM_WHOLE, OP_END, OP_LOOP, OP_STMT, S_A0, S_A1, S_CHECK,
+                                S_FLOPS, S_INSTR, S_MM, S_SLOTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +61,9 @@ class Trace:
         """Bytes per tensor of ``per_object_count[i]`` transfers of each object."""
         return bytes_per_tensor(self.grids, self.tensor_names, self.obj_bytes, per_object_count)
 
-    def object_cost(self, partitions: int | None) -> np.ndarray:
-        """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-        return object_cost(self.grids, self.tensor_names, partitions)
+    def object_cost(self, target) -> np.ndarray:
+        """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+        return object_cost(self.grids, self.tensor_names, target)
 
 
 def bytes_per_tensor(gs: dict, names: tuple[str, ...], obj_bytes: np.ndarray,
@@ -80,22 +83,14 @@ def bytes_per_tensor(gs: dict, names: tuple[str, ...], obj_bytes: np.ndarray,
     return out
 
 
-def max_object_cost(kernel: Kernel, partitions: int | None) -> int:
-    """The largest SBUF cost of any block of ``kernel`` (a grid's first block is a full one)."""
-    gs = grids(kernel)
-    out = 0
-    for g in gs.values():
-        ext = list(g.block)
-        if partitions:
-            ax = g.tensor.partition_axis
-            ext[ax] = -(-ext[ax] // partitions)
-        out = max(out, math.prod(ext) * g.tensor.elem_bytes)
-    return out
+def max_object_cost(kernel: Kernel, target) -> int:
+    """The largest fast-memory cost of any block of ``kernel`` (a grid's first block is a full one)."""
+    return max((target.tile_cost(g.block, g.tensor) for g in grids(kernel).values()), default=0)
 
 
-def object_cost(gs: dict, names: tuple[str, ...], partitions: int | None) -> np.ndarray:
-    """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-    return np.concatenate([_block_cost(gs[n], partitions) for n in names])
+def object_cost(gs: dict, names: tuple[str, ...], target) -> np.ndarray:
+    """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+    return np.concatenate([_block_cost(gs[n], target) for n in names])
 
 
 def _block_extents(g: Grid) -> list[np.ndarray]:
@@ -119,12 +114,14 @@ def _block_bytes(g: Grid) -> np.ndarray:
     return _outer_prod(_block_extents(g)) * g.tensor.elem_bytes
 
 
-def _block_cost(g: Grid, partitions: int | None) -> np.ndarray:
+def _block_cost(g: Grid, target) -> np.ndarray:
+    """Cost of every block of ``g`` in object order: ``target.tile_cost`` of the extents, each
+    dimension's vector on its own axis so that the product broadcasts over all blocks."""
     ext = _block_extents(g)
-    if partitions:
-        ax = g.tensor.partition_axis
-        ext = [(-(-e // partitions)) if a == ax else e for a, e in enumerate(ext)]
-    return _outer_prod(ext) * g.tensor.elem_bytes
+    n = len(ext)
+    mesh = [e.reshape((1,) * a + (-1,) + (1,) * (n - a - 1)) for a, e in enumerate(ext)]
+    return np.broadcast_to(np.asarray(target.tile_cost(mesh, g.tensor), dtype=np.int64),
+                           tuple(e.size for e in ext)).ravel()
 
 
 def _slots(node: Node, nfull: dict, memo: dict) -> int:
@@ -193,9 +190,9 @@ class Nest:
     def n_objects(self) -> int:
         return int(self.obj_bytes.size)
 
-    def object_cost(self, partitions: int | None) -> np.ndarray:
-        """int64[n_objects]: SBUF cost of each block (bytes per partition, or bytes if flat)."""
-        return object_cost(self.grids, self.tensor_names, partitions)
+    def object_cost(self, target) -> np.ndarray:
+        """int64[n_objects]: fast-memory cost of each block (``target.tile_cost``)."""
+        return object_cost(self.grids, self.tensor_names, target)
 
     def bytes_per_tensor(self, per_object_count: np.ndarray) -> dict[str, int]:
         """Bytes per tensor of ``per_object_count[i]`` transfers of each object."""
@@ -211,8 +208,6 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     ``fast``: mark the loops the walker may run whole iterations of at once (see
     :func:`_fast_loops`); False leaves every loop to the statement-by-statement path (the same
     trace; tests compare the two)."""
-    from loopsim.sim._codes import OP_END, OP_LOOP, OP_STMT
-
     gs = grids(kernel)
     tmap = kernel.tensor_map
     names = tuple(t.name for t in kernel.tensors)
@@ -248,7 +243,7 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                 code.append([OP_LOOP, L, 0])
                 visit(node.body, loops + (node,))
                 code.append([OP_END, L, at + 1])
-                code[at][2] = len(code)
+                code[at][C_JUMP] = len(code)
                 continue
             a0 = len(accs)
             rows = {}
@@ -299,8 +294,8 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                                     f"'{node}' is ragged at the edge of {a.name}; step its batch loop "
                                     "by a divisor of the batch dimension")
                 mm = [1 + int(ragged)] + [rows[(id(acc), axis)] for acc, axis, _ in ops] + full + [0, bt]
-                mm[7] = 2 * math.prod(full) * bt
-                if mm[7] >= 2**62:  # the walker sums these in int64, checking each addition
+                mm[S_FLOPS - S_MM] = 2 * math.prod(full) * bt
+                if mm[S_FLOPS - S_MM] >= 2**62:  # the walker sums these in int64, checking each addition
                     raise SpecError(f"{kernel.source or kernel.name}: {node.where()}: FLOP count "
                                     "overflows int64")
             code.append([OP_STMT, len(stmts), 0])
@@ -322,12 +317,13 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     ln = table(lin, 2)
     code_t = table(code, 3)
     ft, rows = _fast_loops(code_t, len(loops_t), st, ac, ln, fast)
-    scratch = max([rows.shape[0]] + [a[4] - a[3] for a in accs])
-    emits = (ac[:, 2] == 0) | (ac[:, 8] != 0)  # a PSUM read (skip, not zeroed) emits nothing
-    general = bool(st[:, 3].any() or (st[:, 4] == 2).any() or (emits & (ac[:, 5] == 0)).any())
+    scratch = max([rows.shape[0]] + [a[A_X1] - a[A_X0] for a in accs])
+    emits = (ac[:, A_SKIP] == 0) | (ac[:, A_ZEROED] != 0)  # a PSUM read (skip, not zeroed) emits nothing
+    general = bool(st[:, S_CHECK].any() or (st[:, S_MM] == MM_RAGGED).any()
+                   or (emits & (ac[:, A_SIMPLE] == 0)).any())
     return Nest(kernel, code_t, table(loops_t, 5), np.array(edge_terms, np.int64), st, ac,
                 table(axes, 7), np.array(terms, np.int64), ln, ft, rows, max(scratch, 1), general, slots,
-                int(st[:, 2].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
+                int(st[:, S_SLOTS].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
 
 
 def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndarray,
@@ -343,36 +339,35 @@ def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndar
     no partial-sum or accumulator state, written as is; accesses that never emit are left out),
     the most requests, the FLOPs and the instructions of one iteration; ``r0 = -1``: not fast.
     """
-    from loopsim.sim._codes import OP_LOOP, OP_STMT
-
     fast = np.full((n_loops, 5), -1, np.int64)
     rows: list[list[int]] = []
     if not enable:
         return fast, np.zeros((0, 4), np.int64)
     for pc in range(code.shape[0]):
-        if code[pc, 0] != OP_LOOP:
+        if code[pc, C_OP] != OP_LOOP:
             continue
-        L = int(code[pc, 1])
-        body = code[pc + 1:int(code[pc, 2]) - 1]
-        if not body.size or (body[:, 0] != OP_STMT).any():
+        L = int(code[pc, C_ARG])
+        body = code[pc + 1:int(code[pc, C_JUMP]) - 1]
+        if not body.size or (body[:, C_OP] != OP_STMT).any():
             continue
-        ss = stmts[body[:, 1]]
+        ss = stmts[body[:, C_ARG]]
         mine = []
-        ok = not ss[:, 3].any() and not (ss[:, 4] == 2).any()
+        ok = not ss[:, S_CHECK].any() and not (ss[:, S_MM] == MM_RAGGED).any()
         for s in ss:
-            for a in range(s[0], s[1]):
-                kind, skip, simple, l0, l1, zeroed = (int(v) for v in accs[a, [1, 2, 5, 6, 7, 8]])
+            for a in range(s[S_A0], s[S_A1]):
+                kind, skip, simple, l0, l1, zeroed = (
+                    int(v) for v in accs[a, [A_KIND, A_SKIP, A_SIMPLE, A_L0, A_L1, A_ZEROED]])
                 if skip and not zeroed:
                     continue  # a PSUM read: never a request
                 ok &= bool(simple)
                 stride = int(lin[l0:l1, 1][lin[l0:l1, 0] == L].sum())
                 plain = kind not in (ACC, STORE) and not zeroed
                 mine.append([a, stride, kind, int(plain)])
-        mm = ss[:, 4] == 1
-        flops = sum(int(f) for f in ss[mm, 11])
+        mm = ss[:, S_MM] == MM_WHOLE
+        flops = sum(int(f) for f in ss[mm, S_FLOPS])
         if not ok or flops >= 2**62:
             continue
-        fast[L] = (len(rows), len(rows) + len(mine), int(ss[:, 2].sum()), flops, int(ss[mm, 12].sum()))
+        fast[L] = (len(rows), len(rows) + len(mine), int(ss[:, S_SLOTS].sum()), flops, int(ss[mm, S_INSTR].sum()))
         rows += mine
     return fast, np.array(rows, np.int64).reshape(-1, 4)
 

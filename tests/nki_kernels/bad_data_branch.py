@@ -20,3 +20,15 @@ def branches_on_index(x):
             t = nl.exp(t)
         nl.store(out[i * 128:(i + 1) * 128, :], value=t)
     return out
+
+
+def loads_differ_by_index(x):
+    """Iteration 0 loads a second tile that the others do not: the iterations move different
+    tiles, so the loop cannot be one loop of loopsim's IR."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        if i == 0:
+            t = nl.load(x[128:256, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+    return out

@@ -8,7 +8,11 @@
    best are pruned, the rest get a full verdict from the closed forms (or, where the closed forms
    do not claim the nest, from the exact count).
 3. The search stops when the N-th best T is below the bound of the next group.
-4. The top N and the Pareto points are confirmed by the exact count (:func:`.evaluate.verdict`).
+4. The best :func:`wide` (N) by the roofline's T and the Pareto points are confirmed by the exact
+   count (:func:`.evaluate.verdict`), which also runs the engine timeline; the top N are the best
+   of them by the timeline's predicted T (pruning uses the roofline's bounds, which the timeline's
+   T never beats, so a tiling pruned could only rank lower by the roofline, not by the timeline:
+   the widening is what lets the timeline reorder them).
 
 Determinism: units run in batches of a fixed size, each against the cutoff known before the batch,
 so the same units are pruned and the same tilings found on one process, many, or a Dask cluster.
@@ -30,8 +34,12 @@ from loopsim.analyses.search import pareto, space
 
 #: units per batch; fixed, so that pruning does not depend on the number of workers
 BATCH = 16
-#: most tilings ``--top`` may ask for (each is confirmed by the exact count)
-MAX_TOP = 1000
+
+
+
+def wide(top: int) -> int:
+    """Tilings kept by the roofline's T for the timeline to rank: the top N and as many again."""
+    return 2 * top + 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +150,8 @@ class Context:
             self.W = sum(shape_flops(st.kernel) for st in self.tpl.program.stages)
             self.cores = 1
             # the work every point must do: the spec's own values, counted
-            from loopsim.count.counts import capacity_units as _cap
-            from loopsim.frontends.program import count_stage
-
-            self.base_W = sum(count_stage(st, self.hw, policy="as-written",
-                                          capacity=_cap(self.hw, p.sbuf_bytes)).flops
-                              for st in self.tpl.program.stages) \
-                if not self.tpl.program.is_single else \
-                ev.verdict(self.tpl.program, self.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype).W
+            self.base_W = ev.verdict(self.tpl.program, self.hw, sbuf_bytes=p.sbuf_bytes,
+                                     dtype=p.dtype, model="roofline").W
         self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
         if base is not None:
             self.compulsory_Q = base.compulsory_bytes
@@ -176,7 +178,7 @@ class Context:
         matmuls of a kernel and the kernels of a program (they run one after another)."""
         t = max(self.W / self.hw.P(self.dtype), ev.memory_floor(self.hw, self.compulsory_Q))
         if self.lb is not None:
-            t = max(t, ev.memory_floor(self.hw, self.lb.Q_bytes))
+            t = max(t, ev.memory_floor(self.hw, self.lb.Q))
         te = 0.0
         for mm in self.matmuls:
             size = {}
@@ -228,7 +230,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
     if ctx.tpl.kernel is not None:
         try:
-            check_tiles(kernel, ctx.hw.k_tile_max, ctx.hw.pe_cols, ctx.hw.moving_max, ctx.hw.name)
+            check_tiles(kernel, ctx.hw)
         except SpecError as e:
             return UnitResult(unit.index, 0, 0, 0, str(e), (), ())
     top: list[Cand] = []
@@ -246,15 +248,15 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         found.append(c)
         top.append(c)
         top.sort(key=lambda x: x.key)
-        del top[p.top:]
-        if len(top) == p.top:
-            k = _cut(top[-1].verdict)
+        del top[wide(p.top):]
+        if len(top) >= p.top:
+            k = _cut(top[p.top - 1].verdict)
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
-        need = ev.loads_cost(ctx.chain, kernel, ctx.hw.partitions)
+        need = ev.loads_cost(ctx.chain, kernel, ctx.hw)
         if need > ctx.capacity:
-            unit_ = " per partition" if ctx.hw.partitions else ""
+            unit_ = " per partition" if ctx.hw.lanes else ""
             whole = [str(ld) for ld, vs in zip(ctx.chain.loads, ctx.chain.variants)
                      if any(not t for t in vs[-1].tile.index)]
             hint = (f" (each ':' tile split where the compute statements index it); "
@@ -265,9 +267,10 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
                               f"{ctx.capacity:,}{hint}")
         m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
         qs = [ev.chain_q(m, s) for s in ctx.structs]
-        # (T, DMA estimate) no structure can beat: the estimate is at least Q at the DMA bandwidth
+        # (T, transfers' time) no structure can beat: the transfers take at least Q at the DMA
+        # bandwidth
         lbs = [(ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))),
-                ev.round_T(q / m.dma_bw) if m.dma_bw else 0.0) for q in qs]
+                ev.round_T(q / m.transfer_bw) if m.transfer_bw else 0.0) for q in qs]
         for i in sorted(range(n_s), key=lambda i: (lbs[i], qs[i], i)):
             if cut is not None and lbs[i] > cut:
                 break
@@ -277,7 +280,8 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
     else:
         for i, s in enumerate(ctx.structs):
             k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
-            v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+            v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype,
+                           model="floor")
             if ctx.tpl.kernel is None and v.report is not None and v.W != ctx.base_W:
                 # a program or traced kernel whose loops skip work at these values (N // BN = 0)
                 return UnitResult(unit.index, 0, 0, 0, f"W = {v.W:,} FLOPs, not the {ctx.base_W:,} "
@@ -389,7 +393,7 @@ def units(ctx: Context, groups, blocks):
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
                     k = ctx.kernel(values)
-                    if k is not None and working_set(k, ctx.hw.partitions) > cap:
+                    if k is not None and working_set(k, ctx.hw) > cap:
                         ctx.skipped_groups += 1
                         ctx.unfit += n_block - j
                         ctx.seen += n_block - j - 1
@@ -404,6 +408,8 @@ def search(p: Problem, pool, progress=None) -> Outcome:
 
     t0 = time.perf_counter()
     ctx = context(p)
+    from loopsim.base.limits import MAX_TOP
+
     if not 1 <= p.top <= MAX_TOP:
         raise InputError(f"--top {p.top} must be between 1 and {MAX_TOP}")
     for name, vals in ctx.values.items():
@@ -412,11 +418,11 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     ctx.reset()
     points = space.size(ctx.values)
     out = Outcome(p, ctx.values, points * len(ctx.structs),
-                  lower_bound_Q=ctx.lb.Q_bytes if ctx.lb else None,
+                  lower_bound_Q=ctx.lb.Q if ctx.lb else None,
                   structures_searched=p.structures and ctx.chain is not None,
                   points=points, structures=len(ctx.structs),
                   W_over_P=ctx.W / ctx.hw.P(ctx.dtype),
-                  T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q_bytes) if ctx.lb else None)
+                  T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q) if ctx.lb else None)
     kinds: dict = {}
     groups, blocks = plan(ctx)
     stream = units(ctx, groups, blocks)
@@ -456,7 +462,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             if r.invalid and len(reasons) < 3:
                 reasons.append(r.invalid)
             infeasible_why = infeasible_why or r.why_infeasible
-            top = sorted(top + list(r.top), key=lambda c: c.key)[:p.top]
+            top = sorted(top + list(r.top), key=lambda c: c.key)[:wide(p.top)]
             found = _fronts(found + list(r.front))
     if not top:
         if out.interrupted:
@@ -472,7 +478,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
                          f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
     out.pruned_floor += points - ctx.seen
     out.not_tilings, out.unfit = ctx.not_tilings, ctx.unfit
-    out.top = [confirm(ctx, c) for c in top]
+    out.top = sorted((confirm(ctx, c) for c in top), key=lambda c: c.key)[:p.top]
     exact = {(c.unit, c.structure): c for c in out.top}
     best_values = out.top[0].values
     others = [c for c in sorted(kinds.values(), key=lambda c: c.key) if c.values != best_values]
@@ -497,11 +503,11 @@ def _note(top: list[Cand]) -> str | None:
 def confirm(ctx: Context, c: Cand) -> Cand:
     """The candidate with its exact verdict; a closed form that disagrees is a bug, not an answer."""
     p = ctx.problem
-    if c.verdict.exact and c.verdict.report is not None:
-        return c
     k = ctx.arranged(c.values, c.structure)
     v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
-    if (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(v.T)) != \
+    # a closed-form verdict must equal the exact count's without the timeline (one kernel: its
+    # roofline T); an exact one (model "floor") was the exact count already
+    if not c.verdict.exact and (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(ev.roofline_T(v))) != \
             (c.verdict.Q, c.verdict.feasible, c.verdict.sbuf_peak_bytes, ev.round_T(c.verdict.T)):
         raise InternalError(f"search: the closed form of {dict(c.values)} structure {c.structure} "
                             f"gives Q={c.verdict.Q:,}, T={c.verdict.T:.6g} s; the exact count gives "

@@ -8,7 +8,7 @@ loads, matmuls and stores without building a trace or even the kernel: Q from th
 
 T is the attainable time, seconds: the largest of W/P, Q/BW and every lower ceiling (Tensor Engine
 fill and issue, PSUM evacuation, link). ``feasible``: the live buffers fit SBUF and the
-accumulators fit PSUM. Tilings rank by (not feasible, T, Q, SBUF peak).
+accumulators fit PSUM. Tilings rank by :func:`loopsim.model.verdict.rank_key`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from loopsim.targets.neuron import ceilings as ceil_mod
 from loopsim.model import verdict as verdict_mod
 from loopsim.count.counts import capacity_units, kernel_dtype, shape_flops
 from loopsim.base.errors import CapacityError
@@ -61,7 +60,8 @@ class Score:
         """:func:`loopsim.model.verdict.rank_key`: the order ``compare`` ranks by."""
         v = self.verdict
         return verdict_mod.rank_key(v.T, v.feasible, self.Q, self.sbuf_peak_bytes,
-                                    dma_estimate_s=v.dma_estimate_s, instructions=self.instructions)
+                                    transfers=verdict_mod.transfers_s(v),
+                                    instructions=self.instructions)
 
     def stripped(self) -> "Score":
         """Without its report (reports stay on the worker)."""
@@ -69,20 +69,28 @@ class Score:
                      self.compulsory_Q, self.exact)
 
 
+def roofline_T(v: Score) -> float:
+    """The roofline part of an exact verdict: T without the timeline (what the closed forms give)."""
+    if v.report is None or "timeline" not in v.report.times:
+        return v.T
+    return max(t for n, t in v.report.times.items() if n != "timeline")
+
+
 round_T = verdict_mod.round_T
 
 
 def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None) -> Score:
+            dtype: str | None = None, model: str = "timeline") -> Score:
     """The exact verdict of a kernel or program on ``hw`` (:func:`loopsim.model.pipeline.analyze`: the
-    trace count, or the replay for lru and opt, the entitlement and every ceiling). A tiling SBUF
-    cannot run at all is infeasible."""
+    trace count, or the replay for lru and opt, the entitlement and every ceiling; with ``model``
+    ``timeline`` the engine timeline's predicted time too). A tiling SBUF cannot run at all is
+    infeasible."""
     from loopsim.model import pipeline
     from loopsim.frontends.program import Program
 
     prog = k if isinstance(k, Program) else Program.single(k, None)
     try:
-        a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)
+        a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype, model=model)
     except CapacityError as e:
         v = verdict_mod.Verdict(math.inf, "capacity", "", (), (str(e),))
         return Score(v, 0, 0, 0, 0, 0, True, None)
@@ -113,6 +121,7 @@ class _Stmt:
     variables: frozenset[str]
     cost: int          # SBUF cost of its tile (bytes per partition, or bytes on flat sheets)
     elements: int      # elements of the tensor (evacuated once per store of a matmul output)
+    slowness: float = 1.0  # seconds per byte at the DMA peak's rate, relative: 1 / efficiency of its transfers
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,42 +132,41 @@ class ChainModel:
 
     chain: Chain
     trips: dict
-    loads: tuple[tuple[_Stmt, ...], ...]   # per load, per tile variant
+    loads: tuple[tuple[_Stmt, ...], ...]   # per load, per tile variant (as written first)
     stores: tuple[_Stmt, ...]
     W: int
     P: float
     BW: float
     ceilings: object
     evac_roof: float | None
-    dma_bw: float | None       # the DMA engines' bandwidth, bytes/s (None: no DMA ceiling)
+    transfer_bw: float | None  # the transfer (DMA) engines' bandwidth, bytes/s (None: no such ceiling)
     tile_reasons: tuple[str, ...]
     capacity: int
-    partitions: int | None
+    lanes: int | None  # the target's lanes: costs are bytes per lane (None: bytes)
     compulsory_Q: int
-    hw: object
-    dtype: str
-    instructions: int          # matmul instructions (every structure executes the same)
-    throughput: tuple[float, ...]   # per store: DMA throughput of its tile's size
-    load_throughput: tuple[tuple[float, ...], ...]   # per load, per variant
+    hw: object = None
+    dtype: str = "bf16"
+    instructions: int = 0      # matmul instructions (every structure executes the same)
+    floor: bool = True         # add the timeline's floor (dma_transfers), as model="floor" does
 
     def load_stmts(self, s: Structure) -> tuple[_Stmt, ...]:
+        """The loads as structure ``s`` writes them (its tile variant of each)."""
         return tuple(v[s.variant(i)] for i, v in enumerate(self.loads))
 
 
-def loads_cost(chain: Chain, kernel: Kernel, partitions: int | None) -> int:
+def loads_cost(chain: Chain, kernel: Kernel, target) -> int:
     """SBUF cost of every load's tile at once (each in its smallest tile variant): all are live
     in the innermost body, whatever the structure, so a binding whose loads exceed SBUF has no
     feasible structure."""
     from loopsim.ir.kernel import Loop, walk
-    from loopsim.ir.tiles import full_tile, partition_cost
+    from loopsim.ir.tiles import full_tile
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
 
     def cost(ld) -> int:
         t = tm[ld.tile.tensor]
-        return partition_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables), t),
-                              t, partitions)
+        return target.tile_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables), t), t)
 
     return sum(min(cost(chain.load(i, j)) for j in range(len(chain.variants[i])))
                for i in range(len(chain.loads)))
@@ -168,38 +176,31 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
                 dtype: str | None = None) -> ChainModel:
     """The model of ``chain`` at the loop sizes of ``kernel`` (the chain's nest, bound clean)."""
     from loopsim.ir.kernel import Loop, walk
-    from loopsim.ir.tiles import full_tile, partition_cost
+    from loopsim.ir.tiles import full_tile
     from loopsim.analyses.search.space import arrange, structures
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
-    parts = hw.partitions
 
     def stmt(s) -> _Stmt:
         t = tm[s.tile.tensor]
         ls = tuple(loops[v] for v in s.tile.variables)
-        return _Stmt(t.bytes, s.tile.variables, partition_cost(full_tile(s.tile, ls, t), t, parts),
-                     t.elements)
-
-    from loopsim.count.counts import tile_reasons
+        tile = full_tile(s.tile, ls, t)
+        return _Stmt(t.bytes, s.tile.variables, hw.tile_cost(tile, t), t.elements,
+                     transfer_slowness(s, tile, t, hw))
 
     dt = dtype or kernel_dtype(kernel)
     first = arrange(chain, next(structures(chain)), kernel)
-    ceil = ceil_mod.compute(first, hw, dtype=dt)
+    ceil = hw.ceilings(first, dtype=dt)
     roof = hw.engine_roof(ceil.psum.engine, "fp32") if ceil.psum.engine else None
-    tiles = tuple(f"tile: {r}" for r in tile_reasons(kernel, hw.k_tile_max, hw.pe_cols,
-                                                      hw.moving_max, hw.name))
-    from loopsim.targets.neuron.dma import relative_throughput
-
+    tiles = tuple(f"tile: {r}" for r in hw.cannot_run(kernel))
+    trips = {v: l.trips for v, l in loops.items()}
     lds = tuple(tuple(stmt(chain.load(i, j)) for j in range(len(chain.variants[i])))
                 for i in range(len(chain.loads)))
-    sts = tuple(stmt(s) for s in chain.stores)
-    trips = {v: l.trips for v, l in loops.items()}
-    return ChainModel(chain, trips, lds, sts, shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof,
-                      dma_bw(hw), tiles, capacity_units(hw, sbuf_bytes), parts,
-                      kernel.compulsory_bytes, hw, dt, math.prod(trips.values()),
-                      tuple(relative_throughput(x.cost) for x in sts),
-                      tuple(tuple(relative_throughput(x.cost) for x in v) for v in lds))
+    return ChainModel(chain, trips, lds, tuple(stmt(s) for s in chain.stores),
+                      shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, hw.transfer_bw, tiles,
+                      capacity_units(hw, sbuf_bytes), hw.lanes, kernel.compulsory_bytes, hw, dt,
+                      math.prod(trips.values()))
 
 
 def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
@@ -208,6 +209,26 @@ def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
 
 def _store_depth(s: Structure, st: _Stmt) -> int:
     return max((i + 1 for i, v in enumerate(s.order) if v in st.variables), default=0)
+
+
+def transfer_slowness(stmt, tile: tuple[int, ...], t, hw) -> float:
+    """1 / the DMA efficiency of one execution's transfers, byte-weighted (the [S10] figure at
+    each transfer's bytes per partition; a chunked load's chunks, :mod:`loopsim.targets.neuron.dma`)."""
+    import numpy as np
+
+    from loopsim.targets.neuron.dma import transfer_parts
+
+    chunk = stmt.chunks(t.partition_axis) if hasattr(stmt, "chunks") else ()
+    total = slow = 0.0
+    for axes, n in transfer_parts([np.int64(e) for e in tile], chunk, ()):
+        n = int(n)
+        if not n:
+            continue
+        shape = tuple(int(a) for a in axes)
+        b = math.prod(shape) * t.elem_bytes
+        total += n * b
+        slow += n * b / hw.dma_efficiency(hw.tile_cost(shape, t))
+    return slow / total if total else 1.0
 
 
 def chain_q(m: ChainModel, s: Structure) -> int:
@@ -248,41 +269,22 @@ def chain_peak(m: ChainModel, s: Structure) -> int:
     return peak
 
 
-def chain_dma(m: ChainModel, s: Structure, q: int) -> verdict_mod.Dma:
-    """The chain's DMA transfers arranged as ``s`` (as :func:`loopsim.targets.neuron.dma.report`
-    counts them): a load runs once per iteration of every loop around it; a store once per
-    iteration of the loops around it, each but the last of a block followed later by a read-back
-    of the same tile; each transfer moves its tile (``cost`` bytes per partition)."""
-    from loopsim.targets.neuron.dma import SMALL as _SMALL
-
-    n = 0
-    slow = 0.0
-    small = 0
+def transfers_time(m: ChainModel, s: Structure) -> float:
+    """The timeline's floor of the chain arranged as ``s`` (``dma_transfers``, seconds): every
+    load, store and read-back at the rate its transfers' size reaches (``slowness``)."""
     pos = {v: i + 1 for i, v in enumerate(s.order)}
-    for i, (st, lv) in enumerate(zip(m.load_stmts(s), s.levels)):
-        depth = pos[lv] if lv else 0
-        reps = _reps(m, s, st, depth)
-        runs = reps * math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
-        n += runs
-        nbytes = st.tensor_bytes * reps
-        slow += nbytes / m.load_throughput[i][s.variant(i)]
-        small += nbytes if st.cost < _SMALL else 0
-    for j, st in enumerate(m.stores):
-        depth = _store_depth(s, st)
-        r = _reps(m, s, st, depth)
-        blocks = math.prod(m.trips[v] for v in s.order[:depth] if v in st.variables)
-        n += (2 * r - 1) * blocks
-        nbytes = st.tensor_bytes * (2 * r - 1)
-        slow += nbytes / m.throughput[j]
-        small += nbytes if st.cost < _SMALL else 0
-    return verdict_mod.Dma(q / m.dma_bw, slow / m.dma_bw, n, q, 1, small, _SMALL)
+    slow = sum(st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0) * st.slowness
+               for st, lv in zip(m.load_stmts(s), s.levels))
+    slow += sum(st.tensor_bytes * (2 * _reps(m, s, st, _store_depth(s, st)) - 1) * st.slowness
+                for st in m.stores)
+    return slow / m.transfer_bw
 
 
 def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Score:
     """The verdict of the chain arranged as ``s`` from the closed forms, through the same
     :func:`loopsim.model.verdict.kernel_verdict` as ``entitle`` (equal to :func:`verdict` of the
-    arranged kernel; the tests compare them structure by structure). Only the PSUM evacuation,
-    Q, the transfers and the SBUF peak change with the structure."""
+    arranged kernel with ``model="floor"``; the tests compare them structure by structure). Only
+    the PSUM evacuation, Q, the transfers and the SBUF peak change with the structure."""
     from dataclasses import replace
 
     q = chain_q(m, s) if q is None else q
@@ -296,29 +298,28 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Score:
     peak = chain_peak(m, s)
     reasons = list(m.tile_reasons)
     if peak > m.capacity:
-        unit = " per partition" if m.partitions else ""
+        unit = " per partition" if m.lanes else ""
         reasons.append(f"SBUF: needs {peak:,} bytes{unit}, has {m.capacity:,}")
     if not ps.fits:
         reasons.append(f"PSUM: {ps.verdict()}")
-    dma = chain_dma(m, s, q) if m.dma_bw else None
-    v = verdict_mod.kernel_verdict(m.W, q, ceil, (), m.hw, m.dtype, reasons, dma)
-    return Score(v, m.W, q, peak * (m.partitions or 1), m.instructions, m.compulsory_Q, False)
+    dma = added = None
+    if m.transfer_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
+        dma = (q / m.transfer_bw,
+               f"DMA: Q = {q:,} bytes at the DMA engines' {m.transfer_bw / 1e9:.4g} GB/s")
+        if m.floor:
+            added = ({"dma_transfers": transfers_time(m, s)},
+                     {"dma_transfers": "transfers at the rate their sizes reach (closed form)"})
+    v = verdict_mod.kernel_verdict(m.W, q, ceil, (), m.hw, m.dtype, reasons, dma=dma, added=added)
+    return Score(v, m.W, q, peak * (m.lanes or 1), m.instructions, m.compulsory_Q, False)
 
 
 # ---------------------------------------------------------------------------------------------
 # bounds
 
 
-def dma_bw(hw) -> float | None:
-    """The DMA ceiling's bandwidth (bytes/s) as the verdict applies it: none with measured roofs
-    or on a sheet without one."""
-    bw = getattr(hw, "dma_bw", None)
-    return bw if bw and hw.roofs != "measured" else None
-
-
 def memory_floor(hw, q: int) -> float:
     """Seconds moving ``q`` bytes takes at least: over HBM and through the DMA engines."""
-    bw = dma_bw(hw)
+    bw = hw.transfer_bw
     return max(q / hw.bw, q / bw if bw else 0.0)
 
 
@@ -329,15 +330,7 @@ def tensor_engine_floor(hw, dtype: str, m: int, n: int, k: int, kt: int, mt: int
 
     Every instruction holds the array for max(N_i, N_min) cycles and covers K_i M_i N_i <= kt mt N_i
     of the kmn products, so the cycles are at least max(kmn / (kt mt), N_min kmn / (kt mt nt)); the
-    busiest core runs at least 1/cores of them. The clock and dtype factors are those of
-    :mod:`loopsim.targets.neuron.ceilings`; for a clean cover with these tiles the bound is its ``combined``
-    ceiling.
+    busiest core runs at least 1/cores of them (the target's rule: :meth:`Target.matmul_floor`;
+    for a clean cover with these tiles the bound is its ``combined`` ceiling).
     """
-    spec_hw = hw.with_roofs("spec")
-    p_ref = spec_hw.P("bf16")
-    f = spec_hw.P(dtype) / p_ref
-    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
-    slow = max(1.0, f) / f
-    work = m * n * k
-    cycles = max(work / (kt * mt), hw.mm_init_cycles * work / (kt * mt * nt)) / cores
-    return cycles * cycle_s * slow
+    return hw.matmul_floor(dtype, m, n, k, kt, mt, nt, cores)

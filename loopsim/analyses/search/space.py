@@ -478,7 +478,7 @@ def tile_roles(kernel: Kernel | None, tpl: Template) -> dict[str, str]:
 
 def role_limit(role: str, hw) -> int | None:
     """The sheet's limit on a matmul tile of ``role`` (None when the sheet has none)."""
-    return {"K": hw.k_tile_max, "M": hw.pe_cols, "N": hw.moving_max}[role]
+    return hw.tile_limits().get(role)
 
 
 def tile_limit(tpl: Template, name: str, hw) -> int | None:

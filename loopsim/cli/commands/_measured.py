@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from loopsim.base.errors import InputError
+from loopsim.base.errors import InputError, LoopsimError
 
 if TYPE_CHECKING:  # imported where a --measured file is read: most runs have none
     from loopsim.model import measured
@@ -14,38 +14,89 @@ if TYPE_CHECKING:  # imported where a --measured file is read: most runs have no
 
 def add_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measured", action="append", default=[], metavar="[LABEL=]FILE.json",
-                   help="a measured time (JSON with time_s in seconds, optionally the Neuron "
-                        "profiler's summary fields): gap, fraction of entitlement, MFU, achieved "
-                        "BW. With several tilings, LABEL (a row label, spec or kernel name) says "
-                        "which one it measures (repeatable)")
+                   help="a measured time: JSON with time_s in seconds, a Neuron profiler summary "
+                        "(timed by total_active_time), or a list of {spec, set, time_s} records "
+                        "as calibrate reads them (data: nothing in it runs): gap table, fraction "
+                        "of entitlement, MFU, achieved BW. With several tilings, LABEL (a row "
+                        "label, spec or kernel name) or the records' spec/set say which one it "
+                        "measures (repeatable)")
 
 
-def assign(items: list[str], keys: list[tuple[str, ...]]) -> dict[int, measured.Profile]:
-    """Map row index -> Profile. ``keys[i]``: the names row i answers to (label, spec, kernel).
+def assign(items: list[str], keys: list[tuple[str, ...]],
+           params: list[dict[str, int]] | None = None) -> dict[int, measured.Profile]:
+    """Map row index -> Profile. ``keys[i]``: the names row i answers to (label, spec, kernel);
+    ``params[i]``: its parameter values (for records that name a spec and its ``set``).
 
-    A bare FILE needs exactly one row; ``LABEL=FILE`` must match exactly one row.
+    A file holds one measurement or a list of them (the format ``calibrate`` reads). A record
+    naming its tiling (``label``, or ``spec`` with ``set``) goes to the row it names; a bare
+    ``{"time_s"}`` needs exactly one row, or ``LABEL=FILE`` naming exactly one.
     """
+    from loopsim.model import measured
+
+    params = params or [{} for _ in keys]
     out: dict[int, measured.Profile] = {}
+    fulls: dict[int, dict | None] = {}
+
+    def full(prof) -> dict | None:
+        """The record's parameters with its spec's defaults (a TOML spec is data and is read; a
+        kernel file is never run: only its ``set`` is compared)."""
+        if id(prof) not in fulls:
+            fulls[id(prof)] = None
+            if prof.spec is not None and "::" not in prof.spec:
+                from loopsim.frontends import spec as spec_mod
+
+                try:
+                    fulls[id(prof)] = spec_mod.bind_params(spec_mod.read(prof.spec), dict(prof.sets))
+                except LoopsimError:
+                    fulls[id(prof)] = None  # not a spec we can read: compare its set only
+        return fulls[id(prof)]
+
+    def match(prof, i) -> bool:
+        return measured.matches(prof, keys[i], params[i], full(prof))
+
+    def put(i: int, prof, item: str) -> None:
+        if i in out:
+            raise InputError(f"--measured {item}: tiling '{keys[i][0]}' already has a measured time")
+        out[i] = prof
+
     for item in items:
         label, eq, path = item.rpartition("=")  # labels may hold "=" (matmul TN=512)
         if not eq or os.path.exists(item):
             label, path = "", item
-        if not label:
-            if len(keys) != 1:
-                raise InputError(f"--measured {item}: {len(keys)} tilings; say which one it "
-                                 f"measures as LABEL=FILE (labels: {', '.join(k[0] for k in keys)})")
-            hits = [0]
-        else:
+        profs = measured.load_all(path)
+        labels = ", ".join(k[0] for k in keys)
+        if label:
             hits = [i for i, k in enumerate(keys) if label in k]
             if len(hits) != 1:
                 what = "no tiling" if not hits else f"{len(hits)} tilings"
-                raise InputError(f"--measured {item}: {what} called '{label}' (labels: "
-                                 f"{', '.join(k[0] for k in keys)})")
-        if hits[0] in out:
-            raise InputError(f"--measured {item}: that tiling already has a measured file")
-        from loopsim.model import measured
-
-        out[hits[0]] = measured.load(path)
+                raise InputError(f"--measured {item}: {what} called '{label}' (labels: {labels})")
+            mine = [p for p in profs if match(p, hits[0])]
+            if len(profs) == 1:
+                mine = profs
+            if len(mine) != 1:
+                raise InputError(f"--measured {item}: {len(mine)} of its {len(profs)} records "
+                                 f"name '{label}'; expected one")
+            put(hits[0], mine[0], item)
+            continue
+        named = [p for p in profs if p.spec is not None or p.label is not None]
+        if len(profs) == 1 and not named:
+            if len(keys) != 1:
+                raise InputError(f"--measured {item}: {len(keys)} tilings; say which one it "
+                                 f"measures as LABEL=FILE (labels: {labels})")
+            put(0, profs[0], item)
+            continue
+        placed = 0
+        for j, prof in enumerate(profs):
+            hits = [i for i in range(len(keys)) if match(prof, i)]
+            if len(hits) > 1:
+                raise InputError(f"--measured {item}: record [{j}] matches {len(hits)} tilings; "
+                                 f"give it a label (labels: {labels})")
+            if hits:
+                put(hits[0], prof, item)
+                placed += 1
+        if not placed:
+            raise InputError(f"--measured {item}: none of its {len(profs)} records names a tiling "
+                             f"analysed here (labels: {labels})")
     return out
 
 
@@ -56,7 +107,19 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     c = rep.counts
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
-                            write_bytes=sum(t.write_bytes for t in c.tensors))
+                            write_bytes=sum(t.write_bytes for t in c.tensors),
+                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile))
+
+
+def predicted_lines(rep, profile) -> tuple[tuple[int, str, float, str], ...]:
+    """(source line, statement, seconds, "dma" or "tensor_engine") of each load/store (the
+    target's :meth:`transfer_lines`) and matmul (:meth:`engine_lines`) of a single-kernel
+    analysis, for a profile with per-instruction source locations; () otherwise."""
+    if not profile.instructions or len(rep.stages) != 1:
+        return ()
+    k, hw = rep.stages[0].stage.kernel, rep.hardware
+    return tuple((ln, text, sec, "dma") for ln, text, sec in hw.transfer_lines(k)) + \
+        tuple((ln, text, sec, "tensor_engine") for ln, text, sec in hw.engine_lines(k, rep.dtype))
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:
@@ -65,7 +128,8 @@ def single(args, e, rep=None) -> measured.Comparison | None:
     if not getattr(args, "measured", None):
         return None
     keys = (rep.counts.kernel, str(args.spec)) if rep is not None else ("hand count",)
-    profile = assign(args.measured, [keys])[0]
+    params = dict(rep.params) if rep is not None else {}
+    profile = assign(args.measured, [keys], [params])[0]
     if rep is not None:
         return comparison(rep, profile)
     from loopsim.model import measured
@@ -82,6 +146,4 @@ def profile_only(args) -> measured.Profile | None:
         raise InputError(f"--measured: without a SPEC give one profile, not {len(args.measured)}")
     item = args.measured[0]
     label, eq, path = item.rpartition("=")
-    from loopsim.model import measured
-
-    return measured.load(item if not eq or os.path.exists(item) else path)
+    return assign([item], [("hand count", label or "hand count")])[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopsim.analyses import calibrate
+from loopsim.analyses.calibrate import _si
 from loopsim.targets import hardware
 from loopsim.base.outfile import write_atomic
 from loopsim.base.fmt import fmt_time
@@ -32,38 +33,60 @@ def register(sub) -> None:
                    help="name of the calibrated sheet (default: the output file's stem)")
     p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
                    help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
-                        "prediction), side by side (repeatable)")
+                        "prediction), side by side (repeatable); an NKI kernel PATH.py::FUNCTION "
+                        "here EXECUTES that file, as python FILE.py would")
+    p.add_argument("--allow-kernel-refs", action="store_true",
+                   help="let a measurement's \"spec\" name a kernel file PATH.py::FUNCTION, which is "
+                        "then EXECUTED to trace it (without this flag such an entry is refused: the "
+                        "measurements file is data)")
+    p.add_argument("--threshold", type=float, default=calibrate.THRESHOLD, metavar="FRACTION",
+                   help="warn when a measurement's in-sample predicted/measured is off by more "
+                        "than this (default %(default)s = 10%%)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1, writing no sheet, when the fit warns (a residual over the "
+                        "threshold, a roof left at spec, a fitted roof above spec, a tie)")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=run)
 
 
-def _si(x: float, unit: str) -> str:
-    for f, pre in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1, "")):
-        if abs(x) >= f:
-            return f"{x / f:.4g} {pre}{unit}"
-    return f"{x:.4g} {unit}"
+def _warn(fit) -> None:
+    import sys
+
+    sys.stdout.flush()
+    for w in fit.warnings:
+        print(f"loopsim: warning: {w}", file=sys.stderr)
 
 
 def run(args) -> int:
+    from loopsim.base.outfile import regular_target, require_suffix
+
+    require_suffix(args.output, (".toml",))
+    regular_target(args.output)  # a device, FIFO or folder refused before any work
     hw = hardware.load(args.hardware)
-    ms = calibrate.load(args.measurements, hw)
-    fit = calibrate.fit(ms, hw)
+    ms = calibrate.load(args.measurements, hw, allow_kernel_refs=args.allow_kernel_refs)
+    fit = calibrate.fit(ms, hw, threshold=args.threshold)
     name = args.name or Path(args.output).stem
     text, origin = calibrate.base_text(hw)
     sheet = calibrate.sheet_text(fit, text, origin, name)
     hardware.loads(sheet, origin=args.output)  # the written sheet loads, or nothing is written
-    write_atomic(args.output, lambda tmp: Path(tmp).write_text(sheet, encoding="utf-8"))
+    failed = args.strict and bool(fit.warnings)
+    if not failed:
+        write_atomic(args.output, lambda tmp: Path(tmp).write_text(sheet, encoding="utf-8"))
     preds = [calibrate.predict(fit, text, hw) for text in args.predict]
     if args.json:
-        dump_json({**fit.as_dict(), "sheet": args.output, "name": name,
+        _warn(fit)
+        dump_json({**fit.as_dict(), "sheet": None if failed else args.output, "name": name,
                    "predictions": [x.as_dict() for x in preds]})
-        return 0
+        return 1 if failed else 0
     print(f"calibrated {hw.name} from {len(ms)} measurement(s); model T = max(W/P, Q/BW), "
-          "roofs fitted by least squares in relative time")
+          f"roofs fitted by least squares in relative time; {fit.candidates} roof assignment(s) "
+          "tried, the best by in-sample error")
     n_mem = sum(r.bound == "memory" for r in fit.rows)
-    print(f"  measured bw     {_si(fit.bw, 'B/s'):>14}   ({fit.bw / fit.spec_bw:.4f} x spec "
-          f"{_si(fit.spec_bw, 'B/s')}; " + (f"{n_mem} memory-bound measurement(s))" if fit.bw_fitted
-                                          else "not fitted: no memory-bound measurement)"))
+    if fit.bw_fitted:
+        print(f"  measured bw     {_si(fit.bw, 'B/s'):>14}   ({fit.bw / fit.spec_bw:.4f} x spec "
+              f"{_si(fit.spec_bw, 'B/s')}; {n_mem} memory-bound measurement(s))")
+    else:
+        print(f"  bw (spec)       {_si(fit.spec_bw, 'B/s'):>14}   not fitted: no memory-bound measurement")
     for d, p, fitted in fit.flops:
         spec_p = dict(fit.spec_flops)[d]
         if fitted:
@@ -79,17 +102,31 @@ def run(args) -> int:
         loo = f"{r.loo_error:+.2%}" if r.loo_error is not None else "-"
         print(f"  {r.measurement.label:<32}{fmt_time(r.measurement.time_s):>12}"
               f"{fmt_time(r.predicted_s):>12}{r.ratio:>11.4f}  {r.bound:<8}{loo:>10}")
-    if fit.loo_max is not None:
-        print(f"  leave-one-out error: max {fit.loo_max:.2%}, rms {fit.loo_rms:.2%}")
-    else:
-        print("  one measurement: no leave-one-out error (the fit reproduces it exactly)")
+    print(f"  in-sample error: rms {fit.rms:.2%}" + (
+        f"; leave-one-out error: max {fit.loo_max:.2%}, rms {fit.loo_rms:.2%}"
+        if fit.loo_max is not None else "; one measurement: no leave-one-out error (the fit "
+        "reproduces it exactly)"))
+    fc = fit.fixed_cost
+    if isinstance(fc, calibrate.FixedCost):
+        eff = f", {fc.efficiency:.1%} of the DMA engines' bandwidth" if fc.efficiency else ""
+        print(f"  DMA fixed cost  t = Q/BW + transfers x c over {fc.measurements} memory-bound "
+              f"measurement(s): BW {_si(fc.bw, 'B/s')}{eff}, c = {fmt_time(fc.c_s)} per transfer; "
+              f"in-sample rms {fc.rms:.2%} (Q/BW alone {fc.rms_plain:.2%}); reported, not written "
+              "to the sheet")
+    elif fc is not None:
+        print(f"  DMA fixed cost  {fc}")
     if preds:
         print(f"  {'prediction':<32}{'Q bytes':>14}{'bound (spec)':>14}{'predicted':>12}{'ratio':>8}"
               "  limit")
         for x in preds:
-            how = "fitted" if x.limit_fitted else "spec roof: not fitted, still a bound"
             print(f"  {x.label:<32}{x.Q:>14,}{fmt_time(x.bound_s):>14}{fmt_time(x.predicted_s):>12}"
-                  f"{x.predicted_s / x.bound_s:>8.3f}  {x.limit} ({how})")
+                  f"{x.predicted_s / x.bound_s:>8.3f}  {x.how}")
+    if fit.warnings:
+        print(f"  {len(fit.warnings)} warning(s), on stderr" +
+              ("; --strict: no sheet written" if failed else ""), flush=True)
+        _warn(fit)
+    if failed:
+        return 1
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
           f"--hardware {args.output} --roofs measured, T is a prediction, not a bound")
     return 0

@@ -27,9 +27,9 @@ def register(sub) -> None:
 
 
 def add_vary_option(p) -> None:
-    p.add_argument("--vary", action="append", default=[], metavar="NAME=INT,INT,...",
-                   help="analyse every listed value of a parameter; several --vary expand to "
-                        "their product (repeatable)")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2|LO..HI[:STEP|:x2]",
+                   help="analyse every value of a parameter (a list, or a range with a step or "
+                        "x2); several --vary expand to their product (repeatable)")
 
 
 def analysed_rows(args, hw) -> tuple[list, list[dict]]:
@@ -44,7 +44,8 @@ def analysed_rows(args, hw) -> tuple[list, list[dict]]:
     rows = sweep.analyze_all(variants, hw, jobs=getattr(args, "jobs", None),
                              scheduler=getattr(args, "scheduler", None),
                              quiet=getattr(args, "quiet", True), **analyze_kw(args))
-    profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows])
+    profiles = assign(args.measured, [(r.variant.label, r.variant.spec, r.variant.name) for r in rows],
+                      [dict(r.variant.params) for r in rows])
     dicts = []
     for i, r in enumerate(rows):
         d = row_dict(r, i + 1)

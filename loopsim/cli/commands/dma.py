@@ -5,21 +5,24 @@ scope's aggregate DMA bandwidth, sourced per sheet; see ``loopsim hardware NAME`
 
 from __future__ import annotations
 
-from loopsim.cli.commands._common import dump_json, hardware_of, program_of
+from loopsim.base.limits import MAX_LNC_CORES, bounded
+from loopsim.cli.commands._common import add_nki_options, dump_json, hardware_of, program_of
 
 
 def register(sub) -> None:
     p = sub.add_parser("dma", help="DMA transfers of a kernel spec: count, bytes per partition, "
                        "small-transfer share, the DMA engines' ceiling", description=__doc__)
-    p.add_argument("spec", metavar="SPEC", help="a bundled spec name or a .toml path")
+    p.add_argument("spec", metavar="SPEC", help="a bundled spec name, a .toml path, or an NKI "
+                   "kernel PATH.py::FUNCTION (EXECUTES that file, as python FILE.py would)")
     p.add_argument("--hardware", "-H", required=True, metavar="NAME",
                    help="hardware sheet name or .toml path")
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
                    help="override a spec parameter (repeatable)")
-    p.add_argument("--lnc", type=int, default=None, metavar="N",
+    p.add_argument("--lnc", type=bounded("--lnc", 1, MAX_LNC_CORES), default=None, metavar="N",
                    help="run the kernel on N physical cores (each core's transfers counted)")
     p.add_argument("--split", default=None, metavar="VAR", help="the loop to split with --lnc")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_nki_options(p)
     p.set_defaults(func=run)
 
 

@@ -26,7 +26,7 @@ def run(args) -> int:
     hw = hardware.load(args.hardware)
     d = derive(args.spec, spec.parse_sets(args.sets), hw, sbuf_bytes=args.sbuf_bytes)
     # --policy: also the simulated Q of that policy at this SBUF, beside the closed forms
-    q = analyze_kernel(d.kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes).counts.hbm_bytes
+    q = analyze_kernel(d.kernel, hw, policy=args.policy, sbuf_bytes=args.sbuf_bytes).counts.Q
     if args.json:
         dump_json({"hardware": hw.name, **d.as_dict(), "policy": args.policy, "policy_Q": q})
         return 0
@@ -45,7 +45,7 @@ def _formula_lines(f, indent: str = "    ") -> list[str]:
             r = f"   r = {t.r_text}" if what == "read" and t.r_text else ""
             lines.append(f"{indent}{t.name:<{w}} {what:<5} {text} = {value:,} bytes{r}")
     lines.append(f"{indent}Q = {f.q_text}")
-    lines.append(f"{indent}  = {f.q_bytes:,} bytes")
+    lines.append(f"{indent}  = {f.Q:,} bytes")
     return lines
 
 
@@ -53,12 +53,12 @@ def format_text(d, hw) -> str:
     aw, reg = d.as_written, d.regimes
     params = ", ".join(f"{k}={v}" for k, v in d.params)
     sim_q = sum(r + w for r, w in d.simulated_as_written.values())
-    unit = reg.partitions or 1
-    per = " per partition" if reg.partitions else ""
+    unit = reg.lanes or 1
+    per = " per partition" if reg.lanes else ""
     lines = [f"{d.kernel.name} on {hw.name}", f"  params: {params}", "",
              f"  as written ({'exact' if aw.claimed else 'no closed form claimed: ' + aw.reason}):"]
     lines += _formula_lines(aw)
-    lines.append(f"    simulated Q = {sim_q:,} bytes" + (" (agrees)" if sim_q == aw.q_bytes else " (DIFFERS)"))
+    lines.append(f"    simulated Q = {sim_q:,} bytes" + (" (agrees)" if sim_q == aw.Q else " (DIFFERS)"))
     lines.append("")
     lines.append(f"  LRU at SBUF {reg.capacity * unit:,} bytes ({reg.capacity:,}{per}): "
                  f"regime '{reg.regime}', simulated Q = {reg.simulated_Q:,} bytes")

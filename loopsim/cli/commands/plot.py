@@ -35,9 +35,11 @@ def run(args) -> int:
             continue
         m = d.get("measured")
         rate = a.W / a.T if a.T else 0.0  # attainable rate: every roof and ceiling
+        # the measured point is drawn below this point (the verdict's T), so its gap and
+        # percentage are against the same T, not T_best
         pts.append(plot.Point(r.variant.label, a.entitlement.I, rate,
-                              m["rate"] if m else None, m["gap"] if m else None,
-                              m["fraction_of_entitlement"] if m else None, a.feasible))
+                              m["rate"] if m else None, m["gap_to_predicted"] if m else None,
+                              m["fraction_of_predicted"] if m else None, a.feasible))
     dtype = args.dtype or next((r.analysis.dtype for r in rows if r.analysis is not None), "bf16")
     fig = plot.roofline(pts, hw, dtype=dtype, ceilings=ceilings_for(rows, hw, dtype),
                         title=args.title)

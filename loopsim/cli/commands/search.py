@@ -2,12 +2,14 @@
 within the sheet's limits, or ``--space``), loop orders and load placements; a program of several
 ops over its parameters; a kernel reference PATH.py::FUNCTION over its integer keyword parameters
 (EXECUTES that file, once per point). Ranks by the verdict ``entitle`` prints: feasible first,
-then attainable T, ties broken by the DMA estimate, instructions, Q and SBUF peak; prints the top N
+then attainable T, ties broken by the transfers' time at their sizes, instructions, Q and SBUF
+peak; prints the top N
 with compare's columns, where the space went and the runner-ups of other values. Closed forms
 and lower bounds prune; every reported tiling is confirmed by the exact count."""
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_TOP, bounded
 import sys
 
 from loopsim.targets import hardware
@@ -29,7 +31,8 @@ def register(sub) -> None:
                         "(2: double buffering); --space buffers=1,2 searches it instead")
     p.add_argument("--keep-order", action="store_true",
                    help="search parameters only: keep the spec's loop order and load placements")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="tilings to show (default 10)")
+    p.add_argument("--top", type=bounded("--top", 1, MAX_TOP), default=10, metavar="N",
+                   help=f"tilings to show, 1 to {MAX_TOP:,} (default 10)")
     p.add_argument("-o", "--output", default=None, metavar="BEST.toml",
                    help="write the best tiling as a spec file (its kernel named after the file)")
     p.add_argument("--plot", default=None, metavar="FILE.png",
@@ -45,15 +48,7 @@ def problem_of(args, ref: str | None = None, sets: dict | None = None,
     """The :class:`loopsim.analyses.search.engine.Problem` the options describe (for ``ref``,
     with ``sets`` and ``space_items`` when given: one alternative of several)."""
     from loopsim.analyses.search import engine
-    from loopsim.base.limits import check_int
 
-    if args.top < 1:
-        raise InputError(f"--top {args.top} must be >= 1")
-    check_int(args.top, "--top", InputError, limit=engine.MAX_TOP)
-    if args.sbuf_bytes is not None:
-        check_int(args.sbuf_bytes, "--sbuf-bytes", InputError)
-        if args.sbuf_bytes <= 0:
-            raise InputError(f"--sbuf-bytes {args.sbuf_bytes} must be > 0")
     kargs = (tuple(args.nki_args), tuple(args.nki_kwargs), args.nki_grid)
     sets = spec.parse_sets(args.sets) if sets is None else sets
     return engine.Problem(ref or args.spec[0], tuple(sets.items()), args.hardware,
@@ -89,18 +84,16 @@ def alternatives(args) -> list:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from loopsim.analyses.parallel import Pool, Progress, check_jobs
     from loopsim.analyses.search import engine
+    from loopsim.base.outfile import figure_format, regular_target, require_suffix
     from loopsim.render import search as report
 
+    if args.output:
+        require_suffix(args.output, (".toml",))
+        regular_target(args.output)  # a device, FIFO or folder refused before any work
     if args.plot:
-        from loopsim.base.outfile import figure_format
-
         figure_format(args.plot, "--plot")
-    if args.output and Path(args.output).suffix.lower() != ".toml":
-        raise InputError(f"-o {args.output}: a spec file must end in .toml")
     problems = [problem_of(args)] if len(args.spec) == 1 else alternatives(args)
     hw = hardware.load(args.hardware)
     jobs = None if args.scheduler else check_jobs(args.jobs)

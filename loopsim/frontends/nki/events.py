@@ -77,6 +77,10 @@ class LoadEv:
     ref: TileRef
     absorbed: tuple[LoopVar, ...]
     line: int
+    buf: object = None  # the on-chip Buffer written
+    # re-rolled loops (innermost first) whose iterations each filled a buffer of their own,
+    # with those buffers: the load hoists out of them when a buffer is read after its iteration
+    hoist: tuple = ()
 
 
 @dataclass

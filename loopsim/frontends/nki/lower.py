@@ -23,7 +23,7 @@ def _where(rec: Recorder, line: int) -> str:
     return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
 
 
-def classify(lg, where: str) -> str:
+def classify(lg, where: str, notes: list | None = None) -> str:
     """The loopsim op kind of a derived value from the engine ops that made it."""
     ops = set(lg.data_ops) | set(lg.stat_ops)
     n = len(lg.sources)
@@ -37,6 +37,15 @@ def classify(lg, where: str) -> str:
     if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
         return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
+    if n == 3 and not named and set(lg.data_ops) <= {"multiply", "add"} and \
+            {"multiply", "add"} <= set(lg.data_ops):
+        return "fma"
+    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add", 3: "fma"}.get(n)
+    if generic is not None and notes is not None:
+        # no op kind of loopsim's: costed as the elementwise kind of its arity, and said so
+        notes.append(f"{where}: the engine ops making {lg.name} ({chain}) are costed as one "
+                     f"'{generic}' op on {n} input tile{'s' * (n != 1)}: ASSUMED")
+        return generic
     raise TraceError(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
                      f"{'s' * (n != 1)}) match no loopsim op kind (known: {', '.join(KINDS)})")
 
@@ -65,8 +74,15 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             else:
                 yield n
 
+    from loopsim.frontends.nki.reroll import reroll_runs
+
+    rec.root = reroll_runs(rec.root, rec.notes)
     events = list(walk(rec.root))
+    for ev in events:
+        if isinstance(ev, LoadEv) and ev.hoist and not ev.absorbed:
+            ev.absorbed = _hoisted(ev)
     whole = _whole_dims(events)
+    _fold_unit_dims(events, rec.notes)
     step: dict = {}
     for ev in events:
         for r in refs(ev):
@@ -117,7 +133,13 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         lg = r.logical.find()
         t = tensors[lg.name]
         idx = []
+        unrolled = getattr(ev_of.get(id(r)), "unrolled", None)
         for d, (s, n) in enumerate(zip(r.starts, r.sizes)):
+            if unrolled is not None and (s.const or not s.terms and n != t.shape[d]):
+                raise TraceError(f"{_where(rec, line)}: loop {unrolled.name} (line {unrolled.line}) "
+                                 "was traced iteration by iteration and its iterations move "
+                                 "different tiles, so it does not re-roll into one loop; "
+                                 "loopsim's IR has no statement at a fixed offset")
             if s.const:
                 raise TraceError(f"{_where(rec, line)}: tile of {lg.name} starts at a constant "
                                  f"offset ({s}) in dimension {d}: loopsim's IR indexes tiles by "
@@ -136,6 +158,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             idx.append(tuple(name_of(v) for v, _ in sorted(s.terms.items(), key=lambda vc: -vc[1])))
         return ir.Access(lg.name, tuple(idx))
 
+    ev_of = {id(r): ev for ev in events for r in refs(ev)}
+
     def stmt(ev):
         if isinstance(ev, LoadEv):
             return ir.Load(access(_absorb(ev), ev.line), line=ev.line)
@@ -147,7 +171,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
-            kind = classify(ev.value, _where(rec, ev.line))
+            kind = classify(ev.value, _where(rec, ev.line), rec.notes)
             return OpStatement(kind, access(ev.out, ev.line),
                                tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
         return None
@@ -181,7 +205,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
-                       rec.shown)
+                       rec.shown, work=tuple(getattr(rec, "work", ())))
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -214,7 +238,118 @@ def _whole_dims(events) -> list:
             v = made.setdefault((id(lg), d, n), LoopVar(f"{lg.name}_{'mn'[d]}", 1, "whole", ev.line))
             ev.out = spanning(ev.out, d, v)
             setattr(ev, operand, spanning(op, f, v))
+        # a contraction over the whole of K in one instruction (no K loop): a loop of one trip
+        st, mv = ev.stationary, ev.moving
+        if len(st.starts) == 2 and len(mv.starts) == 2:
+            ks, km = 1 - ev.free_dims[0], 1 - ev.free_dims[1]
+            a, b = st.starts[ks], mv.starts[km]
+            if not (a.terms or a.const or b.terms or b.const) and st.sizes[ks] == mv.sizes[km]:
+                lg = ev.out.logical.find()
+                v = made.setdefault((id(lg), "k", st.sizes[ks]),
+                                    LoopVar(f"{lg.name}_k", 1, "whole", ev.line))
+                ev.stationary, ev.moving = spanning(st, ks, v), spanning(mv, km, v)
     return list(made.values())
+
+
+def _raw_refs(ev) -> list:
+    if isinstance(ev, (LoadEv, StoreEv)):
+        return [ev.ref]
+    if isinstance(ev, MatmulEv):
+        return [ev.out, ev.stationary, ev.moving]
+    if isinstance(ev, AccumulateEv):
+        return [ev.out, ev.src]
+    if isinstance(ev, OpEv):
+        return [ev.out, *ev.value.sources]
+    return []
+
+
+def _extent(lg, rs, d: int) -> int:
+    if lg.kind == "hbm":
+        return lg.shape[d]
+    return max(sum(c * (v.trips - 1) for v, c in r.starts[d].terms.items()) + r.starts[d].const +
+               r.sizes[d] for r in rs)
+
+
+def _fold_unit_dims(events, notes: list) -> None:
+    """A loop that moves tiles by S elements in one tensor and by c < S in another, where the
+    second tensor's dimension is walked in tiles of c and another of its dimensions, of S / c
+    elements, is always read whole (``scores_t[i, j, :, :]`` next to ``scores[j, :, i*128 ...]``):
+    that tensor's two dimensions are read as one (the same tiles, the same bytes), so the loop has
+    one step. The tensor's shape in the report shows the merge, and a note says so."""
+    raw, seen = [], set()
+    for ev in events:
+        for r in _raw_refs(ev):
+            if id(r) not in seen:
+                seen.add(id(r))
+                raw.append(r)
+    groups: dict = {}
+    for r in raw:
+        lg = r.logical.find()
+        groups.setdefault(id(lg), (lg, []))[1].append(r)
+    for _ in range(4 * len(groups) + 1):  # each pass folds one pair of dimensions
+        if not _fold_one(raw, groups, notes):
+            return
+
+
+def _fold_one(raw, groups, notes) -> bool:
+    coefs: dict = {}
+    for r in raw:
+        for st in r.starts:
+            for v, c in st.terms.items():
+                coefs.setdefault(v, set()).add(c)
+    top = {v: max(cs) for v, cs in coefs.items() if len(cs) > 1}
+    if not top:
+        return False
+    for lg, rs in groups.values():
+        nd = len(rs[0].starts)
+        if any(len(r.starts) != nd for r in rs):
+            continue
+        for d in range(nd):
+            vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
+            if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
+                continue
+            c = next(iter(vs))[1]
+            bigs = {top[v] for v, _ in vs if v in top}
+            if len(bigs) != 1:
+                continue
+            big = bigs.pop()
+            v = next(v for v, _ in vs if v in top)
+            if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
+                continue
+            for e in range(nd):
+                ext = _extent(lg, rs, e)
+                if e == d or ext * c != big or not all(
+                        not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
+                        for r in rs):
+                    continue
+                for r in rs:
+                    r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
+                    r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
+                if lg.kind == "hbm":
+                    shape = list(lg.shape)
+                    shape[d] *= ext
+                    del shape[e]
+                    lg.shape = tuple(shape)
+                for attr in ("pa_strong", "pa_weak"):
+                    pa = getattr(lg, attr)
+                    if pa is not None:
+                        setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
+                notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
+                             f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
+                             f"tiles by {c} and others' by {big}); the same tiles and bytes")
+                return True
+    return False
+
+
+def _hoisted(ev: LoadEv) -> tuple:
+    """The re-rolled loops a load hoists out of (outermost first): from the innermost, each
+    whose iterations' buffers were read after their iteration (a list of tiles used later)."""
+    out = []
+    for v, bufs, cvar in ev.hoist:
+        if not any(id(f) in b.escaped for b in bufs for f in b.homes if f.var is cvar):
+            break
+        out.append(v)
+    return tuple(reversed(out))
 
 
 def _emitted(ev: OpEv) -> bool:

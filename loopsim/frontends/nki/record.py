@@ -13,31 +13,53 @@ Numbers are elements (sizes, offsets) and never tensor values: the record tracks
 
 from __future__ import annotations
 
+import linecache
 import math
+import os
 import re
+import sys
 
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
-from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, Sym
+from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, NeedsConcrete, Sym
 from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
-class Recorder:
-    """State of one trace: the loop stack, the recorded body, tensors and buffers."""
+_PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
-    def __init__(self, path: str, func: str):
+
+def user_frame():
+    """The innermost frame of the user's code (a kernel file or a helper it imports): the first
+    frame outside the loopsim package."""
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PKG) or
+                             f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back
+    return f
+
+
+class Recorder:
+    """State of one trace: the loop stack, the recorded body, tensors and buffers.
+
+    ``concrete``: the loop sites (file, line) to run iteration by iteration (the loader fills it
+    from :class:`NeedsConcrete`); ``sites``: every loop site this trace entered."""
+
+    def __init__(self, path: str, func: str, concrete=frozenset()):
         self.path, self.func = path, func
         self.shown = path  # the path as the user gave it, for messages
         self.root: list = []
-        self.stack: list[LoopRec] = []
+        self.stack: list = []  # LoopRec (symbolic loop) or IterFrame (one concrete iteration)
         self.logicals: list[Logical] = []
         self.grid: list[LoopVar] = []
         self.names: set[str] = set()
         self.running = False
+        self.concrete = frozenset(concrete)
+        self.sites: set = set()
+        self.notes: list[str] = []  # what the trace assumed or stubbed, for the report
+        self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
-        import sys
         f = sys._getframe(1)
         while f is not None:
             if f.f_code.co_filename == self.path:
@@ -46,7 +68,6 @@ class Recorder:
         return 0
 
     def source_line(self) -> str:
-        import linecache
         n = self.line()
         return linecache.getline(self.path, n) if n else ""
 
@@ -67,6 +88,9 @@ class Recorder:
 
     @property
     def body(self) -> list:
+        if self.pending is not None:
+            e, self.pending = self.pending, None
+            raise e
         return self.stack[-1].body if self.stack else self.root
 
     @property
@@ -78,8 +102,17 @@ class Recorder:
 
     # -- loops ---------------------------------------------------------------------------
     def loop(self, trips: int, kind: str, start: int = 0, step: int = 1):
-        m = re.match(r"\s*for\s+(\w+)\s+in\b", self.source_line())
-        var = LoopVar(m.group(1) if m else "i", trips, kind, self.line())
+        """The iterator of one loop: symbolic (one pass, the index a :class:`Sym`) or, at a site
+        in ``concrete``, one pass per iteration with integer indices, re-rolled at its end."""
+        f = user_frame()
+        site = (f.f_code.co_filename, f.f_lineno) if f is not None else None
+        text = linecache.getline(*site) if site else ""
+        m = re.match(r"\s*for\s+(\w+)\s+in\b", text)
+        var = LoopVar(m.group(1) if m else "i", trips, kind, self.line(), site)
+        if site is not None:
+            self.sites.add(site)
+        if site in self.concrete:
+            return _ConcreteIter(self, var, start, step)
         return _LoopIter(self, var, start, step)
 
     def grid_var(self, axis: int, trips: int) -> LoopVar:
@@ -88,10 +121,10 @@ class Recorder:
         return v
 
     # -- tensors and buffers --------------------------------------------------------------
-    def hbm(self, name: str, shape, dtype: str, *, line: int = 0) -> HbmTensor:
-        lg = Logical("hbm", self.unique(name), dtype, tuple(int(d) for d in shape), line)
+    def hbm(self, name: str, shape, dtype, *, line: int = 0, buffer: str = "hbm") -> HbmTensor:
+        lg = Logical("hbm", self.unique(name), dtype_name(dtype), tuple(int(d) for d in shape), line)
         self.logicals.append(lg)
-        return HbmTensor(self, lg)
+        return HbmTensor(self, lg, dtype, buffer)
 
     def alloc(self, shape, dtype, space: str, name: str | None = None) -> Tile:
         shape = tuple(shape)
@@ -99,7 +132,11 @@ class Recorder:
             if isinstance(d, Sym) or isinstance(d, bool) or not isinstance(d, int) or d <= 0:
                 raise TraceError(f"buffer shape {shape!r} must be positive integers")
         b = Buffer(self, name or self.assigned_name("buf"), shape, dtype_name(dtype, "fp32" if space == "psum" else "bf16"),
-                   space, self.depth, self.line())
+                   space, self.depth, self.line(), dtype)
+        # the concrete iterations it was allocated in, and those that had ended when it was
+        # read (a tile kept in a list and read by a later loop)
+        b.homes = [f for f in self.stack if isinstance(f, IterFrame)]
+        b.escaped = set()
         return Tile(b)
 
     # -- binding and resolving tiles ------------------------------------------------------
@@ -109,6 +146,10 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        homes = getattr(t.buf, "homes", None)
+        if homes:
+            live = {id(f) for f in self.stack}
+            t.buf.escaped.update(id(f) for f in homes if id(f) not in live)
         starts, sizes, axis_of = [], [], [None] * len(t.offsets)
         for d, dm in enumerate(b.dims):
             s, n = dm.start, dm.size
@@ -129,8 +170,17 @@ class Recorder:
         """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
         variables the buffer's coordinates absorb (a buffer filled by a loop)."""
         kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
+            # a value along no tensor axis (a per-row statistic) into a slot of another shape
+            dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
+                                                         zip(ref.starts, ref.sizes)))
+            return set()
         if len(kept) != len(axis_of):
-            raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
+            # shapes equal but for axes of one element ([128, 1] into [128]): squeeze them
+            axis_of = [d for d in axis_of if d is not None and ref.sizes[d] != 1]
+            kept = [a for a in kept if dst.sizes[a] != 1]
+            if len(kept) != len(axis_of):
+                raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
         local = {r.var for r in self.stack[dst.buf.depth:]}
         absorbed: set = set()
         dims = []
@@ -160,6 +210,10 @@ class Recorder:
         out = ref.vars() - self.in_scope()
         if out:
             v = next(iter(out))
+            sites = {u.site for u in out if u.site is not None and u.kind != "grid"}
+            if sites:  # a tile kept past its loop (a list of tiles): run that loop concretely
+                raise NeedsConcrete(f"{what} reads a tile written in loop {v.name} after that "
+                                    "loop ended", sites)
             raise TraceError(f"{what} reads a tile written in loop {v.name} after that loop ended "
                              "(the buffer holds one iteration's tile): not modelled")
 
@@ -174,17 +228,18 @@ class Recorder:
             lg = src.tensor.logical
             lg.loaded = True
             ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
-            axis_of = [d for d, (_, _, k) in enumerate(src.dims) if k]
-            if [ref.sizes[d] for d in axis_of] != [s for s, k in zip(dst.sizes, dst.kept) if k]:
+            axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
+            if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
+                    [s for s, k in zip(dst.sizes, dst.kept) if k]):
                 raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             absorbed = self.bind(dst, ref, axis_of)
             self._vote(dst, weak=True)
-            order = [r.var for r in self.stack]
+            order = [r.var for r in self.stack if isinstance(r, LoopRec)]
             if absorbed and set(order[len(order) - len(absorbed):]) != absorbed:
                 raise TraceError(f"buffer {dst.buf.name} is filled by loops "
                                  f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
                                  "innermost loops around the DMA: not modelled")
-            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line)
+            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf)
             self.body.append(ev)
             return ev
         elif isinstance(src, Tile) and isinstance(dst, HbmView):
@@ -200,9 +255,19 @@ class Recorder:
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
         dkept = [d for d, (_, _, k) in enumerate(dst.dims) if k]
-        if [dref.sizes[d] for d in dkept] != list(src.shape):
+        if _squeezed([dref.sizes[d] for d in dkept]) != _squeezed(src.shape):
             raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
         lg.output = True
+        st = ref.logical.find() if ref is not None else None
+        if st is not None and st.kind == "op" and st.stat and not st.materialised:
+            # a reduction written out (an average pool, a row sum): its engine work is charged
+            # here, as no op statement will carry it; the store writes the output's tile
+            from loopsim.frontends.nki import work
+
+            ops = st.stat_ops + st.data_ops
+            work.charge(self, f"{'+'.join(dict.fromkeys(ops))} (a reduction stored)", "vector",
+                        math.prod(ref.sizes), max(1, len(ops)))
+            ref = None
         if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
@@ -211,14 +276,15 @@ class Recorder:
                 same = len(ref.starts) == len(dref.starts) and all(
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
                     a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
-                if not same:
-                    raise TraceError(f"stores tile {src_lg.name}{fmt_tile(ref)} at {lg.name}{fmt_tile(dref)}: "
-                                     "an accumulator must be stored at the index it was computed for")
-                src_lg.parent = lg
-                if src_lg.pa_weak is not None and lg.pa_weak is None:
-                    lg.pa_weak = src_lg.pa_weak
-                if src_lg.pa_strong is not None:
-                    lg.pa_strong = src_lg.pa_strong
+                # stored at the index it was computed for: the accumulator is that tensor;
+                # elsewhere (another layout or rank), it stays an on-chip tensor of its own and
+                # the store writes the output's tile (the same bytes)
+                if same:
+                    src_lg.parent = lg
+                    if src_lg.pa_weak is not None and lg.pa_weak is None:
+                        lg.pa_weak = src_lg.pa_weak
+                    if src_lg.pa_strong is not None:
+                        lg.pa_strong = src_lg.pa_strong
         if lg.pa_weak is None:
             kept = [a for a in range(len(src.offsets)) if src.kept[a]]
             if src.buf.pax in kept:
@@ -229,6 +295,19 @@ class Recorder:
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
+        kept = sum(1 for k in dst.kept if k)
+        if ref is not None and _squeezed(src.shape) != _squeezed(dst.shape) and \
+                math.prod(src.shape) == math.prod(dst.shape) and len(_squeezed(axis_of)) != kept:
+            # a copy that permutes elements through index patterns (an SBUF-to-SBUF transpose):
+            # on-chip movement only; the copy's work is charged and dst holds a fresh tile
+            from loopsim.frontends.nki import work
+
+            work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
+            self.memset(dst)
+            self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
+                              "through access patterns; loopsim keeps the data movement, not which "
+                              "element lands where")
+            return
         self._bind_value(dst, ref, axis_of)
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
@@ -257,10 +336,11 @@ class Recorder:
         mref, m_axes = self.resolve(moving, "matmul moving operand")
         if transpose_x:
             s_axes = s_axes[::-1]
-        for r, what in ((sref, "stationary"), (mref, "moving")):
-            if r is None:
-                raise TraceError(f"the matmul {what} operand is a constant tile: not modelled")
-        if len(s_axes) != 2 or len(m_axes) != 2 or None in s_axes or None in m_axes:
+        const = [t for t, r, ax in ((stationary, sref, s_axes), (moving, mref, m_axes))
+                 if r is None or r.logical.find().kind == "const" or None in ax]
+        if const:
+            return self._broadcast_matmul(dst, stationary, moving, const)
+        if len(s_axes) != 2 or len(m_axes) != 2:
             raise TraceError("matmul operands must be 2-D tiles of tensors")
         sref = self.materialise(sref, "matmul")
         mref = self.materialise(mref, "matmul")
@@ -281,13 +361,32 @@ class Recorder:
                     a.same(b) for a, b in zip(cur.starts, starts)) and tuple(cur.sizes) == sizes:
                 out_lg = cur.logical.find()
         if out_lg is None:
-            out_lg = Logical("acc", self.unique(dst.buf.name), sref.logical.find().dtype, line=line)
+            # the accumulator has the dtype the kernel gives its buffer (PSUM: fp32)
+            dt = dst.buf.dtype if dst.buf.space == "psum" else sref.logical.find().dtype
+            out_lg = Logical("acc", self.unique(dst.buf.name), dt, line=line)
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
         ev = MatmulEv(out, sref, mref, line, (md, nd))
         self.body.append(ev)
         return ev
+
+    def _broadcast_matmul(self, dst: Tile, stationary: Tile, moving: Tile, const: list) -> None:
+        """A matmul with a constant operand (a ones or identity tile: a broadcast or a
+        transpose on the Tensor Engine): its work is charged exactly (M x N outputs, K
+        multiply-adds each) and its result is the other operand's value, broadcast."""
+        from loopsim.frontends.nki import work
+
+        k = stationary.shape[0] if stationary.shape else 1
+        m = stationary.shape[1] if len(stationary.shape) > 1 else 1
+        n = moving.shape[1] if len(moving.shape) > 1 else 1
+        work.charge(self, "nc_matmul (constant operand)", "tensor", m * n, k)
+        data = [t for t in (stationary, moving) if all(t is not c for c in const)]
+        if not data:
+            self.memset(dst)
+            return None
+        self.op("copy", "tensor", dst, data, reduce=True)
+        return None
 
     def iadd(self, dst: Tile, other):
         """``acc += nl.matmul(...)`` (or ``+=`` of another tile): accumulate into ``dst``."""
@@ -360,6 +459,8 @@ class Recorder:
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
+                if lg.kind == "sum" and name == "add" and not reduce:
+                    continue  # sum += tile, again (a K-block loop traced concretely)
             carried = x.buf.depth < self.depth
             if lg.kind == "const":
                 data_ops += lg.data_ops
@@ -374,7 +475,7 @@ class Recorder:
                 running = running or lg.running
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
-                for s in lg.sources:
+                for s in _rebased(lg, ref, self.in_scope()):
                     if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
@@ -395,7 +496,7 @@ class Recorder:
             c.data_ops = tuple(data_ops)
             dst.buf.binding = Binding(c, ())
             return
-        val = Logical("op", dst.buf.name, dst.dtype, line=line)
+        val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
         val.running, val.stat = running, reduce or first is None
         if val.stat:
@@ -404,6 +505,7 @@ class Recorder:
             return
         fref, faxes = first
         ref = TileRef(val, fref.starts, fref.sizes)
+        val.home = ref  # where the value was made: its sources are at these loop indices
         if len([k for k in dst.kept if k]) != len(faxes):
             raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
         self.bind(dst, ref, faxes)
@@ -412,7 +514,7 @@ class Recorder:
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
         out = current if current.kind == "sum" else None
         if out is None:
-            out = Logical("sum", self.unique(dst.buf.name), dst.dtype, line=line)
+            out = Logical("sum", self.unique(dst.buf.name), dst.buf.dtype, line=line)
             self.logicals.append(out)
         ref = TileRef(out, src.starts, src.sizes)
         self.bind(dst, ref, axes)
@@ -443,11 +545,121 @@ class Recorder:
         return TileRef(lg, ref.starts, ref.sizes)
 
 
+def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
+    """The sources of a derived value read at ``ref``: a value made in an earlier loop and read
+    through its buffer in a later loop over the same range has its sources at the later loop's
+    index (``norm[:, i]`` made in one ``for i`` and read in the next)."""
+    home = getattr(lg, "home", None)
+    if home is None or not (ref.vars() - set(home.vars())):
+        return lg.sources
+    sub = {}
+    for a, b in zip(home.starts, ref.starts):
+        if len(a.terms) == 1 and len(b.terms) == 1 and a.const == b.const:
+            (u, cu), = a.terms.items()
+            (w, cw), = b.terms.items()
+            if u is not w and cu == cw and u.trips == w.trips and u not in scope:
+                sub[u] = w
+    if not sub:
+        return lg.sources
+    return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
+                                          for x in s.starts), s.sizes) for s in lg.sources)
+
+
+def _squeezed(shape) -> list:
+    """A shape without its axes of one element: [128, 1, 8] and [128, 8] hold the same tile."""
+    return [n for n in shape if n != 1]
+
+
+class IterFrame:
+    """One iteration of a loop traced concretely: what it recorded, until the loop re-rolls."""
+
+    __slots__ = ("var", "body", "index", "owner")
+
+    def __init__(self, var: LoopVar, index: int, owner=None):
+        self.var, self.index, self.body, self.owner = var, index, [], owner
+
+
+def _close_above(rec: Recorder, frame) -> None:
+    """Close every loop left open above ``frame`` on the stack (a ``return`` or ``break`` out of
+    a loop traced concretely): each one's recorded iterations, the last one partial, re-roll
+    where they can. A symbolic loop left so cannot know its trip count: it must run concretely."""
+    from loopsim.frontends.nki.reroll import reroll
+
+    while rec.stack and rec.stack[-1] is not frame:
+        top = rec.stack.pop()
+        if isinstance(top, IterFrame) and top.owner is not None:
+            it = top.owner
+            it.i = it.var.trips  # finished: a later next() stops
+            rec.body.extend(reroll(it.var, it.bodies + [top.body], rec.notes))
+        else:
+            raise NeedsConcrete(f"loop {top.var.name} was left early (break or return)",
+                                {top.var.site} if top.var.site else set())
+
+
+class _ConcreteIter:
+    """Yields the loop's integer indices, one recorded iteration each; at the end the
+    iterations are re-rolled into one loop where their tiles move affinely
+    (:func:`loopsim.frontends.nki.reroll.reroll`). Left early (``break``/``return``: the
+    iterator is dropped unfinished), the iterations recorded so far stand for the loop."""
+
+    def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
+        self.rec, self.var, self.start, self.step = rec, var, start, step
+        self.i = -1
+        self.bodies: list[list] = []
+        self.frame = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        from loopsim.frontends.nki.reroll import reroll
+
+        rec = self.rec
+        if self.i >= self.var.trips:
+            raise StopIteration
+        if self.i >= 0:
+            if self.frame not in rec.stack:
+                raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
+                                 "not run to its end): not modelled")
+            _close_above(rec, self.frame)
+            rec.stack.pop()
+            self.bodies.append(self.frame.body)
+        self.i += 1
+        if self.i == self.var.trips:
+            self.frame = None
+            rec.body.extend(reroll(self.var, self.bodies, rec.notes))
+            raise StopIteration
+        self.frame = IterFrame(self.var, self.i, self)
+        rec.stack.append(self.frame)
+        return self.start + self.step * self.i
+
+    def __del__(self):
+        rec, f = self.rec, self.frame
+        if f is not None and self.i < self.var.trips and rec.running and rec.stack and \
+                any(x is f for x in rec.stack):
+            try:
+                _close_above(rec, f)
+                rec.stack.pop()
+                self.i = self.var.trips
+                self.frame = None
+                rec.body.extend(_reroll()(self.var, self.bodies + [f.body], rec.notes))
+            except NeedsConcrete as e:
+                rec.pending = e
+
+
+def _reroll():
+    from loopsim.frontends.nki.reroll import reroll
+
+    return reroll
+
+
 class _LoopIter:
-    """Yields the loop's symbolic index once; the second ``next`` closes the loop's record."""
+    """Yields the loop's symbolic index once; the second ``next`` closes the loop's record.
+    Left early (``break``/``return``), it asks for the loop to run concretely."""
 
     def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
         self.rec, self.var, self.start, self.step, self.state = rec, var, start, step, 0
+        self.node = None
 
     def __iter__(self):
         return self
@@ -456,14 +668,20 @@ class _LoopIter:
         rec = self.rec
         if self.state == 0:
             self.state = 1
-            node = LoopRec(self.var)
+            node = self.node = LoopRec(self.var)
             rec.body.append(node)
             rec.stack.append(node)
             return Sym({self.var: self.step}, self.start)
         if self.state == 1:
-            if not rec.stack or rec.stack[-1].var is not self.var:
+            if not any(x is self.node for x in rec.stack):
                 raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
                                  "not run to its end): not modelled")
+            _close_above(rec, self.node)
             rec.stack.pop()
             self.state = 2
         raise StopIteration
+
+    def __del__(self):
+        if self.state == 1 and self.rec.running and self.var.site is not None:
+            self.rec.pending = NeedsConcrete(f"loop {self.var.name} was left early (break or "
+                                             "return)", {self.var.site})

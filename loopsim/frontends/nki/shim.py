@@ -14,9 +14,13 @@ import contextlib
 import sys
 import types
 
+from loopsim.base.limits import check_int
+from loopsim.frontends.nki import work as work_mod
+from loopsim.frontends.nki.access import Index
+from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder
-from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, ParDim, Tile, dtype_name
+from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
 _active: list[Recorder] = []
@@ -29,7 +33,12 @@ def _rec() -> Recorder:
 
 
 class Unmodelled:
-    """A name of the NKI API that loopsim does not model; using it stops the trace."""
+    """A name of the NKI API that loopsim does not model.
+
+    Called on tiles whose shapes are known (its ``dst=``, or an instruction documented to keep its
+    input's shape), it is charged as generic work on its engine (:mod:`.work`, listed as ASSUMED
+    with its FILE:LINE) and its output holds its first input's tile; called without a tile, or
+    without a known output shape, it stops the trace naming the call."""
 
     def __init__(self, name: str):
         self._name = name
@@ -40,6 +49,11 @@ class Unmodelled:
         return Unmodelled(f"{self._name}.{attr}")
 
     def __call__(self, *a, **k):
+        short = self._name.rsplit(".", 1)[-1]
+        if short in work_mod.NO_WORK and _active:
+            return None
+        if _active and self._name.startswith(("nki.isa", "nki.language")):
+            return _assumed(self._name, short, a, k)
         raise TraceError(f"{self._name} is not modelled by loopsim's NKI shim")
 
     def _use(self, *_):
@@ -47,20 +61,85 @@ class Unmodelled:
 
     __iter__ = __bool__ = __int__ = __index__ = __getitem__ = __enter__ = _use
 
-
-class _DType:
-    def __init__(self, name):
-        self.name = self.__name__ = name
-
     def __repr__(self):
-        return f"nl.{self.name}"
+        return self._name
+
+
+#: unmodelled instructions whose output has their first input's shape (NKI ISA reference)
+_SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cumulative",
+               "tensor_copy_predicated", "range_select", "gelu_apprx_sigmoid", "silu_dx", "erf_dx",
+               "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
+
+
+#: keyword arguments of an instruction that it writes (never its data input)
+_OUTPUTS = ("dst", "out", "reduce_res", "res")
+
+
+def _holds_input(rec, dst: Tile, ins: list) -> None:
+    """``dst`` of an unmodelled instruction holds its data input's tile (the first input of
+    ``dst``'s shape, else the first input with ``dst``'s extent along the same dimensions): the
+    dataflow goes on, so what is stored or multiplied later is counted; no input: a constant."""
+    from loopsim.frontends.nki.events import TileRef
+
+    same = next((x for x in ins if x.shape == dst.shape), None)
+    if same is not None:
+        rec.copy(dst, same)
+        return
+    for x in ins:
+        ref, axes = rec.resolve(x, "input")
+        kept = dst.box_shape()
+        if ref.logical.kind == "const" or len(axes) != len(kept) or None in axes:
+            continue
+        sizes = list(ref.sizes)
+        for i, d in enumerate(axes):
+            sizes[d] = kept[i]
+        rec.bind(dst, TileRef(ref.logical, ref.starts, tuple(sizes)), axes)
+        return
+    rec.memset(dst)
+
+
+def _assumed(name: str, short: str, args, kwargs):
+    rec = _rec()
+    dst = kwargs.get("dst")
+    if dst is None and args and isinstance(args[0], Tile) and "dst" not in kwargs and \
+            any(isinstance(x, Tile) for x in list(args[1:]) + list(kwargs.values())) and \
+            short not in _SAME_SHAPE:
+        dst = args[0]  # NKI 0.2 style: dst first, positionally
+        args = args[1:]
+    ins = [x for x in list(args) + [v for kk, v in kwargs.items() if not kk.startswith(_OUTPUTS)]
+           if isinstance(x, Tile) and x.buf.binding is not None]
+    if dst is None:
+        if not ins:
+            raise TraceError(f"{name} is not modelled by loopsim's NKI shim (and has no tile "
+                             "argument to cost it by)")
+        if short not in _SAME_SHAPE:
+            raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
+                             f"not known: pass dst= (an output tile) so it can be costed as generic "
+                             "work, or rewrite it with modelled calls")
+        dst = rec.alloc(ins[0].shape, kwargs.get("dtype") or ins[0].dtype, "sbuf",
+                        rec.assigned_name(short))
+    if not isinstance(dst, Tile):
+        raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
+                         "on-chip tile: its cost is not known")
+    _holds_input(rec, dst, [x for x in ins if x.buf is not dst.buf])
+    for kk, v in kwargs.items():  # further outputs (dst_scale=, reduce_res=): written, not read
+        if kk != "dst" and kk.startswith(_OUTPUTS) and isinstance(v, Tile) and v.buf.binding is None:
+            rec.memset(v)
+    passes = 1
+    st = kwargs.get("stationary")
+    if short == "nc_matmul_mx" and isinstance(st, Tile):
+        # a Tensor Engine matmul: per output element one multiply-add per contraction value; each
+        # x4 element of the stationary packs 4 values of K along its partitions
+        passes = 4 * st.shape[0]
+    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, passes, assumed=True)
+    return dst
 
 
 def _opname(op) -> str:
     if op is None:
         return "copy"
     if isinstance(op, Unmodelled):
-        op()
+        return op._name.rsplit(".", 1)[-1]  # an operator the shim has no entry for: its name
     name = getattr(op, "__name__", None) or getattr(op, "name", None) or str(op)
     return {"amax": "max", "amin": "min", "identity": "copy", "bypass": "copy", "true_divide": "divide",
             "max_": "max", "min_": "min"}.get(name, name)
@@ -80,6 +159,8 @@ def _range(kind):
                                  "(a bound that depends on a loop index is not modelled)")
         if step <= 0:
             raise TraceError(f"{kind} step must be > 0")
+        for x in (start, stop, step):
+            check_int(x, f"{kind} bound", TraceError, what="loop bound")
         trips = max(0, -(-(stop - start) // step))
         if trips == 0:
             return iter(())
@@ -93,9 +174,13 @@ affine_range, sequential_range, static_range = (_range(k) for k in
 
 
 def py_range(*args):
-    """``range`` inside the kernel's module: a loop while the kernel runs, else the builtin."""
-    if _active and _active[-1].running and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("range")(*args)
+    """``range`` inside the kernel's modules: a loop while the kernel runs (any step, as
+    Python's), else the builtin."""
+    if _active and _active[-1].running and all(type(a) is int for a in args):
+        r = builtins.range(*args)
+        if len(r) == 0:
+            return iter(())
+        return _rec().loop(len(r), "range", r.start, r.step)
     return builtins.range(*args)
 
 
@@ -103,16 +188,26 @@ def par_dim(n):
     return ParDim(n)
 
 
-def ds(start, size):
+def ds(start, size, step=None):
+    """``nl.ds(start, size)``: ``size`` consecutive indices from ``start`` (a loop-index expression)."""
+    if step not in (None, 1):
+        raise TraceError(f"nl.ds({start}, {size}, step={step}): a strided slice is not modelled")
     return DS(start, size)
 
 
 def arange(*args):
+    """``nl.arange([start,] stop[, step])``: an index tile; ``* s`` and ``+`` of other index
+    tiles (strides, sliding windows) are affine index expressions (:class:`.access.Index`)."""
     if len(args) == 1:
-        lo, hi = 0, args[0]
+        lo, hi, st = 0, args[0], 1
     else:
-        lo, hi = args[0], args[1]
-    return IndexTile(Sym.of(lo), hi - lo)
+        lo, hi, st = args[0], args[1], (args[2] if len(args) > 2 else 1)
+    if isinstance(st, bool) or not isinstance(st, int) or st <= 0:
+        raise TraceError(f"nl.arange step {st!r} must be a positive integer")
+    n = -(-(hi - lo) // st)
+    if n <= 0:
+        raise TraceError(f"nl.arange({lo}, {hi}, {st}) is empty")
+    return Index(Sym.of(lo), ((None, st, n),))
 
 
 class _MGrid:
@@ -121,7 +216,8 @@ class _MGrid:
         out = []
         for i, k in enumerate(key):
             lo = k.start or 0
-            out.append(IndexTile(Sym.of(lo), k.stop - lo, i))
+            step = k.step or 1
+            out.append(Index(Sym.of(lo), ((i, step, -(-(k.stop - lo) // step)),)))
         return _Grid(out)
 
 
@@ -145,23 +241,33 @@ class _Grid(tuple):
 mgrid = _MGrid()
 
 
-def program_id(axis=0):
+def program_id(axis=0, axes=None):
+    """``nl.program_id(axis)``: the launch-grid index (a loop index of the grid loops). A kernel
+    launched without a grid axis is its one program: index 0 (as the library's kernels assume,
+    ``lnc_id = nl.program_id(0) if nl.num_programs(axes=0) > 1 else 0``)."""
     rec = _rec()
+    axis = axis if axes is None else axes
     if axis >= len(rec.grid):
-        raise TraceError(f"nl.program_id({axis}) but the launch grid has {len(rec.grid)} "
-                         "axes (give --grid)")
+        return 0
     return Sym({rec.grid[axis]: 1}, 0)
 
 
-def num_programs(axis=None):
+def num_programs(axis=None, axes=None):
+    """``nl.num_programs(axes=0)`` (also ``axis=``, or none: the whole grid) from ``--grid``."""
     rec = _rec()
+    axis = axes if axis is None else axis
+    if isinstance(axis, (tuple, list)):
+        n = 1
+        for a in axis:
+            n *= num_programs(a)
+        return n
     if axis is None:
         n = 1
         for g in rec.grid:
             n *= g.trips
         return n
     if axis >= len(rec.grid):
-        raise TraceError(f"nl.num_programs({axis}) but the launch grid has {len(rec.grid)} axes")
+        return 1  # no grid along this axis: one program (give --grid to launch more)
     return rec.grid[axis].trips
 
 
@@ -176,8 +282,43 @@ def ndarray(shape, dtype=None, buffer=None, name="", **_):
     rec = _rec()
     space = buffer if isinstance(buffer, str) else "sbuf"
     if space in _HBM:
-        return rec.hbm(name or rec.assigned_name("out"), shape, dtype_name(dtype))
+        return rec.hbm(name or rec.assigned_name("out"), shape, dtype, buffer=space)
     return rec.alloc(shape, dtype, space, name or None)
+
+
+def shared_constant(constant, dtype=None, **_):
+    """``nl.shared_constant(array, dtype)``: a constant the compiler places in shared HBM; the
+    kernel loads it like any input (its bytes are read from HBM)."""
+    import numpy as np
+
+    rec = _rec()
+    shape = tuple(int(d) for d in np.shape(constant))
+    if not shape:
+        raise TraceError("nl.shared_constant of a scalar is not modelled (a tensor is)")
+    return rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
+                   buffer="shared_hbm")
+
+
+def shared_identity_matrix(n, dtype=None, dst=None, **_):
+    """``nl.shared_identity_matrix(n, dtype)``: an n x n identity in SBUF
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/nki/api/generated/nki.language.shared_identity_matrix.html:
+    "the same behavior to nki.language.shared_constant"): a constant in shared HBM loaded once,
+    its n x n elements' bytes read (ASSUMED: the compiler shares one per dtype)."""
+    rec = _rec()
+    dtype = dtype if dtype is not None else "uint8"
+    hbm = rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    t = dst if isinstance(dst, Tile) else rec.alloc((int(n), int(n)), dtype, "sbuf",
+                                                      hbm.logical.name + "_sb")
+    rec.dma(t, hbm)
+    return t
+
+
+def loop_reduce(x, op=None, loop_indices=(), dtype=None, mask=None, **_):
+    """``dst[...] = nl.loop_reduce(x, op=np.add, loop_indices=[k])``: ``dst op= x`` over loop
+    ``k``, a Vector Engine op per iteration; an add of a matmul's PSUM tile is an SBUF
+    accumulation (``acc``). https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/general/nki/api/generated/nki.language.loop_reduce.html"""
+    _tile(x, "nl.loop_reduce")
+    return LoopReduce(x, _opname(op) if op is not None else "add")
 
 
 def _filled(shape, dtype=None, buffer=None, name="", **_):
@@ -199,12 +340,73 @@ def full(shape, fill_value=0, dtype=None, buffer=None, name="", **k):
     return _filled(shape, dtype, buffer, name)
 
 
+class NKIObject:
+    """``nl.NKIObject``: the base class of kernel dataclasses and configuration objects
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/_modules/nki/language.html). A plain
+    Python class here; keyword arguments become attributes. A subclass whose ``__init__`` is called
+    wrongly fails with its class name and the line it is defined at."""
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        # class attributes without annotations are fields too (``@dataclass class
+        # P(nl.NKIObject): idx = None`` is called as ``P(idx=3)``): annotate them before the
+        # decorator runs
+        ann = dict(cls.__dict__.get("__annotations__", {}))
+        for k, v in list(cls.__dict__.items()):
+            if not k.startswith("_") and k not in ann and (v is None or type(v) in (
+                    int, float, str, bool, tuple)):
+                ann[k] = "typing.Any"
+        cls.__annotations__ = ann
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_loopsim_wrapped", False):
+            return
+
+        def wrapped(self, *a, _init=init, **k):
+            try:
+                return _init(self, *a, **k)
+            except TypeError as e:
+                if "positional argument" in str(e) or "keyword argument" in str(e) or \
+                        "missing" in str(e):
+                    raise TraceError(f"{cls.__name__}(nl.NKIObject, defined at "
+                                     f"{_defined_at(cls, _init)}): {e}") from None
+                raise
+        wrapped._loopsim_wrapped = True
+        wrapped.__wrapped__ = init
+        cls.__init__ = wrapped
+
+
+def _defined_at(cls, init) -> str:
+    """FILE:LINE of ``class NAME`` (the line of its ``__init__`` when the class line is not found)."""
+    import linecache
+    import os
+
+    code = init.__code__
+    path, line = code.co_filename, code.co_firstlineno
+    for n in range(line, 0, -1):
+        text = linecache.getline(path, n).lstrip()
+        if text.startswith(f"class {cls.__name__}") and text[len(cls.__name__) + 6:][:1] in "(:":
+            line = n
+            break
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:
+        shown = path
+    return f"{shown if not shown.startswith('..') else path}:{line}"
+
+
 def load(src, mask=None, dtype=None, **_):
+    if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
+        return copy(src, dtype=dtype)
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
     t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name(_hbm_name(src)))
-    t.buf.fresh_load = (rec.dma(t, src), src)
+    d, s2 = _squeezed(t, src)
+    t.buf.fresh_load = (rec.dma(d, s2), src)
     return t
 
 
@@ -222,9 +424,9 @@ def store(dst, value, mask=None, **_):
 def copy(src, dtype=None, **_):
     rec = _rec()
     _tile(src, "nl.copy")
-    t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name("copy"))
+    t = rec.alloc(src.box_shape(), dtype or src.dtype, "sbuf", rec.assigned_name("copy"))
     rec.copy(t, src)
-    return t
+    return t.as_view_of(src)
 
 
 def transpose(x, dtype=None, **_):
@@ -287,18 +489,44 @@ _BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power
 _REDUCE = ("max", "min", "sum", "mean", "prod")
 
 
+def _static_cast(x, dtype=None, **_):
+    """``nl.static_cast(t, dtype)``: a copy of the tile in another dtype."""
+    return copy(x, dtype=dtype)
+
+
+def dynamic_range(*args, **_):
+    """``nl.dynamic_range``: a hardware loop. With integer bounds it is a loop like any other
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dynamic-loops.html:
+    start/stop "Can be Python int literals or VirtualRegister objects"); a bound read from a
+    register at run time is data-dependent control flow."""
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return _range("dynamic_range")(*args)
+    raise TraceError("nl.dynamic_range: a loop whose trip count is read from a register at run "
+                     "time (data-dependent control flow); loopsim needs trip counts it can know: "
+                     "use nl.affine_range/sequential_range with a bound from the shapes")
+
+
 def softmax(x, axis=-1, dtype=None, **_):
     _tile(x, "nl.softmax")
     return _rec().elementwise("softmax", [x], dtype)
 
 
 class _TileSize:
+    """``nl.tile_size`` for NeuronCore-v3 (Trainium2)
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.language.tile_size.html):
+    ``psum_fmax`` is per PSUM bank per partition in FP32 elements (2 KiB / 4 B = 512)."""
     pmax = 128
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
-    psum_fmax = 2048
+    psum_fmax = psum_bank_fmax = 512
+    psum_fmax_bytes = psum_bank_fmax_bytes = 2048
+    psum_num_banks = 8
     psum_partition_bytes = 16384
-    total_available_sbuf_size = 192 * 1024
+    total_available_sbuf_size = 192 * 1024  # usable per partition: ASSUMED (224 KiB less reserved)
+    sbuf_size_bytes = 128 * 224 * 1024  # 28 MiB (hardware/trn2-core.toml sbuf.bytes, source S2)
+    sbuf_fmax_bytes = 224 * 1024
+    sbuf_fmax = 224 * 1024 // 4
+    bn_stats_fmax = 512  # ASSUMED: not stated in the page above
 
 
 def _language() -> dict:
@@ -313,9 +541,11 @@ def _language() -> dict:
         matmul=matmul, softmax=softmax, tile_size=_TileSize,
         sbuf="sbuf", psum="psum", hbm="hbm", shared_hbm="shared_hbm", private_hbm="private_hbm",
     ))
-    for d in ("bfloat16", "float16", "float32", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
-              "uint8", "int16", "uint16", "int32", "uint32", "bool_"):
-        ns[d] = _DType(d)
+    ns.update(all_dtypes())
+    ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
+              loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
+              static_cast=_static_cast, dynamic_range=dynamic_range,
+              range=_range("range"))
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -375,8 +605,14 @@ def _result(dst, shape, dtype, space, name):
 
 
 @_styled(("stationary", "moving"), ("stationary", "moving"))
-def nc_matmul(stationary, moving, dst=None, **_):
+def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
+    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True`` (moving an
+    identity) is the PE array's transpose of ``stationary``: a layout change, as ``nc_transpose``."""
     rec = _rec()
+    if is_transpose:
+        out, _ = _result(dst, stationary.shape[::-1], stationary.dtype, "psum", "transposed")
+        rec.copy(out, stationary, transpose=True)
+        return out
     out, fresh = _result(dst, (stationary.shape[1], moving.shape[1]), "float32", "psum", "matmul")
     ev = rec.matmul(out, stationary, moving)
     if fresh:
@@ -414,12 +650,34 @@ def activation_reduce(op, data, reduce_op=None, reduce_res=None, bias=None, scal
 
 
 @_styled(("op", "data", "axis"), ("data",))
-def tensor_reduce(op, data, axis=None, dst=None, negate=False, keepdims=False, **_):
+def tensor_reduce(op, data, axis=None, dst=None, negate=False, keepdims=False, dtype=None, **_):
+    """Vector Engine reduction over free axes; without ``dst`` the reduced axes are dropped
+    unless ``keepdims`` (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.tensor_reduce.html)."""
     rec = _rec()
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(a % len(data.shape) for a in axes)
     shape = tuple((1 if i in axes else s) for i, s in enumerate(data.shape))
-    out, _ = _result(dst, shape, data.dtype, "sbuf", "reduced")
+    if not keepdims:
+        shape = tuple(s for i, s in enumerate(shape) if i not in axes) or (1,)
+    out, _ = _result(dst, shape, dtype or data.dtype, "sbuf", "reduced")
     rec.op(_opname(op), "vector", out, [data], reduce=True)
+    return out
+
+
+@_styled(("data", "op0", "operand0", "reduce_op", "reduce_res"), ("data",))
+def tensor_scalar_reduce(data, op0, operand0, reduce_op=None, reduce_res=None, dst=None,
+                         reverse0=False, dtype=None, **_):
+    """``tensor_scalar`` with one operator, then a reduction of its result along the free axes into
+    ``reduce_res`` (one element per partition), on the Vector Engine
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.tensor_scalar_reduce.html):
+    the elementwise result is a Vector op like ``tensor_scalar``'s; the reduction is its statistic."""
+    rec = _rec()
+    out, _ = _result(dst, data.shape, dtype or data.dtype, "sbuf", "tsr")
+    rec.op(_opname(op0), "vector", out, [data] + _operands(operand0))
+    if reduce_res is not None:
+        _tile(reduce_res, "nisa.tensor_scalar_reduce reduce_res")
+        rec.op(_opname(reduce_op) if reduce_op is not None else "add", "vector", reduce_res, [out],
+               reduce=True)
     return out
 
 
@@ -481,7 +739,200 @@ def memset(*args, **kwargs):
 
 
 def dma_copy(dst=None, src=None, **_):
+    """A DMA between HBM and an on-chip tile (or on chip); shapes equal up to size-1 dimensions
+    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements."""
+    dst, src = _squeezed(dst, src)
     _rec().dma(dst, src)
+
+
+def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
+    """A DMA that reads several sources and combines them with ``reduce_op`` into ``dst``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_compute): each
+    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``."""
+    rec = _rec()
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if not isinstance(dst, Tile) or not srcs:
+        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile and srcs= a list of tensors")
+    tiles = []
+    for x in srcs:
+        if isinstance(x, (HbmTensor, HbmView)):
+            if len(srcs) == 1:
+                d, x2 = _squeezed(dst, x)
+                rec.dma(d, x2)
+                return dst
+            landed = rec.alloc(dst.shape, x.dtype, "sbuf", rec.assigned_name("dma_landed"))
+            d, x2 = _squeezed(landed, x)
+            rec.dma(d, x2)
+            tiles.append(landed)
+        elif isinstance(x, Tile):
+            tiles.append(x)
+        else:
+            raise TraceError(f"nisa.dma_compute: source {x!r} is not a tensor")
+    if dst.buf.binding is None:
+        rec.memset(dst)
+    rec.op(_opname(reduce_op) if reduce_op is not None else "add", "vector", dst, tiles)
+    return dst
+
+
+class _Register:
+    """A value in a NeuronCore register (``nisa.register_alloc/load``): known only at run time."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def _use(self, *_):
+        raise TraceError(f"data-dependent control flow: {self.what} holds a value read at run time "
+                         "(a register); loopsim needs shapes and trip counts it can know")
+
+    __index__ = __int__ = __bool__ = __float__ = __iter__ = _use
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __lt__ = __gt__ = __le__ = __ge__ = _use
+
+
+def register_alloc(*a, **k):
+    return _Register("nisa.register_alloc")
+
+
+def register_load(*a, **k):
+    return _Register("nisa.register_load")
+
+
+def _squeezed(dst, src):
+    """``dst`` and ``src`` without their size-1 dimensions when that is all they differ by; a
+    whole HBM tensor not yet accessed, moved to or from a whole tile of as many elements, takes
+    the tile's shape (a DMA of a flat vector into a [P, F] tile: the same elements)."""
+    dst, src = _flat_reshaped(dst, src)
+    shapes = [getattr(x, "shape", None) for x in (dst, src)]
+    if None in shapes or shapes[0] == shapes[1] or \
+            [n for n in shapes[0] if n != 1] != [n for n in shapes[1] if n != 1]:
+        return dst, src
+    return _squeeze(dst), _squeeze(src)
+
+
+def _flat_reshaped(dst, src):
+    for a, b, swap in ((src, dst, False), (dst, src, True)):
+        t = a.tensor if isinstance(a, HbmView) and a.order is None and a._shape is None and all(
+            k and st.is_const() and st.const == 0 and n == m for (st, n, k), m in
+            zip(a.dims, a.tensor.shape)) else a
+        if isinstance(t, HbmTensor) and isinstance(b, Tile) and b.view_shape is None and \
+                t.size == b.size and [n for n in t.shape if n != 1] != \
+                [n for n in b.shape if n != 1] and not (t.logical.loaded or t.logical.output):
+            r = t.reshape(b.shape).full()
+            return (b, r) if not swap else (r, b)
+    return dst, src
+
+
+def _squeeze(x):
+    if isinstance(x, HbmTensor):
+        x = x.full()
+    if isinstance(x, HbmView) and x.order is None:
+        return HbmView(x.tensor, [(a, n, k and n != 1) for a, n, k in x.dims])
+    if isinstance(x, Tile) and x.view_shape is None:
+        return Tile(x.buf, x.offsets, x.sizes, [k and n != 1 for n, k in zip(x.sizes, x.kept)])
+    return x
+
+
+@_styled(("src",), ())
+def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
+    """A DMA that swaps the two axes of a 2-D access (HBM -> SBUF or SBUF -> SBUF): the bytes of
+    ``src`` move once; the tile lands transposed. Size-1 dimensions do not count: a [n, 1]
+    access landing as [1, n] is a plain DMA of its n elements
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_transpose)."""
+    rec = _rec()
+    if not isinstance(src, (Tile, HbmView, HbmTensor)):
+        raise TraceError(f"nisa.dma_transpose of {src!r}: expected an HBM tensor or a tile")
+    wide = [n for n in src.shape if n != 1]
+    if len(wide) > 2 or (axes is not None and len(wide) == 2 and tuple(axes) not in ((1, 0),)):
+        raise TraceError(f"nisa.dma_transpose of a {len(wide)}-D access (axes={axes}) is not "
+                         "modelled; a 2-D transpose is")
+    if len(wide) <= 1:  # a vector changing orientation: the same elements, one DMA
+        out, _ = _result(dst, tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", "transposed")
+        d, s2 = _squeezed(out, src)
+        rec.dma(d, s2)
+        return out
+    out, _ = _result(dst, tuple(wide[::-1]), dtype or src.dtype, "sbuf", "transposed")
+    d, _unused = _squeezed(out, _Shape(tuple(wide[::-1])))
+    s2, _unused = _squeezed(src, _Shape(tuple(wide)))
+    if isinstance(s2, Tile):
+        rec.copy(d, s2, transpose=True)
+        return out
+    landed = rec.alloc(tuple(wide), src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+    rec.dma(landed, s2)
+    rec.copy(d, landed, transpose=True)
+    return out
+
+
+class _Shape:
+    """A stand-in with only a shape (to squeeze a view to it)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def iota(*args, dst=None, expr=None, pattern=None, offset=0, dtype=None, channel_multiplier=0, **k):
+    """Index values generated on the GpSimd Engine into an SBUF tile (a constant: no HBM bytes),
+    one element-op per output element
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/generated/nki.isa.iota.html:
+    "Build a constant literal in SBUF using GpSimd Engine")."""
+    rec = _rec()
+    if args and isinstance(args[0], Tile):
+        dst = args[0]
+    elif args and expr is None:
+        expr = args[0]
+        dtype = dtype or (args[1] if len(args) > 1 else None)
+    if dst is None:
+        if not isinstance(expr, IndexTile):
+            raise TraceError("nisa.iota without dst= needs an nl.arange/mgrid expression (its shape)")
+        shape = _index_shape(expr)
+        dst = rec.alloc(shape, dtype or "int32", "sbuf", rec.assigned_name("iota"))
+    _tile(dst, "nisa.iota dst")
+    rec.memset(dst)
+    work_mod.charge(rec, "nki.isa.iota", "gpsimd", dst.size)
+    return dst
+
+
+def _index_shape(expr) -> tuple[int, ...]:
+    if isinstance(expr, Index):
+        axes = {}
+        for a, _, n in expr.terms:
+            axes[a if a is not None else 0] = n
+        top = max(axes)
+        return tuple(axes.get(i, 1) for i in range(top + 1))
+    return (expr.size,)
+
+
+def affine_select(*args, dst=None, pred=None, on_true_tile=None, on_false_value=None, **k):
+    """A predicated copy on the GpSimd Engine: ``dst`` holds ``on_true_tile`` where an affine
+    predicate of the indices holds, a constant elsewhere; one element-op per element
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.affine_select.html)."""
+    rec = _rec()
+    tiles = [a for a in args if isinstance(a, Tile)]
+    if dst is None and on_true_tile is not None and len(tiles) >= 1:
+        dst = tiles[0]
+    if on_true_tile is None:
+        rest = [t for t in tiles if t is not dst]
+        on_true_tile = rest[-1] if rest else None
+    _tile(on_true_tile, "nisa.affine_select on_true_tile")
+    if dst is None:
+        dst = rec.alloc(on_true_tile.shape, k.get("dtype") or on_true_tile.dtype, "sbuf",
+                        rec.assigned_name("selected"))
+    rec.copy(dst, on_true_tile)
+    work_mod.charge(rec, "nki.isa.affine_select", "gpsimd", dst.size)
+    return dst
+
+
+def _bytes(t) -> int:
+    return t.size * t.dtype.itemsize
+
+
+def sendrecv(src=None, dst=None, send_to_rank=None, recv_from_rank=None, **_):
+    """Send ``src`` to another core and receive ``dst`` from one: ``src``'s bytes cross the link
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, sendrecv). The
+    received tile is the peer's version of ``src`` (same tile of the same tensor)."""
+    rec = _rec()
+    _tile(src, "nisa.sendrecv src")
+    _tile(dst, "nisa.sendrecv dst")
+    rec.copy(dst, src)
+    work_mod.charge(rec, "nki.isa.sendrecv", "link", 0, 0, link_bytes=_bytes(src))
 
 
 def _isa() -> dict:
@@ -489,7 +940,149 @@ def _isa() -> dict:
                 activation_reduce=activation_reduce, tensor_reduce=tensor_reduce,
                 tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
                 scalar_tensor_tensor=scalar_tensor_tensor, tensor_copy=tensor_copy,
-                reciprocal=reciprocal, memset=memset, dma_copy=dma_copy)
+                reciprocal=reciprocal, memset=memset, dma_copy=dma_copy,
+                tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
+                affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
+                dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
+                nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
+
+
+class NcVersion(int):
+    """``nisa.nc_version.gen2/gen3/gen4``: NeuronCore generations, comparable as integers."""
+
+    def __repr__(self):
+        return f"nc_version.gen{int(self)}"
+
+
+for _g in (2, 3, 4):
+    setattr(NcVersion, f"gen{_g}", NcVersion(_g))
+
+#: the NeuronCore generation ``nisa.get_nc_version()`` answers: gen3 (NeuronCore-v3, Trainium2),
+#: the core of loopsim's trn2 sheets. ASSUMED when the kernel is traced for another sheet.
+NC_VERSION = 3
+
+
+def get_nc_version():
+    """``nisa.get_nc_version()``: NeuronCore-v3 (Trainium2), :data:`NC_VERSION` (ASSUMED)."""
+    return NcVersion(NC_VERSION)
+
+
+class _Enum:
+    """A config enum of ``nki.isa`` (``engine``, ``dge_mode``, ``oob_mode``, ...): each member a
+    distinct named value (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.29.1/_sources/nki/api/nki.isa.rst,
+    "NKI ISA Config Enums")."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        v = _EnumValue(f"{self._name}.{attr}")
+        setattr(self, attr, v)
+        return v
+
+
+class _EnumValue(str):
+    pass
+
+
+_ENUMS = {n: _Enum(n) for n in ("engine", "dma_engine", "reduce_cmd", "dge_mode", "oob_mode",
+                               "matmul_perf_mode", "activation_function")}
+_ENGINES = {"vector_engine": _ENUMS["engine"].vector, "scalar_engine": _ENUMS["engine"].scalar,
+            "gpsimd_engine": _ENUMS["engine"].gpsimd, "tensor_engine": _ENUMS["engine"].tensor,
+            "unknown_engine": _ENUMS["engine"].unknown}
+
+
+def _constants_module():
+    return _module("nki.isa.constants", dict(_ENUMS))
+
+
+# ---------------------------------------------------------------------------------------------
+# nki.collectives: bytes over the link
+
+
+class ReplicaGroup:
+    """``nki.collectives.ReplicaGroup(groups)``: the ranks taking part (lists of rank ids)."""
+
+    def __init__(self, groups=None, *a, **k):
+        self.groups = groups if groups is not None else (a[0] if a else [[0]])
+
+    @property
+    def size(self) -> int:
+        g = self.groups
+        return len(g[0]) if g and isinstance(g[0], (list, tuple)) else len(g)
+
+
+def _pairs(dsts, srcs, what):
+    dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if len(dsts) != len(srcs):
+        raise TraceError(f"{what}: {len(srcs)} sources for {len(dsts)} destinations")
+    for t in dsts + srcs:
+        if not isinstance(t, (Tile, HbmTensor, HbmView)):
+            raise TraceError(f"{what}: {t!r} is not a tensor")
+    return list(zip(dsts, srcs))
+
+
+def _arrived(dst, src=None) -> None:
+    """A collective's destination holds the other ranks' versions of ``src`` (the same tiles of
+    the same tensor, gathered: ``src``'s tile extended to ``dst``'s extent), so a matmul or a
+    store reading it goes on; an HBM destination is written (by the link)."""
+    if isinstance(dst, Tile):
+        ins = [src] if isinstance(src, Tile) and src.buf.binding is not None else []
+        _holds_input(_rec(), dst, ins)
+    else:
+        t = dst.tensor if isinstance(dst, HbmView) else dst
+        t.logical.output = True
+
+
+def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
+    """Each rank receives every other rank's shard: (C - 1) x its source's bytes over the link,
+    C = destination elements / source elements (ring all-gather)."""
+    rec = _rec()
+    for dst, src in _pairs(dsts, srcs, "ncc.all_gather"):
+        c = dst.size // max(1, src.size)
+        work_mod.charge(rec, "nki.collectives.all_gather", "link", 0, 0,
+                        link_bytes=(c - 1) * _bytes(src))
+        _arrived(dst, src)
+
+
+def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
+    """Ring all-reduce over C ranks (C from ``replica_group``): 2 (C - 1) / C x the buffer's
+    bytes over the link per rank."""
+    rec = _rec()
+    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
+    if not c:
+        raise TraceError("ncc.all_reduce needs replica_group=ReplicaGroup([[ranks...]]) to know "
+                         "how many ranks take part")
+    for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
+        work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
+                        link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def collective_permute_implicit(srcs_by_channel=(), dsts_by_channel=(), replica_group=None, **_):
+    """Each rank sends its sources to the next rank of the ring and receives its destinations:
+    every source's bytes over the link once."""
+    rec = _rec()
+    for srcs, dsts in zip(srcs_by_channel, dsts_by_channel):
+        for dst, src in _pairs(dsts, srcs, "ncc.collective_permute_implicit"):
+            work_mod.charge(rec, "nki.collectives.collective_permute_implicit", "link", 0, 0,
+                            link_bytes=_bytes(src))
+            _arrived(dst, src)
+
+
+def rank_id(*a, **k):
+    """``ncc.rank_id()`` (and the rank a permute step processes): loopsim counts one rank, rank
+    0 (ASSUMED: which rank's slice is read changes offsets, not bytes)."""
+    return 0
+
+
+def _collectives() -> dict:
+    return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
+                collective_permute_implicit_current_processing_rank_id=rank_id)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,6 +1116,36 @@ def _passthrough(fn=None, *a, **k):
     return lambda f: f
 
 
+class _Allocs:
+    """``nki.compiler.sbuf`` / ``psum``: explicit allocators (``mod_alloc(base_addr=...)``,
+    ``alloc(...)``). Where a buffer lives decides nothing loopsim counts but its memory: each
+    returns the memory's name, what ``nl.ndarray(buffer=...)`` needs."""
+
+    def __init__(self, space: str):
+        self.space = space
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return lambda *a, **k: self.space
+
+    def __str__(self):
+        return self.space
+
+
+class _Directive:
+    """A scheduling directive (``nki.compiler.no_reorder()``): no effect on what is counted."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class _Typed:
     def __getitem__(self, _):
         return self
@@ -546,14 +1169,18 @@ def modules() -> dict[str, types.ModuleType]:
     lang = _module("nki.language", _language())
     isa = _module("nki.isa", _isa())
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
-    compiler = _module("nki.compiler", {n: _passthrough for n in (
-        "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")})
+    compiler = _module("nki.compiler", {**{n: _passthrough for n in (
+        "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
+    coll = _module("nki.collectives", _collectives())
+    nki.__dict__["collectives"] = coll
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
-           "nki.compiler": compiler, "neuronxcc": nx}
+           "nki.compiler": compiler, "nki.isa.constants": isa.constants,
+           "nki.collectives": coll, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):
             out["neuronxcc." + k] = v

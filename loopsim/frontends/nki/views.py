@@ -6,75 +6,289 @@ the recorder (``tile.buf.rec``): a tile has a shape, never values.
 
 from __future__ import annotations
 
+from loopsim.frontends.nki import access
+from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, loopsim_dtype
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
-#: NKI dtype names -> loopsim dtypes
-DTYPE_OF = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "tfloat32": "fp32",
-            "float8_e4m3": "fp8", "float8_e5m2": "fp8", "int8": "int8", "uint8": "int8",
-            "int32": "fp32", "uint32": "fp32", "int16": "fp16", "uint16": "fp16", "bool_": "int8"}
+#: NKI dtype names -> loopsim dtypes (bytes per element preserved; see :mod:`.dtypes`)
+DTYPE_OF = {n: v[1] for n, v in NKI_DTYPES.items()}
+
+#: loopsim dtype -> the NKI dtype a kernel sees for a tensor given in loopsim's name
+NKI_OF = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3",
+          "int8": "int8"}
 
 
 def dtype_name(dt, default: str = "bf16") -> str:
-    if dt is None:
-        return default
-    if isinstance(dt, str):
-        return DTYPE_OF.get(dt, dt)
-    name = getattr(dt, "__name__", None) or getattr(dt, "name", None) or str(dt)
-    return DTYPE_OF.get(name, DTYPE_OF.get(str(name).split(".")[-1], default))
+    """The loopsim dtype counted for an NKI (or loopsim) dtype ``dt``."""
+    return loopsim_dtype(dt, default)
+
+
+def nki_dtype(dt, fallback: str = "bf16") -> NkiDType:
+    """The NKI dtype object for ``dt`` (an NKI dtype, an NKI or loopsim name)."""
+    if isinstance(dt, NkiDType):
+        return dt
+    name = dt if isinstance(dt, str) else (getattr(dt, "__name__", None) or getattr(dt, "name", None))
+    name = str(name).split(".")[-1] if name is not None else None
+    if name in NKI_DTYPES:
+        return NkiDType(name)
+    return NkiDType(NKI_OF.get(name, NKI_OF.get(loopsim_dtype(dt, fallback), "bfloat16")))
 
 
 class ParDim(int):
     """``nl.par_dim(n)``: marks the partition axis of an on-chip buffer's shape."""
 
 
-class HbmTensor:
-    """An HBM tensor argument (or one the kernel allocates in HBM for its result)."""
+class _Viewable:
+    """What HBM tensors and on-chip tiles share: NKI's tensor attributes and view methods
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.language.NkiTensor.html)."""
 
-    def __init__(self, rec: "Recorder", logical: Logical):
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+
+class HbmTensor(_Viewable):
+    """An HBM tensor argument (or one the kernel allocates in HBM for its result).
+
+    ``reshape`` before the tensor's first access gives the tensor that shape (the same bytes,
+    row-major); a tensor is then read in one shape only."""
+
+    def __init__(self, rec: "Recorder", logical: Logical, dtype=None, buffer: str = "hbm"):
         self._rec, self.logical = rec, logical
+        self._shape = tuple(logical.shape)
+        self._dtype = nki_dtype(dtype if dtype is not None else logical.dtype)
+        self.buffer = buffer
 
     @property
     def shape(self):
-        return self.logical.shape
+        return self._shape
 
     @property
     def dtype(self):
-        return self.logical.dtype
+        return self._dtype
+
+    def _units_only(self) -> bool:
+        """This handle's shape differs from the tensor's only by size-1 dimensions."""
+        return [n for n in self._shape if n != 1] == [n for n in self.logical.shape if n != 1]
+
+    def _to_logical(self, dims):
+        """Per-dimension (start, size, kept) of this handle's shape as the tensor's dimensions
+        (size-1 dimensions dropped or added); the view keeps this handle's shape."""
+        own = list(dims)
+        out, j = [], 0
+        for n in self.logical.shape:
+            if n == 1:
+                if j < len(own) and own[j][1] == 1 and self._shape[j] == 1:
+                    out.append(own[j])
+                    j += 1
+                else:
+                    out.append((Sym({}, 0), 1, False))
+                continue
+            while j < len(own) and self._shape[j] == 1:
+                j += 1
+            out.append(own[j])
+            j += 1
+        return out
+
+    def _view(self, dims, order=None) -> "HbmView":
+        if tuple(self.logical.shape) == self._shape:
+            return HbmView(self, dims, order)
+        shape = tuple(n for _, n, k in dims if k)
+        return HbmView(self, self._to_logical(dims), order, shape)
+
+    def _current(self) -> None:
+        if tuple(self.logical.shape) != self._shape and not self._units_only():
+            raise TraceError(f"HBM tensor {self.logical.name} is used as {list(self._shape)} after "
+                             f"it was reshaped to {list(self.logical.shape)}: loopsim reads a tensor "
+                             "in one shape; reshape it once, before its first use")
 
     def __getitem__(self, key):
-        return HbmView(self, _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                         [True] * len(self.shape), key))
+        self._current()
+        return self._view(_slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
+                                      [True] * len(self.shape), key, hbm=True))
 
     def full(self) -> "HbmView":
-        return HbmView(self, [(Sym({}, 0), d, True) for d in self.shape])
+        self._current()
+        return self._view([(Sym({}, 0), d, True) for d in self.shape])
+
+    def reshape(self, *shape) -> "HbmTensor":
+        """The same bytes as another row-major shape (NkiTensor.reshape)."""
+        shape = _shape_arg(shape, self.size, f"HBM tensor {self.logical.name}")
+        lg = self.logical
+        if tuple(shape) == tuple(lg.shape):
+            return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        if [n for n in shape if n != 1] == [n for n in lg.shape if n != 1]:
+            t = HbmTensor(self._rec, lg, self._dtype, self.buffer)  # the same box: 1s added/removed
+            t._shape = tuple(shape)
+            return t
+        if lg.loaded or lg.output:
+            raise TraceError(f"HBM tensor {lg.name} reshaped to {list(shape)} after it was accessed "
+                             f"as {list(lg.shape)}: not modelled; reshape it before its first use")
+        lg.shape = tuple(shape)
+        return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+
+    def ap(self, pattern, offset=0, dtype=None, **kw) -> "HbmView":
+        """``.ap(pattern=[[stride, num], ...], offset=..., dtype=...)``: the box of this tensor the
+        access pattern walks (:func:`loopsim.frontends.nki.access.decompose`), its axes in the
+        pattern's order. ``dtype`` of another element size reinterprets the tensor's bytes (its
+        last dimension rescaled, before its first use)."""
+        t = self._retyped(dtype) if dtype is not None else self
+        t._current()
+        dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
+        return t._view(dims, order)
+
+    def _retyped(self, dtype) -> "HbmTensor":
+        new = nki_dtype(dtype)
+        old = self._dtype
+        if new.itemsize == old.itemsize:
+            if new == old:
+                return self
+            t = HbmTensor(self._rec, self.logical, new, self.buffer)
+            return t
+        lg = self.logical
+        last = self._shape[-1] * old.itemsize
+        if last % new.itemsize:
+            raise TraceError(f"{self!r} as {new}: its last dimension of {last} bytes is not a whole "
+                             f"number of {new.itemsize}-byte elements")
+        if lg.loaded or lg.output:
+            raise TraceError(f"{self!r} reinterpreted as {new} after it was accessed as {old}: not "
+                             "modelled; reinterpret it before its first use")
+        lg.shape = self._shape[:-1] + (last // new.itemsize,)
+        lg.dtype = new.loopsim
+        return HbmTensor(self._rec, lg, new, self.buffer)
+
+    def broadcast_to(self, shape):
+        raise TraceError(f"broadcast of HBM tensor {self.logical.name} to {list(shape)} (a DMA "
+                         "reading the same bytes into every partition) is not modelled; load it "
+                         "once and broadcast the tile on chip")
 
     def __repr__(self):
         return f"HBM {self.logical.name}{list(self.shape)}"
 
 
-class HbmView:
+class HbmView(_Viewable):
     """A slice of an HBM tensor: per dimension (start, size, kept)."""
 
-    def __init__(self, t: HbmTensor, dims):
+    def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
+        # the tensor dimensions the view's axes run along, in the view's order (an access
+        # pattern may walk them permuted); None: the kept dimensions in the tensor's order
+        self.order = None if order is None or list(order) == sorted(order) else list(order)
+        self._shape = shape  # the shape the kernel sees when it differs by size-1 dimensions
 
     @property
     def shape(self):
+        if self._shape is not None:
+            return self._shape
+        if self.order is not None:
+            return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
 
     @property
     def dtype(self):
         return self.tensor.dtype
 
+    @property
+    def buffer(self):
+        return self.tensor.buffer
+
     def __getitem__(self, key):
+        if self.order is not None or self._shape is not None:
+            raise TraceError(f"indexing {self!r}, a permuted or reshaped view, is not modelled; "
+                             "index the tensor itself")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key))
+        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
+                                                hbm=True))
+
+    def reshape(self, *shape):
+        shape = _shape_arg(shape, self.size, repr(self))
+        if tuple(shape) == self.shape:
+            return self
+        kept = [d for d, (_, _, k) in enumerate(self.dims) if k]
+        # only dimensions of size 1 added or removed: the same box
+        if [n for n in shape if n != 1] == [n for n in self.shape if n != 1]:
+            dims = [(a, s, k and s != 1) for a, s, k in self.dims]
+            return HbmView(self.tensor, dims)
+        raise TraceError(f"reshape of a slice {list(self.shape)} of HBM tensor "
+                         f"{self.tensor.logical.name} to {list(shape)} is not modelled (kept "
+                         f"dimensions {kept}); reshape the whole tensor before its first use")
+
+    def ap(self, pattern, offset=0, dtype=None, **kw):
+        raise TraceError(f".ap on a slice of HBM tensor {self.tensor.logical.name} is not modelled; "
+                         "call .ap on the tensor itself (offsets are from its start)")
+
+    def broadcast_to(self, shape):
+        return self.tensor.broadcast_to(shape)
+
+    def __repr__(self):
+        return f"HBM {self.tensor.logical.name} slice {list(self.shape)}"
 
 
-def _slice_dims(sizes, starts, kept, key):
-    """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim."""
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
+        raise TraceError(f"reshape of {what} to {list(shape)}: dimensions must be positive integers")
+    n = 1
+    for d in shape:
+        n *= d
+    if n != size:
+        raise TraceError(f"reshape of {what} ({size} elements) to {list(shape)} ({n} elements)")
+    return tuple(int(d) for d in shape)
+
+
+def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
+    what = f".ap of {t!r}"
+    if kw.get("vector_offset") is not None:
+        raise TraceError(f"{what}: vector_offset= makes the address depend on tensor data (an "
+                         "indirect access): loopsim cannot know which elements are read; not modelled")
+    if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
+        raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
+                         "not modelled")
+    so = kw.get("scalar_offset")
+    if so is not None:  # a known scalar offset along indirect_dim (an int or a loop index)
+        if not isinstance(so, (int, Sym)) or isinstance(so, bool):
+            raise TraceError(f"{what}: scalar_offset={so!r} is read at run time (a register): the "
+                             "address depends on data; not modelled")
+        d = kw.get("indirect_dim") or 0
+        offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
+    try:
+        dims, view, order = access.decompose(shape, pattern, offset, what)
+    except access.NotABox:
+        if hbm:
+            raise
+        # on chip: a strided or repeated (stride 0) read of the box it covers
+        view = tuple(int(p[1]) for p in pattern)
+        return access.covered(shape, pattern, offset, what), view
+    return dims, (order if hbm or order == sorted(order) else tuple(view))
+
+
+def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
+    """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim.
+
+    An index tile that is not a plain run (a stride, a window ``s*i + j``) covers the box from
+    its lowest to its highest index: allowed on chip (``shaped`` receives the grid shape it
+    spans), refused for HBM, whose bytes must be a box."""
     key = key if isinstance(key, tuple) else (key,)
     if any(k is Ellipsis for k in key):
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -85,27 +299,75 @@ def _slice_dims(sizes, starts, kept, key):
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
+    complex_index = False
+    view: list = []  # the view's own shape, entry by entry (a grid index adds its axes)
+    seen: set = set()
     for pos, k in zip(positions, key):
         base, size, _ = out[pos]
         if isinstance(k, slice):
             if k.step not in (None, 1):
-                raise TraceError(f"a strided slice (step {k.step}) is not modelled")
+                if hbm:
+                    raise TraceError(f"a strided slice (step {k.step}) of an HBM tensor is not "
+                                     "modelled (its bytes are not a box); load the rows and pick "
+                                     "on chip")
+                lo = Sym.of(0 if k.start is None else k.start)
+                hi = Sym.of(size if k.stop is None else k.stop)
+                n = (hi - lo)
+                if not n.is_const() or n.const <= 0:
+                    raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
+                out[pos] = (base + lo, n.const, True)
+                view.append(-(-n.const // k.step))
+                complex_index = True
+                continue
             lo = Sym.of(0 if k.start is None else k.start)
             hi = Sym.of(size if k.stop is None else k.stop)
             n = hi - lo
             if not n.is_const() or n.const <= 0:
                 raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
             out[pos] = (base + lo, n.const, True)
+            view.append(n.const)
         elif isinstance(k, DS):
             out[pos] = (base + k.start, k.size, True)
+            view.append(k.size)
+        elif isinstance(k, access.Index) and not k.simple:
+            if hbm:
+                raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
+                                 "overlapping access (its bytes are not a box, or are read more "
+                                 "than once): not modelled; load the box once and index the "
+                                 "window on chip")
+            out[pos] = (base + k.low, k.extent, True)
+            for a, _, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
+                if a is None or a not in seen:
+                    seen.add(a)
+                    view.append(n)
+            complex_index = True
         elif isinstance(k, IndexTile):
             out[pos] = (base + k.offset, k.size, True)
+            if isinstance(k, access.Index) and k.terms[0][0] in seen:
+                continue
+            seen.add(k.axis if isinstance(k, access.Index) else None)
+            view.append(k.size)
         elif isinstance(k, (int, Sym)) and not isinstance(k, bool):
             out[pos] = (base + Sym.of(k), 1, False)
         else:
             raise TraceError(f"index {k!r} is not modelled (slices, nl.ds, nl.arange, ints and "
                              "loop indices are)")
+    if complex_index and shaped is not None:
+        shaped.append(tuple(view))
     return out
+
+
+def _index_text(k) -> str:
+    parts = [f"{c}*axis{a}" for a, c, _ in k.terms]
+    return " + ".join(parts + ([str(k.offset)] if str(k.offset) != "0" else []))
+
+
+class LoopReduce:
+    """What ``nl.loop_reduce(x, op, loop_indices)`` returns: assigned into a tile it accumulates
+    ``x`` there across the loops (from the reduction's identity at their first iteration)."""
+
+    def __init__(self, x, op: str):
+        self.x, self.op = x, op
 
 
 class DS:
@@ -119,50 +381,192 @@ class DS:
 
 
 class Buffer:
-    """An SBUF or PSUM allocation, at the loop depth where it was made."""
+    """An SBUF or PSUM allocation, at the loop depth where it was made.
 
-    def __init__(self, rec, name, shape, dtype, space, depth, line):
+    A reshaped buffer (``t.reshape(...)``) is another Buffer over the same storage: its
+    ``binding`` is its origin's, re-expressed in its own axes (:func:`.access.reshape_binding`),
+    so a tile written through one shape is read through the other."""
+
+    def __init__(self, rec, name, shape, dtype, space, depth, line, nki=None):
         self.rec, self.name, self.dtype, self.space, self.depth, self.line = \
             rec, name, dtype, space, depth, line
+        self.nki_dtype = nki_dtype(nki if nki is not None else dtype)
         self.shape = tuple(int(s) for s in shape)
         pars = [i for i, s in enumerate(shape) if isinstance(s, ParDim)]
         self.pax = pars[0] if pars else 0
-        self.binding: Binding | None = None
+        self.origin: Buffer | None = None  # the buffer this one reshapes
+        self._binding: Binding | None = None
         self.fresh_load = None  # (LoadEv, source) of an nl.load result not yet used
         self.fresh_op = None  # (op name, inputs) of an nl.* elementwise result
         self.fresh_matmul = None  # the MatmulEv of a return-style nc_matmul/nl.matmul result
 
+    @property
+    def binding(self):
+        if self.origin is None:
+            return self._binding
+        b = self.origin.binding
+        if b is None:
+            return None
+        try:
+            return access.reshape_binding(b, self.origin.shape, self.shape, self.name)
+        except TraceError:
+            # the reshape merges axes holding different dimensions of the tensor (a shuffled
+            # layout): the view holds the whole tile, its merged axes along no one dimension
+            note = (f"reshape of buffer {self.name} {list(self.origin.shape)} to {list(self.shape)} "
+                    f"merges axes holding different dimensions of {b.logical.name}: the reshaped "
+                    "view is read as holding the whole tile (ASSUMED: the same elements, their "
+                    "order not followed)")
+            notes = getattr(self.rec, "notes", None)
+            if notes is not None and note not in notes:
+                notes.append(note)
+            return access.collapsed_binding(b, self.origin.shape, self.shape)
 
-class Tile:
+    @binding.setter
+    def binding(self, b) -> None:
+        if self.origin is None:
+            self._binding = b
+        else:
+            self.origin.binding = None if b is None else access.reshape_binding(
+                b, self.shape, self.origin.shape, self.name)
+
+    def reshaped(self, shape) -> "Buffer":
+        root = self.origin or self
+        nb = Buffer(self.rec, self.name, shape, self.dtype, self.space, self.depth, self.line,
+                    self.nki_dtype)
+        nb.origin = root
+        nb.pax = 0
+        return nb
+
+
+class Tile(_Viewable):
     """A view of an on-chip buffer (what kernels hold and index): per buffer axis (offset, size,
-    kept). Operators on tiles are elementwise engine ops; truth values are refused."""
+    kept). Operators on tiles are elementwise engine ops; truth values are refused.
 
-    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None):
+    ``view_shape``: the shape the kernel sees when it differs from the box of the buffer the
+    view covers (a broadcast, a strided or windowed index tile): the ops read that box."""
+
+    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None, view_shape=None,
+                 view_dtype=None):
         self.buf = buf
         n = len(buf.shape)
         self.offsets = offsets if offsets is not None else [Sym({}, 0)] * n
         self.sizes = sizes if sizes is not None else list(buf.shape)
         self.kept = kept if kept is not None else [True] * n
+        self.view_shape = None if view_shape is None else tuple(view_shape)
+        self.view_dtype = view_dtype  # the dtype a reinterpreting access pattern reads as
 
     @property
     def shape(self):
+        if self.view_shape is not None:
+            return self.view_shape
         return tuple(s for s, k in zip(self.sizes, self.kept) if k)
 
     @property
     def dtype(self):
-        return self.buf.dtype
+        return self.view_dtype if self.view_dtype is not None else self.buf.nki_dtype
 
     @property
     def buffer(self):
         return self.buf.space
 
+    def box_shape(self) -> tuple[int, ...]:
+        """The shape of the box of the buffer this view covers (its kept axes)."""
+        return tuple(n for n, k in zip(self.sizes, self.kept) if k)
+
+    def as_view_of(self, src: "Tile") -> "Tile":
+        """This whole tile seen with ``src``'s view shape when ``src`` reorders or reshapes its box
+        (an index tile ``i_f2 * n + i_f1``): a copy of such a view holds the same box."""
+        if src.view_shape is None or _prod(src.view_shape) != _prod(src.box_shape()):
+            return self
+        return Tile(self.buf, self.offsets, self.sizes, self.kept, src.view_shape)
+
+    def _whole(self) -> bool:
+        return self.view_shape is None and all(k for k in self.kept) and \
+            list(self.sizes) == list(self.buf.shape) and all(o.same(Sym({}, 0)) for o in self.offsets)
+
     def __getitem__(self, key):
-        dims = _slice_dims(self.sizes, self.offsets, self.kept, key)
+        if self.view_shape is not None:
+            raise TraceError(f"indexing {self!r}, a broadcast or strided view, is not modelled; "
+                             "index the tile first, then broadcast")
+        shaped: list = []
+        dims = _slice_dims(self.sizes, self.offsets, self.kept, key, shaped=shaped)
         # a slice of a tile is relative to the tile's own start
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims])
+        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                    shaped[0] if shaped else None)
+
+    def reshape(self, *shape) -> "Tile":
+        """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
+        shape = _shape_arg(shape, self.size, repr(self))
+        if tuple(shape) == self.shape and self.view_shape is None:
+            return self
+        if not self._whole():
+            if self.view_shape is None and [n for n in shape if n != 1] == \
+                    [n for n in self.shape if n != 1]:
+                return Tile(self.buf, self.offsets, self.sizes, self.kept, tuple(shape))
+            raise TraceError(f"reshape of {self!r}, a slice of buffer {self.buf.name}"
+                             f"{list(self.buf.shape)}, to {list(shape)} is not modelled; reshape "
+                             "the whole buffer")
+        access.reshape_groups(self.buf.shape, shape, repr(self))
+        return Tile(self.buf.reshaped(shape))
+
+    def broadcast_to(self, shape) -> "Tile":
+        """A view repeating size-1 dimensions up to ``shape`` (NkiTensor broadcast): the ops
+        reading it read this tile."""
+        shape = tuple(shape)
+        own = self.shape
+        if len(shape) < len(own) or any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
+            raise TraceError(f"broadcast of {self!r} to {list(shape)}: only size-1 dimensions "
+                             "repeat")
+        return Tile(self.buf, self.offsets, self.sizes, self.kept, shape)
+
+    broadcast = None  # set below: NkiTensor.broadcast(dim, size)
+
+    def ap(self, pattern, offset=0, dtype=None, **kw) -> "Tile":
+        """``.ap(pattern=[[stride, num], ...], offset=...)`` of an on-chip tile: the box of the
+        buffer the pattern walks, the buffer laid out row-major (partition dimension first)."""
+        if not self._whole():
+            raise TraceError(f".ap on {self!r}, a slice of buffer {self.buf.name}, is not "
+                             "modelled; call .ap on the whole buffer (offsets are from its start)")
+        if dtype is not None and nki_dtype(dtype).itemsize != self.dtype.itemsize:
+            return self._reinterpreted(pattern, offset, nki_dtype(dtype), kw)
+        dims, view = _ap_dims(self, self.buf.shape, pattern, offset, dtype, kw, hbm=False)
+        # a pattern walking the axes permuted: the kernel sees the pattern's shape, the ops read
+        # the box it covers
+        permuted = isinstance(view, tuple)
+        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                    view if permuted else None)
+
+    def _reinterpreted(self, pattern, offset, new, kw) -> "Tile":
+        """An on-chip access pattern in units of another element size: the box of this buffer
+        its bytes cover (the pattern rescaled to this buffer's elements), seen with the
+        pattern's shape and dtype."""
+        old = self.dtype.itemsize
+        what = f".ap of {self!r} as {new}"
+
+        def scaled(x):
+            if (x * new.itemsize) % old:
+                raise TraceError(f"{what}: {x} elements of {new.itemsize} B are not a whole number "
+                                 f"of {old}-byte elements")
+            return x * new.itemsize // old
+        pat = [[int(p[0]), int(p[1])] for p in pattern]
+        inner = [i for i, (st, n) in enumerate(pat) if st == 1]
+        out = [[scaled(st) if st != 1 else 1, scaled(n) if i == (inner[-1] if inner else -1) else n]
+               for i, (st, n) in enumerate(pat)]
+        off = Sym.of(offset)
+        off = Sym({v: scaled(c) for v, c in off.terms.items()}, scaled(off.const))
+        dims = access.covered(self.buf.shape, out, off, what)
+        return Tile(self.buf, [a for a, _, _ in dims], [n for _, n, _ in dims], [k for *_, k in dims],
+                    tuple(int(p[1]) for p in pattern), new)
 
     def __setitem__(self, key, value):
-        self.buf.rec.assign(self[key], value)
+        target = self[key]
+        if isinstance(value, LoopReduce):  # dst[...] = nl.loop_reduce(x, op, [k]): dst op= x over k
+            rec = self.buf.rec
+            if target.buf.binding is None:
+                rec.memset(target)  # the reduction starts from its identity at the first iteration
+            rec.op(value.op, "vector", target, [target, value.x])
+            return
+        self.buf.rec.assign(target, value)
 
     def __iadd__(self, other):
         return self.buf.rec.iadd(self, other)
@@ -194,5 +598,17 @@ class Tile:
 
     def __repr__(self):
         return f"tile {self.buf.name}{list(self.shape)}"
+
+
+def _broadcast(self, dim, size):
+    shape = list(self.shape)
+    if shape[dim] != 1:
+        raise TraceError(f"broadcast of {self!r} along dimension {dim} of size {shape[dim]} "
+                         "(only a size-1 dimension repeats)")
+    shape[dim] = size
+    return self.broadcast_to(tuple(shape))
+
+
+Tile.broadcast = _broadcast
 
 

@@ -47,125 +47,20 @@ from loopsim.base.errors import HardwareError
 from loopsim.count.executions import executions, row_blocks, tile_elements
 from loopsim.ir.kernel import ACC, Accumulate, Kernel, Loop, Matmul, Store
 from loopsim.ir.tiles import full_extent, matmul_roles
+from loopsim.targets.ceilings import Ceiling, Ceilings, Link, Parallel, Psum, link, link_bytes, link_ceiling  # noqa: F401 (re-exported)
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
 ACC_BYTES = 4
 EVACUATION_ENGINES = ("vector", "scalar")
 
 
-@dataclass(frozen=True, slots=True)
-class Ceiling:
-    """One lower ceiling: ``P`` the FLOP/s it allows, ``T`` the seconds it implies (W / P),
-    ``factor`` its fraction of the scope's bf16 Tensor Engine peak (None for engines and links)."""
-
-    name: str
-    P: float
-    T: float
-    explanation: str
-    factor: float | None = None
-    assumed: bool = False
-
-    def as_dict(self) -> dict:
-        d = {"name": self.name, "P": self.P, "T": self.T, "factor": self.factor,
-             "explanation": self.explanation}
-        if self.assumed:
-            d["assumed"] = True
-        return d
-
-
-@dataclass(frozen=True, slots=True)
-class Psum:
-    """PSUM use. Banks and bytes per partition; elements are per whole tile."""
-
-    banks: int
-    bank_bytes: int
-    tile_banks: int  # banks the largest accumulator tile takes
-    live: int  # accumulator tiles open at once, at the peak
-    needed_banks: int
-    evacuated_elements: int
-    engine: str | None
-    T_evacuate: float | None  # seconds on ``engine``; no HBM bytes
-    added_elements: int = 0  # of evacuated_elements, those added into SBUF tiles by ``acc``
-    too_big: tuple[str, ...] = ()  # accumulator tiles larger than all of PSUM, one line each
-
-    @property
-    def fits(self) -> bool:
-        return self.needed_banks <= self.banks and not self.too_big
-
-    def verdict(self) -> str:
-        if not self.live:
-            return f"no matmul accumulators: 0 of {self.banks} PSUM banks"
-        what = f"{self.live} live accumulator tile(s) x {self.tile_banks} bank(s)"
-        if self.too_big:
-            return "does not fit: " + "; ".join(self.too_big)
-        if self.fits:
-            return f"fits: {what} = {self.needed_banks} of {self.banks} PSUM banks"
-        return (f"does not fit: {what} = {self.needed_banks} banks but PSUM has {self.banks}; "
-                "the accumulation must be split or its partial sums leave PSUM")
-
-    def as_dict(self) -> dict:
-        return {"banks": self.banks, "bank_bytes": self.bank_bytes, "tile_banks": self.tile_banks,
-                "live_accumulators": self.live, "needed_banks": self.needed_banks, "fits": self.fits,
-                "evacuated_elements": self.evacuated_elements, "evacuation_engine": self.engine,
-                "T_evacuate": self.T_evacuate, "evacuation_hbm_bytes": 0,
-                "sbuf_accumulated_elements": self.added_elements, "verdict": self.verdict()}
-
-
-@dataclass(frozen=True, slots=True)
-class Parallel:
-    """A kernel (the per-chip shard described by the spec) run on ``chips`` chips, split over K or N."""
-
-    chips: int
-    over: str
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    chips: int
-    over: str
-    bytes: int  # per chip, across the link
-    bw: int  # bytes/s
-    bw_source: str
-    T: float  # seconds
-
-    def as_dict(self) -> dict:
-        return {"chips": self.chips, "over": self.over, "bytes": self.bytes, "bw": self.bw,
-                "bw_source": self.bw_source, "T": self.T}
-
-
-@dataclass(frozen=True, slots=True)
-class Ceilings:
-    """Everything below the roofs for one kernel on one sheet and dtype."""
-
-    dtype: str
-    P_ref: int  # bf16 Tensor Engine peak of the scope (spec), FLOP/s
-    W: int
-    instructions: int
-    instruction_s: float | None  # mean seconds per matmul instruction
-    cores: int
-    split: str | None
-    ceilings: tuple[Ceiling, ...]
-    psum: Psum
-    link: Link | None
-    notes: tuple[str, ...] = ()
-
-    def get(self, name: str) -> Ceiling:
-        for c in self.ceilings:
-            if c.name == name:
-                return c
-        raise KeyError(name)
-
-    @property
-    def lowest(self) -> Ceiling | None:
-        return min(self.ceilings, key=lambda c: c.P) if self.ceilings else None
-
-
 # ---------------------------------------------------------------------------------------------
 # Tensor Engine
 
 
-def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
-    """Sums over all matmul instructions and the per-core instruction cycles."""
+def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores, lines: list | None = None):
+    """Sums over all matmul instructions and the per-core instruction cycles; ``lines``, when
+    given, gets (source line, statement, instruction cycles) per matmul statement."""
     rows, cols = hw.pe_rows, hw.pe_cols
     n_min = hw.mm_init_cycles
     s_kmn = s_mn = s_n = s_c = count = 0
@@ -181,6 +76,7 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
         bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
         for bs, _, _ in r.batch:
             bt = bt * ext[id(stmt.stationary)][bs]
+        c_before = s_c
         for sub, (k, m, n, b, ex, cb, w) in row_blocks(shape, kmn + (bt, exists, core, weight)):
             # b: instructions per execution cell, times the executions the cell stands for (w)
             k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b * w))
@@ -196,7 +92,27 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
                 cb = np.broadcast_to(cb, sub)
                 core_c += np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
                                       minlength=cores)[:cores]
+        if lines is not None:
+            lines.append((stmt.line, str(stmt), s_c - c_before))
     return s_kmn, s_mn, s_n, s_c, count, core_c
+
+
+def matmul_lines(kernel: Kernel, hw, dtype: str) -> tuple[tuple[int, str, float], ...]:
+    """(source line, statement, seconds) of each matmul statement with a source line: its
+    instruction cycles (each max(N_t, MM_INIT) as the issue-rate ceiling counts them, x4 for fp32)
+    at the Tensor Engine clock, shared evenly by the kernel's cores: its part of the
+    ``combined`` Tensor Engine ceiling."""
+    from loopsim.count.lnc import kernel_cores, split_loop
+
+    spec_hw = hw.with_roofs("spec")
+    p_ref = spec_hw.P("bf16")
+    f = spec_hw.P(dtype) / p_ref
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
+    slow = max(1.0, f) / f
+    cores = kernel_cores(kernel)
+    lines: list = []
+    _tensor_engine(kernel, hw, spec_hw, dtype, split_loop(kernel), cores, lines)
+    return tuple((ln, text, c * cycle_s * slow / cores) for ln, text, c in lines if ln)
 
 
 def _te_ceilings(kernel, hw, dtype, split, cores):
@@ -334,42 +250,6 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
 
 
 # ---------------------------------------------------------------------------------------------
-# interconnect
-
-
-def parallel_from(spec_file) -> Parallel | None:
-    """``[parallel] chips = 2, over = "K"`` of a spec file (None when absent), checked by the one
-    spec validator (:func:`loopsim.frontends.spec.parallel`)."""
-    from loopsim.frontends.spec import parallel
-
-    p = parallel(spec_file.path, spec_file.data)
-    return None if p is None else Parallel(*p)
-
-
-def link_bytes(kernel: Kernel, par: Parallel) -> int:
-    """Bytes one chip moves across the link: over K an all-reduce of its partial outputs
-    (ring: 2 (C-1)/C of them), over N an all-gather of the output shards ((C-1) x its shard)."""
-    out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
-    b = sum(t.bytes for t in kernel.outputs if t.name in out)
-    c = par.chips
-    return -(-2 * (c - 1) * b // c) if par.over == "K" else (c - 1) * b
-
-
-def _link(kernel, hw, par: Parallel, link_bw: int | None) -> Link:
-    if link_bw is not None:
-        bw, src = link_bw, "--link-bw"
-    elif hw.link_bw is not None:
-        bw, src = hw.link_bw, f"{hw.name} link.bw"
-    else:
-        raise HardwareError(f"--hardware {hw.name}: the spec splits the matmul over {par.chips} chips "
-                            "but the sheet has no link.bw (bytes/s per link); give --link-bw BYTES_PER_S")
-    if isinstance(bw, bool) or not isinstance(bw, int) or bw <= 0:
-        raise HardwareError(f"--link-bw {bw!r} must be a positive integer (bytes/s)")
-    b = link_bytes(kernel, par)
-    return Link(par.chips, par.over, b, bw, src, b / bw)
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
@@ -394,15 +274,42 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
                            + f"at {hw.engine_roof(ps.engine, 'fp32'):.4g} elements/s; 0 HBM bytes"))
     elif ps.evacuated_elements:
         notes.append("no Vector or Scalar engine roof on the sheet: PSUM evacuation not costed")
-    link = None
+    ln = None
     if parallel is not None:
-        link = _link(kernel, hw, parallel, link_bw)
-        how = ("all-reduce of the partial outputs, 2(C-1)/C x output bytes" if parallel.over == "K"
-               else "all-gather of the output shards, (C-1) x this chip's output bytes")
-        out.append(Ceiling("link", W / link.T if link.T else math.inf, link.T,
-                           f"tensor parallel over {parallel.over} on {parallel.chips} chips: "
-                           f"{link.bytes:,} bytes ({how}) at {link.bw:.4g} B/s ({link.bw_source})"))
+        ln, c = link_ceiling(kernel, hw, parallel, link_bw, W)
+        out.append(c)
     if hw.roofs == "measured":
         notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    work = _engine_work(kernel, hw, link_bw, notes)
     return Ceilings(dtype, p_ref, W, count, inst_s, cores,
-                    split.var if split else None, tuple(out), ps, link, tuple(notes))
+                    split.var if split else None, tuple(out), ps, ln, tuple(notes), work)
+
+
+def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
+    """Seconds of each :class:`loopsim.ir.ops.EngineWork` of ``kernel``: element-ops at the
+    engine's roof (elements/s, fp32), link bytes at the link bandwidth; None (with a note) where
+    the sheet has no such roof."""
+    out = []
+    for w in getattr(kernel, "work", ()):
+        t = None
+        if w.engine == "link":
+            bw = link_bw if link_bw is not None else hw.link_bw
+            if bw:
+                t = w.link_bytes * w.executions / bw
+            else:
+                notes.append(f"{w.call} at {w.where}: {w.link_bytes * w.executions:,} link bytes not "
+                             f"costed ({hw.name} has no link.bw; give --link-bw)")
+        elif w.engine == "tensor":  # multiply-adds at the Tensor Engine peak (2 FLOPs each)
+            try:
+                t = 2 * w.element_ops / hw.P("fp8")
+            except (HardwareError, KeyError) as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
+        else:
+            try:
+                t = w.element_ops / hw.engine_roof(w.engine, "fp32")
+            except HardwareError as e:
+                notes.append(f"{w.call} at {w.where}: not costed ({e})")
+        if w.assumed:
+            notes.append(f"assumed: {w}")
+        out.append((w, t))
+    return tuple(out)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopsim.model.entitle import Overlap
+from loopsim.base.overlap import Overlap
 from loopsim.base.errors import HardwareError, SpecError
 from loopsim.count.executions import executions, tile_elements
 from loopsim.ir.kernel import Kernel, Matmul

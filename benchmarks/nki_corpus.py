@@ -1,0 +1,256 @@
+"""Which published NKI kernels loopsim reads: every ``@nki.jit`` function under the folders given.
+
+Not CI: point it at folders of kernel files you would run yourself (tracing EXECUTES them, as
+``python FILE.py`` would, with loopsim's NKI shim), e.g. a snapshot of aws-neuron/nki-samples
+and aws-neuron/nki-library. Each kernel is traced with the shapes of :data:`SHAPES` (by function
+name; the library's kernels need theirs, which live here, not in the package) and counted with
+the trn2-core sheet. One line per kernel:
+
+  traced   the trace and the count ran; nothing assumed
+  assumed  they ran, with something assumed (an unmodelled call costed as generic work, a loop
+           whose iterations differ in engine ops, a stubbed import): the notes say what
+  refused  the reason, as loopsim's one-line error gives it
+
+Run: python benchmarks/nki_corpus.py DIR [DIR ...] [--only SUBSTRING] [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+# Shapes per kernel function: --arg strings (NAME=D0xD1[:dtype]), --kwarg values, --grid.
+# Tutorial shapes are those of the tutorials' own drivers (test files, __main__ blocks).
+SHAPES: dict[str, dict] = {
+    # tutorials/matrix_multiplication
+    "nki_matmul_basic_": {"args": ["lhsT=128x64", "rhs=128x512"]},
+    "nki_matmul_tiled_": {"args": ["lhsT=1024x4096", "rhs=1024x2048"]},
+    "nki_matmul_hoist_load_": {"args": ["lhsT=1024x4096", "rhs=1024x2048"]},
+    "nki_matmul_block_free_dimension_": {"args": ["lhsT=1024x4096", "rhs=1024x2048"]},
+    "nki_matmul_fully_optimized_": {"args": ["lhsT=1024x4096", "rhs=1024x2048"]},
+    # tutorials/tensor_addition (the launcher nki_tensor_add uses a 2-D grid of 128 x 512 tiles)
+    "nki_tensor_add_kernel_": {"args": ["a_input=256x1024", "b_input=256x1024"], "grid": "2x2"},
+    "nki_tensor_add": {"args": ["a_input=256x1024", "b_input=256x1024"]},
+    "nki_tensor_add_nc2": {"args": ["a_input=512x2048", "b_input=512x2048"]},
+    # tutorials/transpose2d, average_pool2d (their __main__ shapes, scaled to a full tile)
+    "tensor_transpose2D_kernel_": {"args": ["in_tensor=128x12:int8"], "kwargs": ["shape2D=(3, 4)"]},
+    "tensor_avgpool_kernel": {"args": ["in_tensor=128x64x64:fp16"], "kwargs": ["pool_size=2"]},
+    # tutorials/attention_fwd_performance (test_attention.py: d_head 128; seqlen 128 for v1, v2)
+    **{f"attn_fwd_v{v}": {"args": [f"{n}=128x{128 if v in ('1', '2') else 4096}" for n in "qkv"]}
+       for v in ("1", "2", "3", "4", "5", "6", "7", "8", "8a", "9", "10", "11")},
+    # tutorials/fused_mamba (batch 1, channels 256, seq_len 512, state 16)
+    **{f"mamba_v{v}": {"args": ["delta=1x256x512:fp32", "u=1x256x512:fp32", "A=256x16:fp32",
+                                "B=1x16x512:fp32", "C=1x16x512:fp32"]} for v in (1, 2, 3)},
+    # tutorials/mxfp-matmul (mx_toplevel.py: M, K, N = 128, 128, 512; x4-packed data)
+    "kernel_offline_quantized_mx_matmul": {
+        "args": ["stationary_mx_data=128x128:float8_e4m3fn_x4", "stationary_mx_scale=16x128:uint8",
+                 "moving_mx_data=128x512:float8_e4m3fn_x4", "moving_mx_scale=16x512:uint8"],
+        "kwargs": ["mx_dtype=float8_e4m3fn_x4"]},
+    "kernel_on_device_quantize_matmul_mx": {
+        "args": ["stationary_mx_data=128x128:float8_e4m3fn_x4", "stationary_mx_scale=16x128:uint8",
+                 "moving_data_bf16=128x2048"],
+        "kwargs": ["stationary_mx_dtype=float8_e4m3fn_x4", "moving_mx_dtype=float8_e4m3fn_x4"]},
+    "kernel_copy_strided_quantize_matmul_mx": {
+        "args": ["stationary_hbm=512x128", "moving_hbm=512x512"],
+        "kwargs": ["mx_dtype=float8_e4m3fn_x4"]},
+    # contributed/
+    # contributed/maxpooling.py check_correct: H = W = 448, pool 3; interpolate: (N, C, [D,] H, W)
+    "max_pooling_2d_stride_1": {"args": ["in_tensor=448x448:fp32"], "kwargs": ["pool_size=3"]},
+    "interpolate_bilinear_2x_fwd": {"args": ["src_arr=1x128x64x64"]},
+    "interpolate_trilinear_2x_fwd": {"args": ["src_arr=1x128x16x32x32"]},
+    "flash_fwd": {"args": ["q=1x1x128x2048", "k=1x1x128x2048", "v=1x1x2048x128"]},
+    # nki-library (src/nkilib_src/nkilib): small shapes in each entry point's documented layout
+    "cumsum": {"args": ["x=256x1024"]},
+    "cascaded_max": {"args": ["input_tensor=1x128x4096"]},
+    "RoPE": {"args": ["x_in=128x1x4x512", "cos=64x1x512", "sin=64x1x512"]},
+    "rope_hf": {"args": ["q=1x4x512x128", "k=1x1x512x128", "q_out=1x4x512x128", "k_out=1x1x512x128",
+                        "cos=1x512x128", "sin=1x512x128"]},
+    "output_projection_cte": {"args": ["attention=1x4x128x512", "weight=512x1024"]},
+    "output_projection_tkg": {"args": ["attention=128x1x4x4", "weight=512x1024"]},
+    "cross_entropy_forward": {"args": ["logits_hbm=256x32768", "targets_hbm=256:int32"]},
+    "cross_entropy_backward": {"args": ["logits_hbm=256x32768", "targets_hbm=256:int32",
+                                        "lse_state_hbm=256:fp32"]},
+    "conv1d": {"args": ["x_in=1x128x512", "filters=3x128x128"]},
+    "depthwise_conv1d_implicit_gemm": {"args": ["img_ref=1x128x1x512", "filter_ref=128x1x1x3"],
+                                       "kwargs": ["feature_group_count=128"]},
+    "attention_bwd": {"args": ["q_ref=1x1x128x512", "k_ref=1x1x128x512", "v_ref=1x1x128x512",
+                               "o_ref=1x1x128x512", "dy_ref=1x1x128x512", "lse_ref=1x1x128x4:fp32"]},
+    "attention_cte": {"args": ["q=1x512x128", "k=1x128x512", "v=1x512x128"]},
+    "rmsnorm_quant_kernel": {"args": ["hidden=1x128x1024", "ln_w=1x1024"]},
+    "find_nonzero_indices": {"args": ["input_tensor=128x512:int32"]},
+    "find_nonzero_indices_with_count": {"args": ["input_tensor=1x512:int32"]},
+    "indexed_flatten": {"args": ["input_tensor=4x2048:int32", "row_offsets=4:int32"],
+                        "kwargs": ["f_len=128", "output_len=8192"]},
+    "topk_reduce": {"args": ["input=512x1026"], "kwargs": ["T=128", "K=4"]},
+    "fine_grained_allgather": {"args": ["lhs=512x1024"], "kwargs": ["tp_degree=4", "num_groups=1"]},
+    "allgather_compute_matmul": {"args": ["lhs=512x1024", "rhs=1024x512"],
+                                 "kwargs": ["tp_degree=4", "num_groups=1"]},
+    "dynamic_elementwise_add": {"args": ["input_a=512x1024", "input_b=512x1024",
+                                         "num_m_tiles=1x1:int32"]},
+    "mxfp_load_performance_wrapper": {"args": ["tensor=128x512"]},
+    "output_projection": {"args": ["attention=1x4x128x512", "weight=512x1024"]},
+    "qkv": {"args": ["input=1x512x1024", "fused_qkv_weights=1024x1536"]},
+    "moe_block_tkg": {"args": ["inp=1x4x1024", "gamma=1x1024", "router_weights=1024x8",
+                               "expert_gate_up_weights=8x1024x2x512",
+                               "expert_down_weights=8x512x1024"], "grid": "2"},
+    **{f: {"args": ["hidden_states=1024x1024", "expert_affinities_masked=1024x8",
+                    "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+                    "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
+           "kwargs": ["block_size=1024"]}
+       for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
+                 "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
+}
+
+
+# Kernels that take configuration objects: a launcher (plain Python, run under the shim like
+# the kernel) builds the HBM inputs and the objects and calls the kernel. {module} is the
+# kernel's dotted module name; the library's root goes on the import path (``--path``).
+LAUNCHERS: dict[str, str] = {
+    "rmsnorm_quant_kernel": """
+import nki.language as nl
+from {module} import rmsnorm_quant_kernel, RmsNormQuantKernelArgs
+
+def launch():
+    hidden = nl.ndarray((1, 128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    ln_w = nl.ndarray((1, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    return rmsnorm_quant_kernel(hidden, ln_w, RmsNormQuantKernelArgs())
+""",
+    "rotational_topk": """
+import nki.language as nl
+from {module} import rotational_topk
+from {package}.rotational_topk_utils import create_topk_config, create_rotational_topk_config
+
+def launch():
+    inp = nl.ndarray((128, 4096), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    cfg = create_rotational_topk_config(inp.shape, create_topk_config(inp.shape, inp.dtype, 8,
+                                                                      num_programs=1))
+    return rotational_topk(inp, cfg)
+""",
+    "moe_cte": """
+import nki.language as nl
+from {module} import moe_cte, MoECTESpec, MoECTEImplementation
+
+def launch():
+    hbm = nl.shared_hbm
+    # the dropping variant tiles blocks of at least 1024 tokens (its docstring)
+    h = nl.ndarray((1024, 1024), dtype=nl.bfloat16, buffer=hbm)
+    aff = nl.ndarray((1024, 8), dtype=nl.bfloat16, buffer=hbm)
+    gu = nl.ndarray((8, 1024, 2, 512), dtype=nl.bfloat16, buffer=hbm)
+    dn = nl.ndarray((8, 512, 1024), dtype=nl.bfloat16, buffer=hbm)
+    tok = nl.ndarray((8192,), dtype=nl.int32, buffer=hbm)
+    blk = nl.ndarray((8,), dtype=nl.int32, buffer=hbm)
+    spec = MoECTESpec(implementation=MoECTEImplementation.shard_on_i_dropping)
+    return moe_cte(h, aff, gu, dn, tok, blk, 1024, spec)
+""",
+}
+
+
+def _launcher(path: Path, func: str, scratch: Path):
+    """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
+    p, parts = path.resolve(), []
+    d = p.parent
+    while (d / "__init__.py").is_file():
+        parts.insert(0, d.name)
+        d = d.parent
+    module = ".".join(parts + [p.stem])
+    f = scratch / f"launch_{func}.py"
+    f.write_text(LAUNCHERS[func].format(module=module, package=".".join(parts)))
+    return f, str(d)
+
+
+def kernels_in(path: Path):
+    """(function name, decorator text) of each ``@nki.jit``-style function, read without running
+    the file."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError) as e:
+        if "jit" in path.read_text(encoding="utf-8", errors="replace"):
+            return [f"?  (the file does not parse: {type(e).__name__} line {getattr(e, 'lineno', '?')})"]
+        return []
+    out = []
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef):
+            for d in n.decorator_list:
+                text = ast.unparse(d)
+                if text.split("(")[0].split(".")[-1] in ("jit", "baremetal", "trace"):
+                    out.append(n.name)
+                    break
+    return out
+
+
+def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
+    """(status, detail, seconds) of one kernel."""
+    from loopsim.base.errors import LoopsimError
+    from loopsim.frontends import program
+    from loopsim.frontends.nki.load import parse_options, trace_kernel
+    from loopsim.model import pipeline
+    from loopsim.targets import hardware
+
+    import tempfile
+
+    t0 = time.perf_counter()
+    entry = table.get(func)
+    try:
+        if func in LAUNCHERS:
+            with tempfile.TemporaryDirectory() as scratch:
+                launcher, root = _launcher(path, func, Path(scratch))
+                k, rec = trace_kernel(str(launcher), "launch", paths=(root,))
+        else:
+            opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
+                if entry else parse_options()
+            k, rec = trace_kernel(str(path), func, **opts)
+        prog = k if isinstance(k, program.Program) else program.Program.single(k)
+        a = pipeline.analyze(prog, hardware.load("trn2-core"))
+    except LoopsimError as e:
+        why = str(e)
+        if entry is None and func not in LAUNCHERS:
+            why = "(no shapes in the table) " + why
+        return "refused", why, time.perf_counter() - t0
+    except Exception as e:  # a loopsim bug, shown as such
+        return "refused", f"LOOPSIM BUG {type(e).__name__}: {e}", time.perf_counter() - t0
+    notes = list(rec.notes) + [f"assumed: {x}" for x in getattr(rec, "work", ()) if x.assumed]
+    assumed = [n for n in notes if "ASSUMED" in n or n.startswith("assumed") or "stubbed" in n]
+    detail = f"Q={a.counts.Q:,} B  W={a.counts.flops:,}  concrete loops {len(rec.concrete)}"
+    if assumed:
+        return "assumed", detail + "; " + " | ".join(assumed), time.perf_counter() - t0
+    return "traced", detail, time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--only", default=None, help="only files or functions containing this")
+    ap.add_argument("-v", action="store_true", help="print the notes in full")
+    a = ap.parse_args(argv)
+    rows = []
+    for d in a.dirs:
+        files = sorted(d.rglob("*.py")) if d.is_dir() else [d]
+        for f in files:
+            if "/test" in str(f.relative_to(d)) or f.name.startswith("test_"):
+                continue
+            for func in kernels_in(f):
+                if a.only and a.only not in str(f) and a.only not in func:
+                    continue
+                if func.startswith("?"):
+                    rows.append((f, func, "refused"))
+                    print(f"refused  {f.relative_to(d)}::{func}", flush=True)
+                    continue
+                with contextlib.redirect_stdout(io.StringIO()):  # kernels that print
+                    status, detail, dt = classify(f, func, SHAPES)
+                rows.append((f, func, status))
+                shown = detail if a.v or len(detail) < 400 else detail[:400] + " ..."
+                print(f"{status:8} {f.relative_to(d)}::{func}  ({dt:.2f} s)  {shown}", flush=True)
+    c = Counter(s for *_, s in rows)
+    print(f"\n{len(rows)} kernels: traced {c['traced']}, assumed {c['assumed']}, "
+          f"refused {c['refused']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
