@@ -197,19 +197,24 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
             {"id": 3, "spec": "no_such_spec", "hardware": "trn2-core"},
             {"id": 4, "spec": "projection", "hardware": "trn2-core", "set": {"B": 1}},
             {"id": 5, "spec": f"{KERNELS / 'matmul_isa.py'}::blocked", "hardware": "trn2-core"},
-            {"id": 6, "toml": (ROOT / "tilings" / "copy.toml").read_text(), "hardware": "trn2-core"}]
+            {"id": 6, "toml": (ROOT / "tilings" / "copy.toml").read_text(), "hardware": "trn2-core"},
+            {"id": 7, "spec": "copy", "hardware": "trn2-core", "model": "timeline"}]
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in reqs) + "\n")
     rc, out, err = _cli(capsys, "evaluate", "--batch", str(path))
     assert rc == 0, err
     lines = [json.loads(x) for x in out.splitlines()]
-    assert len(lines) == 6
+    assert len(lines) == 7
     assert lines[0]["Q"] == 2 * (4096 + 4096 * 4096 + 4096) and not lines[0]["cached"]
     assert "not JSON" in lines[1]["error"] and "no_such_spec" in lines[2]["error"]
     assert lines[3]["cached"] and lines[3]["T"] == lines[0]["T"] and lines[3]["id"] == 4
     assert "EXECUTES" in lines[4]["error"]
-    copy = pipeline.analyze(pipeline.load("copy"), hardware.load("trn2-core"))
+    trn2 = hardware.load("trn2-core")
+    copy = pipeline.analyze(pipeline.load("copy"), trn2, model="floor")  # the batch's default
     assert (lines[5]["T"], lines[5]["Q"]) == (copy.T, copy.Q)
+    # model "timeline": what entitle prints by default
+    rc, out, _ = _cli(capsys, "entitle", "copy", "-H", "trn2-core", "--json")
+    assert lines[6]["T"] == json.loads(out)["T"] >= lines[5]["T"]
 
 
 def test_whole_axis_tiles_are_split_for_the_prefill_down_projection(hw):

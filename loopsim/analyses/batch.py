@@ -3,7 +3,7 @@
 A request names what ``entitle`` would analyse: ``spec`` (a bundled name or a ``.toml`` path) or
 ``toml`` (the spec's text inline, read as data), ``hardware``, and optionally ``set`` (also
 ``sets``), ``policy``, ``dtype``, ``sbuf_bytes``, ``buffers`` (an int or {tensor: n}), ``lnc``,
-``roofs`` and ``id`` (echoed). A kernel reference ``PATH.py::FUNCTION`` (with ``args``,
+``roofs``, ``model`` (:data:`MODELS`) and ``id`` (echoed). A kernel reference ``PATH.py::FUNCTION`` (with ``args``,
 ``kwargs``, ``grid``) EXECUTES that file, so it is refused unless the caller allows it
 (``evaluate --batch --execute-kernels``): a batch file is data.
 
@@ -24,7 +24,12 @@ from typing import Mapping
 from loopsim.base.errors import InputError, LoopsimError
 
 KEYS = ("id", "spec", "toml", "hardware", "set", "sets", "policy", "dtype", "sbuf_bytes",
-        "buffers", "lnc", "roofs", "args", "kwargs", "grid")
+        "buffers", "lnc", "roofs", "model", "args", "kwargs", "grid")
+#: verdict models a request may ask for (:func:`loopsim.model.pipeline.analyze`): ``floor`` (the
+#: default here: every roof and ceiling and the timeline's transfer floor ``dma_transfers``,
+#: milliseconds a request), ``timeline`` (``entitle``'s default: the engine timeline's predicted
+#: time too, about a tenth of a second), ``roofline`` (the roofs and ceilings alone)
+MODELS = ("floor", "timeline", "roofline")
 #: longest request line, characters (an inline spec included)
 MAX_LINE = 1 << 20
 #: answers kept for repeated requests (the oldest are dropped first)
@@ -34,8 +39,9 @@ MAX_CACHED = 10_000
 class Session:
     """The state kept between requests: loaded sheets, read specs, earlier answers."""
 
-    def __init__(self, *, execute_kernels: bool = False):
+    def __init__(self, *, execute_kernels: bool = False, model: str = "floor"):
         self.execute_kernels = execute_kernels
+        self.model = model
         self.sheets: dict = {}
         self.specs: dict = {}
         self.answers: dict = {}
@@ -53,14 +59,14 @@ def answer_line(s: Session, n: int, line: str) -> dict:
     return evaluate(s, req)
 
 
-_SESSIONS: dict[bool, Session] = {}
+_SESSIONS: dict[tuple[bool, str], Session] = {}
 
 
-def answer_chunk(job: tuple[bool, tuple[tuple[int, str], ...]]) -> list[dict]:
+def answer_chunk(job: tuple[bool, str, tuple[tuple[int, str], ...]]) -> list[dict]:
     """Answers of (line number, line) pairs in this process's session (a worker's unit of work);
     ``seconds`` of each is its own, the pool's start aside."""
-    execute, lines = job
-    s = _SESSIONS.setdefault(execute, Session(execute_kernels=execute))
+    execute, model, lines = job
+    s = _SESSIONS.setdefault((execute, model), Session(execute_kernels=execute, model=model))
     return [answer_line(s, n, line) for n, line in lines]
 
 
@@ -168,6 +174,9 @@ def _answer(s: Session, req: Mapping) -> dict:
     sbuf = _field(req, "sbuf_bytes", int, "an integer number of bytes")
     policy = _field(req, "policy", str, "as-written, lru or opt") or "as-written"
     dtype = _field(req, "dtype", str, "a dtype name")
+    model = _field(req, "model", str, "floor, timeline or roofline") or s.model
+    if model not in MODELS:
+        raise InputError(f"model={model!r} must be one of {', '.join(MODELS)}")
     sf = _spec(s, req)
     if sf is None:  # a kernel reference, allowed: read with its inputs
         prog = pipeline.load(req["spec"], sets, lnc_cores=lnc, buffers=buffers,
@@ -175,7 +184,7 @@ def _answer(s: Session, req: Mapping) -> dict:
                                                      req.get("grid")))
     else:
         prog = pipeline.build(sf, spec_mod.bind_params(sf, sets), lnc_cores=lnc, buffers=buffers)
-    a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf, dtype=dtype)
+    a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf, dtype=dtype, model=model)
     return result(a)
 
 

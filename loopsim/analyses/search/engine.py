@@ -457,8 +457,8 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             out.invalid += bool(r.invalid)
             if r.top:
                 kinds[r.top[0].values] = r.top[0]
-                if len(kinds) > 4 * p.top:
-                    kinds = {c.values: c for c in sorted(kinds.values(), key=lambda c: c.key)[:p.top + 1]}
+                if len(kinds) > 4 * wide(3):
+                    kinds = {c.values: c for c in sorted(kinds.values(), key=lambda c: c.key)[:wide(3) + 1]}
             if r.invalid and len(reasons) < 3:
                 reasons.append(r.invalid)
             infeasible_why = infeasible_why or r.why_infeasible
@@ -482,7 +482,9 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     exact = {(c.unit, c.structure): c for c in out.top}
     best_values = out.top[0].values
     others = [c for c in sorted(kinds.values(), key=lambda c: c.key) if c.values != best_values]
-    out.runner_ups = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in others[:3]]
+    # as the top: the best few by the roofline, confirmed (with the timeline), ranked by that
+    out.runner_ups = sorted((exact.get((c.unit, c.structure)) or confirm(ctx, c)
+                             for c in others[:wide(3)]), key=lambda c: c.key)[:3]
     fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
     out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
                                   lambda c: c.verdict.sbuf_peak_bytes, lambda c: c.key)
