@@ -321,8 +321,8 @@ NKI_BLOCKED = ["tests/nki_kernels/matmul_isa.py::blocked", "--arg", "lhsT=1024x4
 @pytest.mark.parametrize("spec, extra, hw, measured", [
     (NKI4, [], "trn1-core", "summary"),                  # the tutorial's fully optimized kernel
     ("copy", [], "trn2-core", "time"),                   # W = 0; the DMA ceiling in the gap
-    ("mlp_unfused", [], "trn1-core", None),              # a program of three kernels
-    ("matmul_small_tiles", [], "trn1-core", None),       # lower ceilings bind
+    ("mlp_unfused", ["--set", "B=256"], "trn1-core", None),  # a program of three kernels
+    ("matmul_small_tiles", ["--set", "M=512"], "trn1-core", None),  # lower ceilings bind
     ("matmul_blocked", [], "toy", None),                 # cannot run: exit 3, the page written
     (NKI_BLOCKED[0], NKI_BLOCKED[1:], "trn2-core", None),  # an NKI kernel, traced
 ])

@@ -529,7 +529,7 @@ def _gap_table(d: dict, m: dict) -> str:
     T_best, Tp, Tm, gap = m["T_best"], m["T_predicted"], m["T"], m["gap"]
     share = (lambda x: f" ({x / gap:.0%} of the gap)") if gap > 0 else (lambda x: "")
     rows = [["T_best = max(W/P, Q/BW)", _t("measured.T_best", T_best), "", "the roofline's entitlement"],
-            ["T predicted, every ceiling", _t("measured.T_predicted", Tp), fmt_time(Tp - T_best) + share(Tp - T_best),
+            ["T predicted (the verdict)", _t("measured.T_predicted", Tp), fmt_time(Tp - T_best) + share(Tp - T_best),
              f"explained by the model: {esc(m['predicted_limit'])} binds"],
             [f"T_measured ({esc(m.get('T_from', 'time'))})", _t("measured.T", Tm), fmt_time(Tm - Tp) + share(Tm - Tp),
              "measured against predicted"],
