@@ -174,7 +174,7 @@ def test_gap_table_of_a_profiled_copy(tmp_path, capsys):
             "hbm_read_bytes": 67_600_000, "hbm_write_bytes": 67_100_000}
     f = tmp_path / "p.json"
     f.write_text(json.dumps(prof))
-    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--json"])
+    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--model", "roofline", "--json"])
     m = d["measured"]
     assert m["T_best"] == pytest.approx(Q / BW) and m["T_predicted"] == pytest.approx(Q / DMA)
     assert m["T_predicted"] == d["T"] and m["predicted_limit"] == d["limit"] == "dma"
@@ -188,7 +188,7 @@ def test_gap_table_of_a_profiled_copy(tmp_path, capsys):
     assert "fixed cost" not in parts
     assert sum(parts.values()) == pytest.approx(780e-6 - Q / BW) == pytest.approx(m["gap"])
     assert m["fraction_of_predicted"] == pytest.approx((Q / DMA) / 780e-6)
-    assert main(["entitle", "copy", "-H", "trn1-core", "--measured", str(f)]) == 0
+    assert main(["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--model", "roofline"]) == 0
     out = capsys.readouterr().out
     assert "gap table           T_best 163.7 µs, predicted T 246.7 µs (dma), measured T 780 µs" in out
     assert "    no overlap                       80 µs" in out
@@ -216,7 +216,7 @@ def test_gap_table_idle_time_is_fixed_cost(tmp_path, capsys):
 def test_plain_time_gap_is_predicted_part_plus_unexplained(tmp_path, capsys):
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"time_s": 400e-6}))
-    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--json"])
+    d = _run(capsys, ["entitle", "copy", "-H", "trn1-core", "--measured", str(f), "--model", "roofline", "--json"])
     parts = _parts(d["measured"])
     Q = 67_108_864
     assert parts == {"slower engine": pytest.approx(Q / 272e9 - Q / 410e9),

@@ -425,11 +425,18 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             try:
                 if word == "load" and " by " in rest:  # load A[:, m] by ROWS: ROWS per transfer
                     tile, _, rows = rest.rpartition(" by ")
-                    ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    try:
+                        ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    except SpecError as e:
+                        raise SpecError(f"{w}: 'load {rest}': by: {e}") from None
                     if any(n < 0 for n in ns) or not any(ns):
                         raise SpecError(f"{w}: 'load {rest}': by {', '.join(map(str, ns))}: extents "
                                         "per transfer must be > 0 (0: the whole axis)")
-                    nodes.append(Load(parse_access(tile, w), ns, line=ln))
+                    acc = parse_access(tile, w)
+                    if len(ns) not in (1, len(acc.index)):
+                        raise SpecError(f"{w}: 'load {rest}': give one extent (rows of the partition "
+                                        f"axis) or one per axis ({len(acc.index)}), not {len(ns)}")
+                    nodes.append(Load(acc, ns, line=ln))
                     continue
                 nodes.append(parser(rest, ln, w))
             except SpecError:
