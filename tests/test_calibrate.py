@@ -142,13 +142,13 @@ def test_profile_entries(tmp_path, capsys):
     ([{"spec": "nope", "time_s": 1}], "nope"),
     ([{"total_time": 1e-3}], "no FLOP count"),
     ([3], "expected an object with spec and time_s"),
-    ([{"spec": "copy", "time_s": 5e-324}], "time_s=5e-324 is below 1e-12 s"),
+    ([{"spec": "copy", "time_s": 5e-324}], "the JSON number 5e-324 is subnormal"),
     ([{"W": -1, "Q": 5, "time_s": 1}], "[0].W=-1 must be an integer count from 0 to 2^62"),
     ([{"W": 0, "Q": 5.5, "time_s": 1}], "[0].Q=5.5 must be an integer count"),
     ([{"W": 0, "Q": 10**30, "time_s": 1}], "[0].Q: an integer of 100 bits exceeds 2^62"),
-    ([{"spec": "copy", "time_s": 10**400}], "[0].time_s: an integer of 1329 bits is not a time"),
-    ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "malformed JSON: Exceeds the limit"),
-    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    ([{"spec": "copy", "time_s": 10**400}], "a JSON number of 401 characters"),
+    ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "a JSON number of 5,001 characters"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested 100,000 levels deep"),
 ])
 def test_bad_measurement_files(tmp_path, capsys, entries, match):
     if isinstance(entries, str):  # raw text json.dumps would not make

@@ -55,11 +55,6 @@ __all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predi
 _KEYS = {"spec", "set", "time_s", "label", "dtype"}
 
 
-#: shortest measured time calibrate fits, seconds: a bound of ours, far below one Tensor Engine
-#: cycle (0.36-0.42 ns at the sheets' 2.4-2.8 GHz); it keeps fitted roofs within float range
-MIN_TIME_S = 1e-12
-
-
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """One measured kernel: W FLOPs, Q bytes, the dtype whose P applies, time in seconds."""
