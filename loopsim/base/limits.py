@@ -93,6 +93,9 @@ def flag_int(text: str, where: str, error: type[Exception], *, limit: int = MAX_
 MAX_WORK_S = 600.0
 #: most tilings ``search --top`` lists (it keeps that many in memory and prints each).
 MAX_TOP = 1_000
+#: the most instructions one ``clockwork`` page animates (its slider has count x cycles per
+#: instruction steps); ``--k``, ``--n``, ``--m`` are bounded by the sheet's tile limits.
+MAX_CLOCKWORK_COUNT = 4096
 #: most ``check --examples`` (each is a full simulation).
 MAX_EXAMPLES = 100_000
 #: largest ``--jobs`` typed; more than the cores available is capped at the cores
