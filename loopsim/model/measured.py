@@ -60,7 +60,6 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
 
 from loopsim.model.entitle import Entitlement

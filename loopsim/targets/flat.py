@@ -79,6 +79,9 @@ class FlatMachine(Roofs):
     def dma_time(self, kernel, counts, *, exact: bool):
         return None
 
+    def dma_efficiency(self, nbytes: float) -> float:
+        return 1.0  # no transfer engines: every transfer at BW
+
     def transfer_lines(self, kernel):
         return ()  # no transfer engines: no per-statement transfer time
 

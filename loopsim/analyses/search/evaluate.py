@@ -177,7 +177,7 @@ def transfer_slowness(stmt, tile: tuple[int, ...], t, hw) -> float:
     each transfer's bytes per partition; a chunked load's chunks, :mod:`loopsim.targets.neuron.dma`)."""
     import numpy as np
 
-    from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
+    from loopsim.targets.neuron.dma import transfer_parts
 
     chunk = stmt.chunks(t.partition_axis) if hasattr(stmt, "chunks") else ()
     total = slow = 0.0
@@ -188,7 +188,7 @@ def transfer_slowness(stmt, tile: tuple[int, ...], t, hw) -> float:
         shape = tuple(int(a) for a in axes)
         b = math.prod(shape) * t.elem_bytes
         total += n * b
-        slow += n * b / relative_throughput(hw.tile_cost(shape, t))
+        slow += n * b / hw.dma_efficiency(hw.tile_cost(shape, t))
     return slow / total if total else 1.0
 
 

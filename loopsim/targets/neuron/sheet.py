@@ -190,6 +190,15 @@ class NeuronCore(Roofs):
         (the measured BW already is the memory side as achieved) or on a sheet without one."""
         return self.dma_bw if self.dma_bw and self.roofs != "measured" else None
 
+    def dma_efficiency(self, bytes_per_partition: float) -> float:
+        """DMA throughput relative to peak for a transfer of that many bytes per partition (the
+        sheet's ``[dma] throughput`` curve), in (0, 1]; 1 on a sheet without one."""
+        if not self.dma_curve:
+            return 1.0
+        from loopsim.targets.neuron.dma import relative_throughput
+
+        return relative_throughput(bytes_per_partition, self.dma_curve)
+
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]:
         """(source line, statement, seconds) of each load/store with a source line: its bytes over
         the DMA engines' bandwidth (its share of the DMA ceiling); () without a DMA bandwidth."""

@@ -150,6 +150,7 @@ class Costs:
     psum_banks: int
     psum_bank_bytes: int
     roofs: tuple[tuple[str, float, float], ...]  # (engine, elements/s of one core, clock Hz)
+    dma_curve: tuple[tuple[int, float], ...] = ()  # the sheet's [dma] throughput curve
 
     def engine(self, name: str, dtype: str, hw) -> tuple[float, float]:
         """(elements/s, clock) of one core's ``name`` engine for ``dtype``; HardwareError if none."""
@@ -178,11 +179,12 @@ def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]
               dma_engines=hw.dma_engines, partitions=hw.partitions, te_cycle=1.0 / hw.clock_hz,
               mm_init=hw.mm_init_cycles, te_slow=max(1.0, f) / f,
               te_fill=(fill_c or 0) / hw.clock_hz, min_cycles=min_c or 0,
-              psum_banks=hw.psum_banks, psum_bank_bytes=hw.psum_bank_bytes, roofs=())
+              psum_banks=hw.psum_banks, psum_bank_bytes=hw.psum_bank_bytes, roofs=(),
+              dma_curve=hw.dma_curve)
     used = (("dma_fixed_ns", f"{fixed_ns} ns" if fixed_ns is not None else "absent (0)"),
             ("dma_engine_bw", f"{core_dma / hw.dma_engines / 1e9:.4g} GB/s = dma.core_bw / dma.engines "
                               f"({hw.dma_engines})"),
-            ("dma_efficiency", "[S10] figure, bytes per partition (loopsim.targets.neuron.dma)"),
+            ("dma_efficiency", f"by bytes per partition, the sheet's [dma] throughput ({hw.dma_curve_source})"),
             ("mm_init_cycles", f"{hw.mm_init_cycles}" + (" (ASSUMED)" if hw.mm_init_assumed else "")),
             ("te_fill_cycles", f"{fill_c} (ASSUMED)" if fill_c is not None else "absent (0)"),
             ("engine_min_cycles", f"{min_c}" if min_c is not None else "absent (0)"))
@@ -304,7 +306,7 @@ class _Run:
             ppb, e = nbytes, self.c.dma_engines
         eff = self.eff.get(ppb)
         if eff is None:
-            eff = self.eff[ppb] = relative_throughput(ppb)
+            eff = self.eff[ppb] = relative_throughput(ppb, self.c.dma_curve)
         rate = e * self.c.dma_engine_bw * eff
         self.dma_bytes += nbytes
         self.latency += self.c.dma_fixed
