@@ -433,3 +433,19 @@ def test_calibrate_predict_of_a_kernel_file_says_it_executes(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["calibrate", "--help"])
     assert "EXECUTES" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_search_repeated_in_one_process_gives_the_entitle_time(capsys):
+    # found by the fuzz campaign (seed 731052595): the timeline's geometry cache was keyed by the
+    # ids of loops that a later search had freed and reused, so one tiling's T varied from run to
+    # run in one process (4 values in 10 runs); each run must give entitle's T for its tiling
+    argv = ["search", "matmul", "-H", "trn2-core", "--json", "--quiet", "--jobs", "1", "--keep-order", "--top", "1"]
+    seen = set()
+    for _ in range(6):
+        assert main(argv) == 0
+        best = json.loads(capsys.readouterr().out)["top"][0]
+        seen.add((best["T"], best["Q"]))
+    assert main(["entitle", "matmul", "-H", "trn2-core", "--json",
+                 *(f"--set={k}={v}" for k, v in best["params"].items())]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert seen == {(d["T"], d["Q"])}

@@ -227,11 +227,15 @@ _GEOM: dict = {}
 def _region(acc, loops, t, env):
     """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
     the tensor's edge (the execution does not run)."""
-    key = (id(acc), id(loops[-1]) if loops else 0)
+    key = (id(acc), id(loops[-1]) if loops else 0, id(t))
     geom = _GEOM.get(key)
-    if geom is None or geom[0] is not acc:
+    last = loops[-1] if loops else None
+    # the entry holds the objects its key names, so their ids cannot be reused while it lives;
+    # checked by identity (an id of a freed loop reused by another gave a stale extent: a search's
+    # T for one tiling varied from run to run in one process)
+    if geom is None or geom[0] is not acc or geom[2] is not last or geom[3] is not t:
         geom = _GEOM[key] = (acc, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
-                                        for axis, terms in enumerate(acc.index)))
+                                        for axis, terms in enumerate(acc.index)), last, t)
     st, en = [], []
     for terms, ext, dim in geom[1]:
         s = 0
