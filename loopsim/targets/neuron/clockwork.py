@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopsim.base.errors import InputError
-
-#: the most instructions one page animates (its slider has count x cycles per instruction steps)
-MAX_COUNT = 4096
+from loopsim.base.limits import MAX_CLOCKWORK_COUNT as MAX_COUNT  # the limits live in one place
 
 
 @dataclass(frozen=True, slots=True)
