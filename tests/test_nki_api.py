@@ -377,3 +377,10 @@ def test_shuffling_reshape_holds_the_whole_tile_and_says_so():
     assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
     assert any("merges axes holding different dimensions of x" in n and "ASSUMED" in n
                for n in rec.notes)
+
+
+def test_trace_notes_reach_the_report(capsys):
+    ref = f"{API}::shuffled_store"
+    assert main(["entitle", ref, "--arg", "x=128x4x64", "-H", "trn2-core", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "merges axes holding different dimensions of x" in json.dumps(json.loads(text))

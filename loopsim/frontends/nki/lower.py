@@ -205,7 +205,8 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
-                       rec.shown, work=tuple(getattr(rec, "work", ())))
+                       rec.shown, work=tuple(getattr(rec, "work", ())),
+                       notes=tuple(getattr(rec, "notes", ())))
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
