@@ -384,3 +384,15 @@ def test_trace_notes_reach_the_report(capsys):
     assert main(["entitle", ref, "--arg", "x=128x4x64", "-H", "trn2-core", "--json"]) == 0
     text = capsys.readouterr().out
     assert "merges axes holding different dimensions of x" in json.dumps(json.loads(text))
+
+
+def test_pattern_walking_an_axis_in_pieces_reads_the_box_once():
+    k = traced("split_rows", {"x": ((512, 128), "bf16")})
+    b = bytes_of(k)
+    # the whole 512 x 128 x 2 B tensor, read once; the (128, 4, 128) tile stored once
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    dims, view, order = access.decompose((512, 128), [[128, 128], [16384, 4], [1, 128]], 0, "t")
+    assert view == (128, 4, 128) and order == [(0, 1), (0, 128), (1, 1)]
+    assert [(n, kept) for _, n, kept in dims] == [(512, True), (128, True)]
+    with pytest.raises(access.NotABox):  # rows 0, 2, 4, ...: a stride, no box
+        access.decompose((512, 128), [[256, 128], [1, 128]], 0, "t")

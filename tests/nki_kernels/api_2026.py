@@ -381,3 +381,15 @@ def shuffled_store(x):
     nisa.tensor_copy(dst=mixed, src=t.ap(pattern=[[a * f, p], [1, f], [f, a]]))
     nisa.dma_copy(dst=out, src=mixed.reshape((p, f * a)))
     return out
+
+
+@nki.jit
+def split_rows(x):
+    """A (512, 128) tensor read into a (128, 4, 128) tile: partition p, block b holds row
+    b * 128 + p (the pattern walks the row axis in two pieces, in the other order)."""
+    r, c = x.shape
+    out = nl.ndarray((128, r // 128, c), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, r // 128, c), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[c, 128], [128 * c, r // 128], [1, c]], offset=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out

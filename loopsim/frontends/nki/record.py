@@ -166,6 +166,10 @@ class Recorder:
         """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
         variables the buffer's coordinates absorb (a buffer filled by a loop)."""
         kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        # an entry (d, scale): that axis steps ``scale`` elements of dimension d (a DMA walking a
+        # tensor axis in pieces); a plain d steps one
+        scale_of = [dd[1] if isinstance(dd, tuple) else 1 for dd in axis_of]
+        axis_of = [dd[0] if isinstance(dd, tuple) else dd for dd in axis_of]
         if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
             # a value along no tensor axis (a per-row statistic) into a slot of another shape
             dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
@@ -173,7 +177,8 @@ class Recorder:
             return set()
         if len(kept) != len(axis_of):
             # shapes equal but for axes of one element ([128, 1] into [128]): squeeze them
-            axis_of = [d for d in axis_of if d is not None and ref.sizes[d] != 1]
+            keep = [i for i, d in enumerate(axis_of) if d is not None and ref.sizes[d] != 1]
+            axis_of, scale_of = [axis_of[i] for i in keep], [scale_of[i] for i in keep]
             kept = [a for a in kept if dst.sizes[a] != 1]
             if len(kept) != len(axis_of):
                 raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
@@ -182,9 +187,9 @@ class Recorder:
         dims = []
         for d in range(len(ref.starts)):
             start = ref.starts[d]
-            axes = [(kept[i], 1) for i, dd in enumerate(axis_of) if dd == d]
-            for a, _ in axes:
-                start = start - dst.offsets[a]
+            axes = [(kept[i], scale_of[i]) for i, dd in enumerate(axis_of) if dd == d]
+            for a, sc in axes:
+                start = start - dst.offsets[a] * sc
             for a in range(len(dst.offsets)):
                 # a buffer axis indexed by loops inside the allocation: the tile it holds moves
                 # with that index, by a whole number of elements per buffer coordinate
@@ -225,7 +230,10 @@ class Recorder:
             lg.loaded = True
             ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
-            if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
+            if axis_of and isinstance(axis_of[0], tuple):  # axes walked in pieces
+                if _squeezed(list(src.shape)) != _squeezed([s for s, k in zip(dst.sizes, dst.kept) if k]):
+                    raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+            elif _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
                 raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             absorbed = self.bind(dst, ref, axis_of)

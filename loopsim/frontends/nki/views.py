@@ -102,7 +102,12 @@ class HbmTensor(_Viewable):
             j += 1
         return out
 
-    def _view(self, dims, order=None) -> "HbmView":
+    def _view(self, dims, order=None, view=None) -> "HbmView":
+        if order and isinstance(order[0], tuple):  # axes walked in pieces: the pattern's shape
+            if tuple(self.logical.shape) != self._shape:
+                raise TraceError(f"an access pattern walking the axes of {self!r} in pieces, on a "
+                                 "reshaped handle, is not modelled")
+            return HbmView(self, dims, order, tuple(n for n in view if n != 1))
         if tuple(self.logical.shape) == self._shape:
             return HbmView(self, dims, order)
         shape = tuple(n for _, n, k in dims if k)
@@ -147,7 +152,7 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         t._current()
         dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
-        return t._view(dims, order)
+        return t._view(dims, order, [int(p[1]) for p in pattern])
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -185,7 +190,8 @@ class HbmView(_Viewable):
         self.tensor, self.dims = t, dims
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
-        self.order = None if order is None or list(order) == sorted(order) else list(order)
+        self.order = None if order is None or (not isinstance(order[0], tuple) and list(order) ==
+                                               sorted(order)) else list(order)
         self._shape = shape  # the shape the kernel sees when it differs by size-1 dimensions
 
     @property
@@ -280,7 +286,8 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
         # on chip: a strided or repeated (stride 0) read of the box it covers
         view = tuple(int(p[1]) for p in pattern)
         return access.covered(shape, pattern, offset, what), view
-    return dims, (order if hbm or order == sorted(order) else tuple(view))
+    split = bool(order) and isinstance(order[0], tuple)
+    return dims, (order if hbm or (not split and order == sorted(order)) else tuple(view))
 
 
 def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
