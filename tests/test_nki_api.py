@@ -396,3 +396,9 @@ def test_pattern_walking_an_axis_in_pieces_reads_the_box_once():
     assert [(n, kept) for _, n, kept in dims] == [(512, True), (128, True)]
     with pytest.raises(access.NotABox):  # rows 0, 2, 4, ...: a stride, no box
         access.decompose((512, 128), [[256, 128], [1, 128]], 0, "t")
+
+
+def test_vector_read_again_into_a_tile_of_its_size():
+    b = bytes_of(traced("vector_twice", {"vec": ((1024,), "bf16")}))
+    # 1024 x 2 B read twice (two DMAs), the (128, 8) tile stored once
+    assert b["vec"] == (4_096, 0) and b["out"] == (0, 2_048)

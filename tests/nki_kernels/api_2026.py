@@ -393,3 +393,16 @@ def split_rows(x):
     nisa.dma_copy(dst=t, src=x.ap(pattern=[[c, 128], [128 * c, r // 128], [1, c]], offset=0))
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def vector_twice(vec):
+    """A (1024,) vector read whole as a (1, 1024) row, then again into a (128, 8) tile (its one
+    axis walked in two pieces)."""
+    out = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, 1024), dtype=vec.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=vec)
+    t = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=vec)
+    nisa.dma_copy(dst=out, src=t)
+    return out

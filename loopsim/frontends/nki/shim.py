@@ -815,6 +815,17 @@ def _flat_reshaped(dst, src):
                 [n for n in b.shape if n != 1] and not (t.logical.loaded or t.logical.output):
             r = t.reshape(b.shape).full()
             return (b, r) if not swap else (r, b)
+    # a run along one dimension of an HBM tensor into a whole tile of as many elements: the
+    # tile's axes walk that dimension in pieces (row-major)
+    if isinstance(src, HbmTensor):
+        src = src.full()
+    if isinstance(src, HbmView) and src.order is None and src._shape is None and \
+            isinstance(dst, Tile) and dst.view_shape is None and len(dst.shape) > 1:
+        kept = [d for d, (_, n, k) in enumerate(src.dims) if k and n != 1]
+        if len(kept) == 1 and src.dims[kept[0]][1] == dst.size and dst.shape != src.shape:
+            import math as _m
+            order = [(kept[0], _m.prod(dst.shape[i + 1:])) for i in range(len(dst.shape))]
+            return dst, HbmView(src.tensor, src.dims, order, tuple(dst.shape))
     return dst, src
 
 
