@@ -206,3 +206,12 @@ def test_production_style_package_kernel_with_config_object_and_access_patterns(
     q, k, _ = q_of(KERNELS / "prodlike" / "kernel.py", func, **kw)
     assert q == 3 * 1024 * 2048 * 2 == 12_582_912
     assert [lp.extent // lp.step for lp in loops(k.body)] == [8]
+
+
+def test_a_search_loop_that_returns_from_inside_runs_concretely():
+    """``_widest_tile(1536)`` returns 512 from inside its range loop (cols % w == 0 is a Python
+    value). x 256 x 1536 bf16 copied in 128 x 512 tiles: Q = 2 x 256 x 1536 x 2 = 1,572,864; the
+    copy is 2 x 3 loops."""
+    q, k, rec = q_of(KERNELS / "idioms.py", "searched_copy", args={"x": ((256, 1536), "bf16")})
+    assert q == 2 * 256 * 1536 * 2
+    assert [lp.extent // lp.step for lp in loops(k.body)] == [2, 3]

@@ -56,6 +56,7 @@ class Recorder:
         self.concrete = frozenset(concrete)
         self.sites: set = set()
         self.notes: list[str] = []  # what the trace assumed or stubbed, for the report
+        self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -87,6 +88,9 @@ class Recorder:
 
     @property
     def body(self) -> list:
+        if self.pending is not None:
+            e, self.pending = self.pending, None
+            raise e
         return self.stack[-1].body if self.stack else self.root
 
     @property
@@ -577,21 +581,40 @@ def _squeezed(shape) -> list:
 class IterFrame:
     """One iteration of a loop traced concretely: what it recorded, until the loop re-rolls."""
 
-    __slots__ = ("var", "body", "index")
+    __slots__ = ("var", "body", "index", "owner")
 
-    def __init__(self, var: LoopVar, index: int):
-        self.var, self.index, self.body = var, index, []
+    def __init__(self, var: LoopVar, index: int, owner=None):
+        self.var, self.index, self.body, self.owner = var, index, [], owner
+
+
+def _close_above(rec: Recorder, frame) -> None:
+    """Close every loop left open above ``frame`` on the stack (a ``return`` or ``break`` out of
+    a loop traced concretely): each one's recorded iterations, the last one partial, re-roll
+    where they can. A symbolic loop left so cannot know its trip count: it must run concretely."""
+    from loopsim.frontends.nki.reroll import reroll
+
+    while rec.stack and rec.stack[-1] is not frame:
+        top = rec.stack.pop()
+        if isinstance(top, IterFrame) and top.owner is not None:
+            it = top.owner
+            it.i = it.var.trips  # finished: a later next() stops
+            rec.body.extend(reroll(it.var, it.bodies + [top.body], rec.notes))
+        else:
+            raise NeedsConcrete(f"loop {top.var.name} was left early (break or return)",
+                                {top.var.site} if top.var.site else set())
 
 
 class _ConcreteIter:
     """Yields the loop's integer indices, one recorded iteration each; at the end the
     iterations are re-rolled into one loop where their tiles move affinely
-    (:func:`loopsim.frontends.nki.reroll.reroll`)."""
+    (:func:`loopsim.frontends.nki.reroll.reroll`). Left early (``break``/``return``: the
+    iterator is dropped unfinished), the iterations recorded so far stand for the loop."""
 
     def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
         self.rec, self.var, self.start, self.step = rec, var, start, step
         self.i = -1
         self.bodies: list[list] = []
+        self.frame = None
 
     def __iter__(self):
         return self
@@ -603,25 +626,48 @@ class _ConcreteIter:
         if self.i >= self.var.trips:
             raise StopIteration
         if self.i >= 0:
-            top = rec.stack[-1] if rec.stack else None
-            if not isinstance(top, IterFrame) or top.var is not self.var:
+            if self.frame not in rec.stack:
                 raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
                                  "not run to its end): not modelled")
+            _close_above(rec, self.frame)
             rec.stack.pop()
-            self.bodies.append(top.body)
+            self.bodies.append(self.frame.body)
         self.i += 1
         if self.i == self.var.trips:
+            self.frame = None
             rec.body.extend(reroll(self.var, self.bodies, rec.notes))
             raise StopIteration
-        rec.stack.append(IterFrame(self.var, self.i))
+        self.frame = IterFrame(self.var, self.i, self)
+        rec.stack.append(self.frame)
         return self.start + self.step * self.i
+
+    def __del__(self):
+        rec, f = self.rec, self.frame
+        if f is not None and self.i < self.var.trips and rec.running and rec.stack and \
+                any(x is f for x in rec.stack):
+            try:
+                _close_above(rec, f)
+                rec.stack.pop()
+                self.i = self.var.trips
+                self.frame = None
+                rec.body.extend(_reroll()(self.var, self.bodies + [f.body], rec.notes))
+            except NeedsConcrete as e:
+                rec.pending = e
+
+
+def _reroll():
+    from loopsim.frontends.nki.reroll import reroll
+
+    return reroll
 
 
 class _LoopIter:
-    """Yields the loop's symbolic index once; the second ``next`` closes the loop's record."""
+    """Yields the loop's symbolic index once; the second ``next`` closes the loop's record.
+    Left early (``break``/``return``), it asks for the loop to run concretely."""
 
     def __init__(self, rec: Recorder, var: LoopVar, start: int, step: int):
         self.rec, self.var, self.start, self.step, self.state = rec, var, start, step, 0
+        self.node = None
 
     def __iter__(self):
         return self
@@ -630,14 +676,20 @@ class _LoopIter:
         rec = self.rec
         if self.state == 0:
             self.state = 1
-            node = LoopRec(self.var)
+            node = self.node = LoopRec(self.var)
             rec.body.append(node)
             rec.stack.append(node)
             return Sym({self.var: self.step}, self.start)
         if self.state == 1:
-            if not rec.stack or rec.stack[-1].var is not self.var:
+            if not any(x is self.node for x in rec.stack):
                 raise TraceError(f"loop {self.var.name} was left early (break, or an inner loop "
                                  "not run to its end): not modelled")
+            _close_above(rec, self.node)
             rec.stack.pop()
             self.state = 2
         raise StopIteration
+
+    def __del__(self):
+        if self.state == 1 and self.rec.running and self.var.site is not None:
+            self.rec.pending = NeedsConcrete(f"loop {self.var.name} was left early (break or "
+                                             "return)", {self.var.site})

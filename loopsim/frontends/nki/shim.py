@@ -14,6 +14,7 @@ import contextlib
 import sys
 import types
 
+from loopsim.base.limits import check_int
 from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
@@ -158,6 +159,8 @@ def _range(kind):
                                  "(a bound that depends on a loop index is not modelled)")
         if step <= 0:
             raise TraceError(f"{kind} step must be > 0")
+        for x in (start, stop, step):
+            check_int(x, f"{kind} bound", TraceError, what="loop bound")
         trips = max(0, -(-(stop - start) // step))
         if trips == 0:
             return iter(())

@@ -12,9 +12,11 @@ from __future__ import annotations
 from loopsim.frontends.nki.errors import TraceError
 
 
-class NeedsConcrete(TraceError):
+class NeedsConcrete(BaseException):
     """A loop index was used as a Python value: trace the loops at ``sites`` (file, line)
-    concretely. Raised to the loader, which retries; shown as a plain TraceError otherwise."""
+    concretely. Raised to the loader, which retries (a BaseException, so that a kernel's own
+    ``except ValueError`` or ``except Exception`` does not swallow it); the loader shows it as a
+    TraceError when it cannot help."""
 
     def __init__(self, msg: str, sites):
         super().__init__(msg)
