@@ -231,7 +231,18 @@ class Recorder:
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
             if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
-                raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+                if math.prod(src.shape) != math.prod(dst.shape):
+                    raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+                # a load that reshapes ([1024] into [128, 8]): its bytes are exact; the tile is
+                # not followed element by element on chip (a broadcast operand, say)
+                from loopsim.frontends.nki import work
+
+                self.notes.append(f"{work.call_site(self)}: a load reshapes {lg.name}{list(src.shape)} "
+                                  f"into {dst!r}; its bytes count, its elements are not followed on chip")
+                ev = LoadEv(ref, (), line, dst.buf)
+                self.body.append(ev)
+                dst.buf.binding = Binding(self._const(), ())
+                return ev
             absorbed = self.bind(dst, ref, axis_of)
             self._vote(dst, weak=True)
             order = [r.var for r in self.stack if isinstance(r, LoopRec)]
