@@ -54,7 +54,7 @@ SHAPES: dict[str, dict] = {
         "kwargs": ["mx_dtype=float8_e4m3fn_x4"]},
     "kernel_on_device_quantize_matmul_mx": {
         "args": ["stationary_mx_data=128x128:float8_e4m3fn_x4", "stationary_mx_scale=16x128:uint8",
-                 "moving_data_bf16=512x512"],
+                 "moving_data_bf16=128x2048"],
         "kwargs": ["stationary_mx_dtype=float8_e4m3fn_x4", "moving_mx_dtype=float8_e4m3fn_x4"]},
     "kernel_copy_strided_quantize_matmul_mx": {
         "args": ["stationary_hbm=512x128", "moving_hbm=512x512"],

@@ -42,3 +42,19 @@ def compiled_kernels(monkeypatch):
     from loopsim.sim import _jit
 
     monkeypatch.setattr(_jit, "PLAIN_BUDGET", 0)
+
+
+# The fuzz tests draw from a new random seed on every run, printed in the session header so that a
+# failure can be replayed (LOOPSIM_FUZZ_SEED=N). Set here, before any test module reads it.
+os.environ.setdefault("LOOPSIM_FUZZ_SEED", str(int.from_bytes(os.urandom(4), "little")))
+
+
+def pytest_report_header(config):
+    return (f"loopsim fuzz seed: {os.environ['LOOPSIM_FUZZ_SEED']} "
+            f"(replay a failure with LOOPSIM_FUZZ_SEED={os.environ['LOOPSIM_FUZZ_SEED']})")
+
+
+def pytest_terminal_summary(terminalreporter):
+    fuzz = sys.modules.get("tests.fuzzgen")
+    if fuzz is not None and fuzz.SUMMARY:
+        terminalreporter.write_line(f"loopsim fuzz (seed {os.environ['LOOPSIM_FUZZ_SEED']}): " + "; ".join(fuzz.SUMMARY))

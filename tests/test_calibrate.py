@@ -142,9 +142,20 @@ def test_profile_entries(tmp_path, capsys):
     ([{"spec": "nope", "time_s": 1}], "nope"),
     ([{"total_time": 1e-3}], "no FLOP count"),
     ([3], "expected an object with spec and time_s"),
+    ([{"spec": "copy", "time_s": 5e-324}], "time_s=5e-324 is below 1e-12 s"),
+    ([{"W": -1, "Q": 5, "time_s": 1}], "[0].W=-1 must be an integer count from 0 to 2^62"),
+    ([{"W": 0, "Q": 5.5, "time_s": 1}], "[0].Q=5.5 must be an integer count"),
+    ([{"W": 0, "Q": 10**30, "time_s": 1}], "[0].Q: an integer of 100 bits exceeds 2^62"),
+    ([{"spec": "copy", "time_s": 10**400}], "[0].time_s: an integer of 1329 bits is not a time"),
+    ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "malformed JSON: Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
 ])
 def test_bad_measurement_files(tmp_path, capsys, entries, match):
-    f = _write(tmp_path, entries)
+    if isinstance(entries, str):  # raw text json.dumps would not make
+        (tmp_path / "m.json").write_text(entries)
+        f = str(tmp_path / "m.json")
+    else:
+        f = _write(tmp_path, entries)
     out = tmp_path / "x.toml"
     assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 2
     err = capsys.readouterr().err
@@ -369,3 +380,82 @@ def test_the_nest_gives_each_measurement_its_transfers():
     hw = hardware.load("trn2-core")
     m = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m")
     assert m.transfers == 272   # 128 loads of A, 128 of B, 16 stores of C (fidelity.md's dma report)
+
+
+def test_a_time_on_an_unfitted_roof_is_called_a_bound(tmp_path, capsys):
+    # one memory-bound matmul fits bw only; projection is compute-bound on the spec P, which the
+    # calibrated sheet keeps: its T is a bound, and entitle says so instead of "predicted"
+    f = _write(tmp_path, [{"spec": "matmul", "time_s": 200e-6}])
+    out = tmp_path / "one.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 0
+    capsys.readouterr()
+    argv = ["entitle", "projection", "-H", str(out), "--roofs", "measured"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "T (bound)" in text and "T (predicted)" not in text
+    assert "the compute roof that sets T was not fitted by calibrate" in text
+    assert main(argv + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limit_roof_fitted"] is False
+    assert main(["entitle", "matmul", "-H", str(out), "--roofs", "measured", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    # matmul itself: memory-bound on the fitted bw, a prediction; but its compute side is spec
+    assert d["limit"] == "memory" and d["limit_roof_fitted"] is True
+    assert d["T_caveat"] == "its compute roof is the spec one, not fitted: T is at least this"
+    # copy has no FLOPs: nothing rests on the spec P
+    assert main(["entitle", "copy", "-H", str(out), "--roofs", "measured", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["limit_roof_fitted"] is True and d["T_caveat"] is None
+
+
+def test_a_lower_ceiling_on_calibrated_roofs_is_a_bound():
+    # a ceiling computed from the sheet's documented numbers (the Tensor Engine's) is never fitted
+    from loopsim.model.measured import roof_status
+
+    cal = hardware.load("trn2-core").with_roofs("spec")
+    assert roof_status(cal, "tensor_engine", "bf16", 1, 1) == (True, "")  # spec roofs: as before
+    class Measured:  # the three fields roof_status reads of a calibrated sheet
+        roofs = "measured"
+
+        @staticmethod
+        def roof_unfitted(limit, dtype):
+            return False
+    ok, why = roof_status(Measured, "tensor_engine", "bf16", 1, 1)
+    assert not ok and why.startswith("the tensor_engine ceiling that sets T is computed from the "
+                                     "sheet's documented numbers")
+
+
+def test_calibrate_json_output_is_an_input_again(tmp_path, capsys):
+    # calibrate --json's measurements rows carry W, Q, time_s and a label: calibrate reads them back
+    # (same fit) and --measured matches them to tilings by label
+    f = _write(tmp_path, [{"spec": "copy", "time_s": 230e-6, "label": "copy R=4096"},
+                          {"spec": "copy", "set": {"R": 8192}, "time_s": 450e-6, "label": "copy R=8192"}])
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "a.toml"), "--json"]) == 0
+    first = capsys.readouterr().out
+    (tmp_path / "fit.json").write_text(first)
+    assert main(["calibrate", str(tmp_path / "fit.json"), "-H", "trn2-core", "-o",
+                 str(tmp_path / "b.toml"), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["bw"] == json.loads(first)["bw"] == round(
+        (sum(x * x for x in (Fraction(67108864) / Fraction(230e-6), Fraction(134217728) / Fraction(450e-6))))
+        / (Fraction(67108864) / Fraction(230e-6) + Fraction(134217728) / Fraction(450e-6)))
+    assert [m["transfers"] for m in again["measurements"]] == [m["transfers"] for m in json.loads(first)["measurements"]]
+    assert main(["compare", "copy", "--vary", "R=4096,8192", "-H", "trn2-core", "--measured",
+                 str(tmp_path / "fit.json"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["label"]: r["measured"]["T"] for r in rows} == {"copy R=4096": 230e-6, "copy R=8192": 450e-6}
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**12), st.integers(1, 10**10), st.floats(1e-7, 1e-2),
+                          st.sampled_from(["bf16", "fp8"])), min_size=1, max_size=5))
+def test_the_choice_is_never_beaten_by_a_simpler_assignment(kernels):
+    # any times: the chosen assignment has the lowest in-sample RMS among those fitting as few
+    # roofs or fewer (within its class of roofs above spec), and every row is predicted
+    hw = hardware.load("trn2-core")
+    ms = [calibrate.Measurement(f"k{i}", W, Q, d, t) for i, (W, Q, t, d) in enumerate(kernels)]
+    spec = hw.with_roofs("spec")
+    best, cands = calibrate._choose(ms, spec.bw, dict(spec.flops))
+    for c in cands:
+        if len(c.above_spec) == len(best.above_spec) and c.n_fitted <= best.n_fitted:
+            assert best.rms <= c.rms + 1e-9
+    fit = calibrate.fit(ms, hw)
+    assert len(fit.rows) == len(ms) and all(r.predicted_s > 0 for r in fit.rows)

@@ -72,7 +72,7 @@ def test_tiles_respect_hardware_limits():
     (["--formula", "M", "--vary", "M=a..5"], "--vary M=a..5: 'a' is not an integer"),
     (["--formula", "M", "--vary", "Q=1..3"], "--vary Q: tilings/matmul.toml has no parameter Q"),
     (["--formula", "M", "--vary", "TN=600..700"], "every value exceeds trn2-core's limit of 512"),
-    (["--formula", "M", "--examples", "0"], "--examples=0 must be a positive integer"),
+    (["--formula", "M", "--examples", "0"], "--examples 0 is not between 1 and 100,000"),
     (["--formula", "M", "--vary", "M=1..3", "--set", "M=2"], "give one or the other"),
     (["--formula", "M", "--vary", "M=1..3", "--vary", "M=5..6"], "--vary M: given twice"),
 ])

@@ -28,7 +28,7 @@ def _hand_matmul(tm, tn, M=1024, N=1024, K=1024):
 
 def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     rows = _json(capsys, ["compare", "matmul", "--hardware", "trn2-core", "--vary", "TN=128,256,512",
-                          "--vary", "TM=64,128", "--json"])
+                          "--vary", "TM=64,128", "--model", "roofline", "--json"])
     assert {(r["params"]["TM"], r["params"]["TN"]) for r in rows} == set(
         itertools.product((64, 128), (128, 256, 512)))
     assert [r["T_best"] for r in rows] == sorted(r["T_best"] for r in rows)
@@ -47,7 +47,8 @@ def test_ties_on_t_are_broken_by_q_then_sbuf_peak():
     # two compute-bound rows share T = W/P and Q (everything crosses once); the one holding
     # less SBUF ranks first, whatever order they were listed in
     for tf in ((128, 512), (512, 128)):
-        rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2)
+        rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2,
+                                 model="roofline")
         a, b = rows[0].analysis, rows[1].analysis
         assert a.limit == b.limit == "compute" and a.T == pytest.approx(b.T) and a.Q == b.Q
         assert a.sbuf_peak_bytes < b.sbuf_peak_bytes

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from loopsim.base.errors import HardwareError
+
 from loopsim.targets.neuron import dma
 from loopsim.targets import hardware
 from loopsim.model import pipeline
@@ -114,12 +116,34 @@ def test_dma_ceiling_is_the_per_core_table(name, per_core):
     assert hw.dma_bw < hw.bw
 
 
-def test_relative_throughput_reads_the_figure():
-    assert dma.relative_throughput(2048) == pytest.approx(0.815)
-    assert dma.relative_throughput(1 << 20) == 1.0
-    assert dma.relative_throughput(16) == pytest.approx(0.016 / 2)
+def test_relative_throughput_reads_the_sheets_curve():
+    # the bundled sheets carry the [S10] figure's bar heights as [dma] throughput, in permille
+    curve = hardware.load("trn2-core").dma_curve
+    assert dma.relative_throughput(2048, curve) == pytest.approx(0.815)
+    assert dma.relative_throughput(1 << 20, curve) == 1.0
+    assert dma.relative_throughput(16, curve) == pytest.approx(0.016 / 2)
     # halfway between 1 KiB and 2 KiB in log2: halfway between the two bar heights
-    assert dma.relative_throughput(2 ** 10.5) == pytest.approx((0.423 + 0.815) / 2)
+    assert dma.relative_throughput(2 ** 10.5, curve) == pytest.approx((0.423 + 0.815) / 2)
+
+
+def test_the_curve_is_sourced_sheet_data(tmp_path):
+    hw = hardware.load("trn1-core")
+    v = hw.value("dma.throughput")
+    assert dict(hw.dma_curve)[4096] == 0.965 and "4096 B 96.5%" in v.value
+    assert v.source.kind == "doc" and v.source.doc == "S10"
+    assert "[S10]" in hw.dma_curve_source
+    text = (hardware._bundled_dir() / "trn1-core.toml").read_text(encoding="utf-8")
+    # without the curve there is no estimate (the ceiling itself does not use it)
+    start = text.index("throughput = {")
+    bare = text[:start] + text[text.index("\n", start) + 1:]
+    p = tmp_path / "bare.toml"
+    p.write_text(bare, encoding="utf-8")
+    r = dma.report(spec.load_kernel("copy"), hardware.load(str(p)))
+    assert r.estimate_s is None and r.T == dma.report(spec.load_kernel("copy"), hw).T
+    # a curve that does not end at the peak is refused, naming the point
+    p.write_text(text.replace("[32768, 1000]", "[32768, 990]"), encoding="utf-8")
+    with pytest.raises(HardwareError, match=r"dma\.throughput\.permille\[10\]\[1\]=990 must be 1000"):
+        hardware.load(str(p))
 
 
 def test_as_dict_round_numbers():
@@ -136,7 +160,7 @@ def test_verdict_carries_the_dma_ceiling():
     from loopsim.model import pipeline
 
     hw = hardware.load("trn1-core")  # DMA 272 GB/s < HBM share 410 GB/s: the DMA binds
-    a = pipeline.analyze(pipeline.load("copy"), hw)
+    a = pipeline.analyze(pipeline.load("copy"), hw, model="roofline")
     q = 2 * 4096 * 4096 * 2
     assert a.times["dma"] == pytest.approx(q / (272 * GB)) and a.times["memory"] == pytest.approx(q / hw.bw)
     assert a.limit == "dma" and a.T == a.times["dma"]
@@ -146,7 +170,7 @@ def test_verdict_carries_the_dma_ceiling():
     assert lru.times["dma"] == pytest.approx(lru.Q / (272 * GB))
     # measured roofs already are the memory side as achieved: no DMA ceiling on top
     cal = hardware.loads(_calibrated("trn1-core"), "cal.toml")
-    m = pipeline.analyze(pipeline.load("copy"), cal.with_roofs("measured"))
+    m = pipeline.analyze(pipeline.load("copy"), cal.with_roofs("measured"), model="roofline")
     assert "dma" not in m.times and m.limit == "memory"
 
 
@@ -181,6 +205,46 @@ def test_byte_sums_stay_exact_past_int64():
     w = np.array([2**30, 5], dtype=np.int64)
     assert dma._dot(a, w) == 2**70 + 15  # Python ints where int64 would wrap
     assert dma._dot(a[1:], w[1:]) == 15 and dma._dot(a[:0], w[:0]) == 0
+
+
+# -- a buffer filled by a loop of transfers (``load A[:, m] by TILE_K``) ---------------------------
+
+
+def test_hoist_load_is_one_transfer_per_tile_the_tutorial_copies():
+    """nki_matmul_hoist_load_ fills its lhsT column and rhs row with `for k: dma_copy(tile)`: at
+    M=4096, K=1024, N=2048 (bf16) that is 32 m x 8 k lhsT tiles of 128 x 128 (256 B per partition),
+    32 m x 4 n x 8 k rhs tiles of 128 x 512 (1 KiB) and 32 x 4 result stores of 128 x 512 (1 KiB):
+    256 + 1024 + 128 = 1408 transfers, every byte below 2 KiB per partition. Q is unchanged."""
+    k = spec.load_kernel(str(spec.locate("nki_tutorial/2_hoist_load")))
+    r = dma.report(k, hardware.load("trn1-core"))
+    assert r.transfers == 256 + 1024 + 128
+    assert {s.text: s.partition_bytes for s in r.statements} == {
+        "load lhsT[:, m] by 128": ((256, 256),), "load rhs[:, n] by 128": ((1024, 1024),),
+        "store result[m, n]": ((1024, 128),)}
+    assert r.small_share == 1.0
+    assert r.bytes == 1024 * 4096 * 2 + 32 * 1024 * 2048 * 2 + 4096 * 2048 * 2
+
+
+def test_fully_optimized_transfer_sizes_by_hand():
+    """nki_matmul_fully_optimized_ at its defaults: per (n-block, k-block) 8 rhs transfers of
+    128 x 1024 (2 KiB per partition); per (n, k, m-block) 8 lhsT transfers of 128 x 2048 (4 KiB);
+    per (n-block, m-tile) one result store of 128 x 1024 (2 KiB): 16 + 32 + 64 = 112."""
+    k = spec.load_kernel(str(spec.locate("nki_tutorial/4_fully_optimized")))
+    r = dma.report(k, hardware.load("trn1-core"))
+    assert r.partition_bytes == ((2048, 80, 80 * 128 * 2048), (4096, 32, 32 * 128 * 4096))
+
+
+def test_chunks_on_both_axes_and_a_ragged_rest(tmp_path):
+    """`load X[:, :] by 100, 48` of a 250 x 100 fp32 tensor: rows 100, 100, 50 by columns 48, 48,
+    4 -> 9 transfers; per partition (128 partitions) 48*4 = 192 B or 4*4 = 16 B."""
+    p = tmp_path / "c.toml"
+    p.write_text('[kernel]\nname = "c"\n[tensors]\nX = { shape = [250, 100], dtype = "fp32" }\n'
+                 'Y = { shape = [250, 100], dtype = "fp32", output = true }\n'
+                 "[nest]\nbody = '''\nload X[:, :] by 100, 48\nstore Y[:, :]\n'''\n")
+    r = dma.report(spec.load_kernel(str(p)), hardware.load("trn2-core"))
+    ld = r.statements[0]
+    assert ld.transfers == 9 and ld.bytes == 250 * 100 * 4
+    assert ld.partition_bytes == ((16, 3), (192, 6))
 
 
 def test_a_flat_machine_has_no_dma_ceiling(capsys):

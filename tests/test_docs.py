@@ -14,7 +14,7 @@ ROOT = docblocks.ROOT
 DOC_FILES = ("README.md", "docs/index.md", "docs/tutorial.md", "docs/spec.md", "docs/hardware.md",
              "docs/counting.md", "docs/fusion.md", "docs/ceilings.md", "docs/plots.md",
              "docs/formulas.md", "docs/api.md", "docs/development.md", "docs/nki.md",
-             "docs/fidelity.md", "docs/model.md", "docs/search.md", "docs/pages.md",
+             "docs/fidelity.md", "docs/model.md", "docs/search.md", "docs/pages.md", "docs/timeline.md",
              *(f"docs/days/day{d}.md" for d in range(1, 8)))
 
 BLOCKS = [b for f in DOC_FILES if (ROOT / f).exists()

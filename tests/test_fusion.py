@@ -103,7 +103,7 @@ def test_gelu_alone_is_89_5_us_of_data_movement():
     up = next(s for s in rep.steps if s.op == "h")
     assert (up.engine, up.W) == ("tensor", 2 * B * D * F)
     assert sum(s.Q for s in rep.steps) == Q_UNFUSED
-    assert rep.limit == "compute"  # 437 us of matmuls against 246 us of HBM
+    assert analyze("mlp_unfused", DAY5, model="roofline").limit == "compute"  # 437 us of matmuls against 246 us of HBM
     fused = analyze("mlp_fused", DAY5)
     assert next(s for s in fused.steps if s.kind == "gelu").Q == 0  # (mlp_fused names ops by output: g)
     assert sum(s.Q for s in fused.steps) == Q_FUSED
@@ -229,7 +229,7 @@ def test_shrinking_sbuf_spills_and_says_so(capsys):
 
 
 def test_cli_json_and_single_kernel_specs_unchanged(capsys):
-    assert main(["entitle", "mlp_unfused", "--hardware", "trn2-core", "--json"]) == 0
+    assert main(["entitle", "mlp_unfused", "--hardware", "trn2-core", "--model", "roofline", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["Q"] == Q_UNFUSED and d["W"] == W_MLP
     assert [s["op"] for s in d["steps"]] == ["h", "g", "y"]

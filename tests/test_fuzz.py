@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from loopsim.targets import hardware
@@ -24,8 +24,15 @@ from loopsim.frontends import spec
 from loopsim.cli.main import main
 
 EXAMPLES = int(os.environ.get("LOOPSIM_FUZZ_EXAMPLES", "40"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100,
-                suppress_health_check=list(HealthCheck))
+#: a new seed every run, printed in the session header (tests/conftest.py): a failure replays
+#: with LOOPSIM_FUZZ_SEED=N (no example database, so the seed alone decides the examples)
+SEED = int(os.environ.get("LOOPSIM_FUZZ_SEED", "0"))
+_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=False, database=None,
+                     suppress_health_check=list(HealthCheck))
+
+
+def FUZZ(test):
+    return seed(SEED)(_SETTINGS(test))
 BASE = spec.locate("matmul").read_text(encoding="utf-8")
 SHEET = (hardware._bundled_dir() / "toy.toml").read_text(encoding="utf-8")
 WORK = Path(tempfile.mkdtemp(prefix="loopsim-fuzz-"))

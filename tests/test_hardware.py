@@ -298,7 +298,7 @@ MALFORMED = [
                                 ', assumed = true'),
      r"/bad\.toml: tensor\.mm_init_cycles\.reason=<missing> must say why the value is assumed$"),
     ("assumed elsewhere", ('engines = { value = 16,', 'engines = { value = 16, assumed = true, reason = "x",'),
-     r"/bad\.toml: dma\.engines\.assumed=True is only allowed on tensor\.mm_init_cycles$"),
+     r"/bad\.toml: dma\.engines\.assumed=True is only allowed on tensor\.mm_init_cycles and timeline\.\*$"),
     ("bad alternative per", ('per = "device", source = "S5", quote = "96 GiB',
                              'per = "chip", source = "S5", quote = "96 GiB'),
      r"/bad\.toml: hbm\.device_bw\.alternatives\[0\]\.per='chip' must be one of: device, core, factor, value$"),

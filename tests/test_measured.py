@@ -117,10 +117,16 @@ def test_identities(W, Q, T):
     ({"time_s": 1e-3, "Raw Flops": 1.5}, "Raw Flops=1.5 must be a whole number"),
     ({"time_s": 1e-3, "hbm_write_bytes": -2}, "hbm_write_bytes=-2 must be >= 0"),
     ([1, 2], "expected a JSON object"),
+    ({"time_s": 1e-3, "hardware_flops": 10**400}, "hardware_flops=a 401-digit integer exceeds"),
+    ('{"time_s": 1' + "0" * 5000 + "}", "malformed JSON: Exceeds the limit"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    ('{"time_s": 1e-3, "pad": "' + "x" * (1 << 20) + '"}', "more than the 1,048,576 a measured file may have"),
+    ({"time_s": 1e-3, "instruction": [{"nki_source_location": 3, "duration": 1}]},
+     "instruction[0]: nki_source_location=3, duration=1: expected a 'file.py:LINE' string"),
 ])
 def test_bad_measured_files(tmp_path, capsys, content, match):
     f = tmp_path / "m.json"
-    f.write_text(json.dumps(content))
+    f.write_text(content if isinstance(content, str) else json.dumps(content))
     assert main(["entitle", "matmul", "--hardware", "trn2-core", "--measured", str(f)]) == 2
     err = capsys.readouterr().err
     assert match in err and f"--measured {f}" in err and len(err.strip().splitlines()) == 1
@@ -257,8 +263,10 @@ def test_a_measured_record_never_runs_its_spec(tmp_path, capsys, monkeypatch):
     (tmp_path / "evil.py").write_text('open("EXECUTED", "w").write("x")\n')
     f = tmp_path / "m.json"
     f.write_text(json.dumps([{"spec": "evil.py::f", "time_s": 1e-4}]))
-    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 0
-    assert "T_measured" in capsys.readouterr().out  # one record, one tiling: it is that tiling's
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", str(f)]) == 2
+    assert "none of its 1 records names a tiling analysed here" in capsys.readouterr().err
+    assert main(["entitle", "copy", "-H", "trn2-core", "--measured", f"copy={f}"]) == 0
+    assert "T_measured" in capsys.readouterr().out  # LABEL= gives the one record to that tiling
     assert not (tmp_path / "EXECUTED").exists()
 
 

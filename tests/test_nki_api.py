@@ -37,7 +37,7 @@ def traced(func, args, **kw):
 
 def bytes_of(kernel) -> dict:
     c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.hbm_bytes,
+    return {"W": c.flops, "Q": c.Q,
             **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
@@ -127,6 +127,9 @@ def test_reshape_groups_and_binding_split_and_merge():
     two = Binding(b.logical, (DimMap(Sym({}, 0), 128, ((1, 1),)), DimMap(Sym({}, 0), 4, ((2, 1),))))
     with pytest.raises(TraceError, match="mixes dimensions"):
         access.reshape_binding(two, (1, 128, 4), (1, 512), "t")
+    # the reshaped view then holds the whole tile: the merged axis runs along no dimension
+    held = access.collapsed_binding(two, (1, 128, 4), (1, 512))
+    assert [dm.axes for dm in held.dims] == [(), ()] and [dm.size for dm in held.dims] == [128, 4]
 
 
 def test_broadcast_column_is_read_once_and_the_add_counts_the_big_tile():
@@ -202,7 +205,7 @@ def test_loop_reduce_sums_k_blocks_in_sbuf():
 def test_tensor_reduce_into_a_column_and_tensor_scalar_reduce():
     k = traced("row_softmax", {"x": ((128, 2048), "bf16")})
     rep = pipeline.analyze_kernel(k, TRN2)
-    assert rep.counts.hbm_bytes == 2 * 128 * 2048 * 2
+    assert rep.counts.Q == 2 * 128 * 2048 * 2
     ops = [s for s, _ in k.statements() if hasattr(s, "kind")]
     # max (tensor_reduce into row_max[:, i]) and exp (activation with that bias) of one tile
     assert [o.kind for o in ops] in (["softmax"], ["online_softmax"])
@@ -354,3 +357,23 @@ def test_pe_transpose_identity_and_collective_permute():
     assert b["ident"] == (32_768, 0)
     (w,) = [x for x in k.work if x.engine == "link"]
     assert w.call == "nki.collectives.collective_permute_implicit" and w.link_bytes == 16_384
+
+
+def test_flat_vector_dma_unit_dim_reshape_and_reinterpreting_pattern():
+    k = traced("reshaping_dmas", {"vec": ((1024,), "bf16"), "col": ((1, 128), "bf16")})
+    b = bytes_of(k)
+    # vec: 1024 x 2 B read once, out the same written; col: 128 x 2 B read twice (two DMAs)
+    assert b["vec"] == (2_048, 0) and b["out"] == (0, 2_048)
+    assert b["col"] == (512, 0)
+    assert [t.shape for t in k.tensors if t.name == "vec"] == [(128, 8)]
+
+
+def test_shuffling_reshape_holds_the_whole_tile_and_says_so():
+    from loopsim.frontends.nki.load import trace_kernel
+
+    k, rec = trace_kernel(str(API), "shuffled_store", args={"x": ((128, 4, 64), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 256 x 2 B read once, out the same written once
+    assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
+    assert any("merges axes holding different dimensions of x" in n and "ASSUMED" in n
+               for n in rec.notes)

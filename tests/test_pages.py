@@ -82,7 +82,7 @@ def test_clockwork_numbers_are_those_of_loopsim_ceilings_on_its_spec(capsys, tmp
     (["--json", "--count", "0"], "--count 0: must be 1 to 4096"),
     (["--json", "--dtype", "int4"], "--dtype int4: trn1-core has no Tensor Engine roof"),
     (["--json", "-H", "trn2-lnc2"], "the clockwork is one physical core's"),
-    (["--json", "-H", "toy"], "toy: its P is not derived from a PE array"),
+    (["--json", "-H", "toy"], "toy: the clockwork draws a NeuronCore's PE array; toy is a flat"),
     ([], "give -o FILE.html"),
 ])
 def test_clockwork_bad_input_is_one_line(capsys, argv, words):
@@ -306,13 +306,11 @@ def test_clockwork_page_in_chromium(chrome, capsys, tmp_path, k, n, rate_text, n
     assert page.errors == []
 
 
-@pytest.fixture(scope="module")
-def profile(tmp_path_factory):
-    p = tmp_path_factory.mktemp("prof") / "profile.json"
-    p.write_text(json.dumps({"summary": [{"total_time": 0.000262, "hardware_flops": 17179869184,
-                                          "transpose_flops": 0, "hbm_read_bytes": 16777216,
-                                          "hbm_write_bytes": 16777216}]}))
-    return str(p)
+#: the profiles the report is tested with: the profiler's summary shape, and a bare time
+PROFILES = {"summary": {"summary": [{"total_time": 0.000262, "hardware_flops": 17179869184,
+                                     "transpose_flops": 0, "hbm_read_bytes": 16777216,
+                                     "hbm_write_bytes": 16777216}]},
+            "time": {"time_s": 0.0002}}
 
 
 NKI_BLOCKED = ["tests/nki_kernels/matmul_isa.py::blocked", "--arg", "lhsT=1024x4096",
@@ -320,15 +318,19 @@ NKI_BLOCKED = ["tests/nki_kernels/matmul_isa.py::blocked", "--arg", "lhsT=1024x4
 
 
 @pytest.mark.parametrize("spec, extra, hw, measured", [
-    (NKI4, [], "trn1-core", True),                       # the tutorial's fully optimized kernel
-    ("mlp_unfused", [], "trn1-core", False),             # a program of three kernels
-    ("matmul_small_tiles", [], "trn1-core", False),      # lower ceilings bind
-    ("matmul_blocked", [], "toy", False),                # cannot run: exit 3, the page written
-    (NKI_BLOCKED[0], NKI_BLOCKED[1:], "trn2-core", False),  # an NKI kernel, traced
+    (NKI4, [], "trn1-core", "summary"),                  # the tutorial's fully optimized kernel
+    ("copy", [], "trn2-core", "time"),                   # W = 0; the DMA ceiling in the gap
+    ("mlp_unfused", [], "trn1-core", None),              # a program of three kernels
+    ("matmul_small_tiles", [], "trn1-core", None),       # lower ceilings bind
+    ("matmul_blocked", [], "toy", None),                 # cannot run: exit 3, the page written
+    (NKI_BLOCKED[0], NKI_BLOCKED[1:], "trn2-core", None),  # an NKI kernel, traced
 ])
-def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, extra, hw, measured):
+def test_report_page_in_chromium(chrome, capsys, tmp_path, spec, extra, hw, measured):
     out = tmp_path / "report.html"
-    opts = [*extra, "-H", hw] + (["--measured", profile] if measured else [])
+    if measured:
+        profile = tmp_path / "profile.json"
+        profile.write_text(json.dumps(PROFILES[measured]))
+    opts = [*extra, "-H", hw] + (["--measured", str(profile)] if measured else [])
     status = main(["report", spec, *opts, "-o", str(out)])
     capsys.readouterr()
     ent = json.loads(_out(capsys, ["entitle", spec, *opts, "--json"]))
@@ -341,7 +343,10 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, profile, spec, extra,
     keys = {key for key, _, _ in nums}
     assert keys >= {"T", "W", "Q", "I", "T_best", "sbuf.peak", "dma.kernels.0.transfers"}
     assert {f"tensors.{t}.r" for t in ent["tensors"]} <= keys
-    assert ("measured.gap" in keys) == measured
+    assert ("measured.gap" in keys) == bool(measured)
+    if measured:  # the gap's causes add up to the gap (the measured model's table, shown whole)
+        causes = [v for k, v, _ in nums if re.fullmatch(r"measured\.gap_table\.\d+\.seconds", k)]
+        assert causes and sum(causes) == pytest.approx(ent["measured"]["gap"], rel=1e-9)
     for key, value, t in nums:  # every number the page shows is the CLI's JSON, exactly
         want = at({"dma": dma}, key) if key.startswith("dma.") else at(ent, key)
         assert value == want, key

@@ -6,6 +6,7 @@ import json
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, strategies as st
 
 from loopsim.model import measured
 from loopsim.cli.main import main
@@ -271,3 +272,65 @@ def test_source_lines_measured_beside_predicted(tmp_path, capsys):
     assert rows[36]["predicted_dma_s"] is None                  # the add: no DMA on that line
     assert rows[33]["measured_s"] is None and rows[33]["predicted_dma_s"] == pytest.approx(each)
     assert rows[37]["statements"] == ["store z[pid0, c]"]
+
+
+@given(share=st.floats(0.001, 1.0), total=st.floats(1e-6, 10.0), as_fraction=st.booleans(),
+       engine=st.sampled_from(["dma", "tensor_engine", "vector_engine", "scalar_engine"]))
+def test_the_scale_is_read_from_any_consistent_engine_field(share, total, as_fraction, engine):
+    # an engine busy share x total of the run, its percent written either way: the scale comes back
+    raw = share if as_fraction else 100 * share
+    p = measured.parse({"total_time": total, f"{engine}_active_time": share * total,
+                        f"{engine}_active_time_percent": raw})
+    scale, why = measured.percent_scale(p)
+    assert scale == ("fraction" if as_fraction else "percent")
+    assert f"{engine}_active_time_percent against" in why
+
+
+FIELDS = sorted(set(measured._ALIASES)) + ["Total Active Time", "Hardware Flops", "unknown"]
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**400),
+                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
+                         st.sampled_from(["2.05 ms", "45%", "0.5", "1 GiB", "3 GFLOPS", "-1", "1e-3"]))
+JSON = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) |
+                    st.dictionaries(st.sampled_from(FIELDS), inner, max_size=4), max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=10))
+def test_any_summary_is_read_or_refused_in_one_line(data):
+    # whatever a file holds under the known names: a Profile, or an InputError; then the
+    # comparison and its text build, or refuse with an InputError (never another exception)
+    from loopsim.base.errors import InputError
+    from loopsim.model.entitle import Entitlement
+
+    try:
+        p = measured.parse(data, "f.json")
+        c = measured.compare(Entitlement(10**9, 10**7, 78.6432e12, 375e9), p)
+        c.as_dict(), c.lines()
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).startswith("f.json")
+
+
+def test_matmul_lines_get_their_tensor_engine_time(tmp_path, capsys):
+    # our blocked matmul (lhsT 1024 x 4096, rhs 1024 x 2048): line 88 issues every nc_matmul,
+    # K/128 x M/128 x N/512 = 8 x 32 x 4 = 1024 instructions of max(512, 64) = 512 cycles each at
+    # trn2-core's 2.4 GHz: 524,288 cycles = 218.45 µs (the array full: W/P exactly)
+    from pathlib import Path
+
+    k = Path(__file__).parent / "nki_kernels" / "matmul_isa.py"
+    assert "nisa.nc_matmul(" in k.read_text().splitlines()[87]
+    data = {"summary": [{"total_time": 1e-3, "total_active_time": 5e-4}], "instruction": [
+        {"duration": 300_000, "nki_source_location": "matmul_isa.py:88"}]}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(data))
+    assert main(["entitle", f"{k}::blocked", "--arg", "lhsT=1024x4096", "--arg", "rhs=1024x2048",
+                 "-H", "trn2-core", "--measured", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = {r["line"]: r for r in d["measured"]["source_lines"]}
+    te = 1024 * 512 / 2_400_000_000
+    # the lines add up to the verdict's ceilings: Tensor Engine (one core) and DMA
+    assert sum(r["predicted_tensor_engine_s"] or 0 for r in rows.values()) == pytest.approx(
+        d["times"]["tensor_engine"])
+    assert sum(r["predicted_dma_s"] or 0 for r in rows.values()) == pytest.approx(d["times"]["dma"])
+    assert rows[88]["measured_s"] == pytest.approx(300e-6)
+    assert rows[88]["predicted_tensor_engine_s"] == pytest.approx(te) == pytest.approx(
+        2 * 4096 * 2048 * 1024 / P_TRN2)
+    assert rows[88]["predicted_dma_s"] is None and rows[88]["statements"][0].startswith("matmul")

@@ -50,7 +50,7 @@ def test_rank_key_puts_feasible_first_then_t_q_sbuf():
 # --- evidence: a resident-B-panel matmul ranks by the Tensor Engine fill --------------------------
 
 def test_panel_matmul_ranks_full_tiles_first_at_w_over_p(capsys):
-    d = _json(capsys, ["compare", "matmul_panel", "--hardware", "trn2-core",
+    d = _json(capsys, ["compare", "matmul_panel", "--hardware", "trn2-core", "--model", "roofline",
                        "--vary", "TM=32,128", "--vary", "TK=32,128", "--json"])
     rows = d["rows"]
     W = 2 * 4096 ** 3
@@ -73,7 +73,8 @@ def test_tutorial_matmul_at_4096_cubed_ranks_by_t_not_t_best(capsys):
     # the 32 x 32 tiling's T is its Tensor Engine time, 16 W/P, against Q at the best's memory
     # side: the DMA engines' 368 GB/s on trn2 ([S10] 23 B/ns x 16), below the HBM share 375 GB/s.
     d = _json(capsys, ["compare", "matmul", "--hardware", "trn2-core", "--set", "M=4096", "--set",
-                       "N=4096", "--set", "K=4096", "--vary", "TM=32,128", "--vary", "TK=32,128", "--json"])
+                       "N=4096", "--set", "K=4096", "--vary", "TM=32,128", "--vary", "TK=32,128",
+                       "--model", "roofline", "--json"])
     rows = d["rows"]
     M = N = K = 4096
     q_top = 2 * (N // 512 * M * K + M // 128 * K * N + M * N)

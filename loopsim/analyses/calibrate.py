@@ -47,6 +47,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
 __all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
@@ -70,6 +71,9 @@ class Measurement:
             raise InputError(f"{self.label}: W = Q = 0; a measurement must move bytes or do FLOPs")
         if not (isinstance(self.time_s, (int, float)) and math.isfinite(self.time_s) and self.time_s > 0):
             raise InputError(f"{self.label}: time_s={self.time_s!r} must be a positive number of seconds")
+        if self.time_s < MIN_TIME_S:
+            raise InputError(f"{self.label}: time_s={self.time_s!r} is below {MIN_TIME_S:g} s, shorter "
+                             "than one clock cycle (about 0.4 ns): not a time to fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,7 @@ class Row:
     def as_dict(self) -> dict:
         m = self.measurement
         return {"label": m.label, "W": m.W, "Q": m.Q, "dtype": m.dtype, "time_s": m.time_s,
+                "transfers": m.transfers,
                 "predicted_s": self.predicted_s, "ratio": self.ratio, "residual": self.residual,
                 "bound": self.bound,
                 "loo_predicted_s": self.loo_predicted_s, "loo_error": self.loo_error}
@@ -482,9 +487,38 @@ def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
     return a.W, a.Q, a.dtype, a.counts.kernel, transfers
 
 
+def _hand_count(entry: dict, where: str) -> Measurement:
+    """``{"W", "Q", "time_s"[, "label", "dtype", "transfers"]}``: counts given by hand, or a row of
+    ``calibrate --json``'s ``measurements`` (its other keys are the fit's and are ignored)."""
+    vals = {}
+    for k in ("W", "Q", "transfers"):
+        v = entry.get(k)
+        if v is None and k == "transfers":
+            vals[k] = None
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2**62:
+            raise InputError(f"{where}.{k}={v!r} must be an integer count from 0 to 2^62"
+                             if not isinstance(v, int) or abs(v) <= 2**62 else
+                             f"{where}.{k}: an integer of {v.bit_length()} bits exceeds 2^62")
+        vals[k] = v
+    t = entry.get("time_s")
+    if isinstance(t, int) and not isinstance(t, bool) and abs(t) > 2**62:
+        raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
+    label, dtype = entry.get("label", where), entry.get("dtype", "bf16")
+    if not isinstance(label, str) or not label:
+        raise InputError(f"{where}.label={label!r} must be a non-empty string")
+    if not isinstance(dtype, str):
+        raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
+    return Measurement(label, vals["W"], vals["Q"], dtype, float(t), vals["transfers"])
+
+
 def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = False) -> Measurement:
     """One entry of a measurements file: ``{"spec", "set", "time_s"[, "label", "dtype"]}`` (W and
-    Q from the nest) or a profiler summary (W and Q from the profile, see loopsim.model.measured).
+    Q from the nest), ``{"W", "Q", "time_s"[, ...]}`` (hand counts, or a row of ``calibrate
+    --json``'s ``measurements``), or a profiler summary (W and Q from the profile, see
+    loopsim.model.measured).
 
     The file is data: a ``"spec"`` naming a kernel file (``PATH.py::FUNCTION``), which tracing would
     EXECUTE, is refused unless ``allow_kernel_refs`` (the CLI's ``--allow-kernel-refs``)."""
@@ -493,6 +527,8 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
     if not isinstance(entry, dict):
         raise InputError(f"{where}: expected an object with spec and time_s, or a profiler "
                          f"summary; got {type(entry).__name__}")
+    if "spec" not in entry and "W" in entry and "Q" in entry:
+        return _hand_count(entry, where)
     if "spec" not in entry:
         p = measured.parse(entry, where)
         w, (q, _) = p.work(), p.traffic()
@@ -515,8 +551,13 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
             isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in sets.items()):
         raise InputError(f"{where}.set={sets!r} must be an object of NAME: integer")
     t = entry.get("time_s")
+    if isinstance(t, int) and not isinstance(t, bool) and abs(t) > 2**62:
+        raise InputError(f"{where}.time_s: an integer of {t.bit_length()} bits is not a time in seconds")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise InputError(f"{where}.time_s={t!r} must be a positive number of seconds")
+    if not MIN_TIME_S <= t <= MAX_TIME_S:
+        raise InputError(f"{where}.time_s={t!r} s is outside {MIN_TIME_S:g} .. {MAX_TIME_S:g} s, "
+                         "the times loopsim takes (see docs/errors.md)")
     dtype = entry.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
@@ -530,16 +571,11 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
 def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
     """Read a measurements file: a JSON list of entries (or one entry). Kernel references in it
     are refused unless ``allow_kernel_refs`` (see :func:`measurement_of`)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 JSON file") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: malformed JSON: {e}") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply") from None
+    from loopsim.base import jsonfile
+
+    data = jsonfile.read(path, path, InputError)
+    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]  # the output of calibrate --json, fed back
     entries = data if isinstance(data, list) else [data]
     if not entries:
         raise InputError(f"{path}: the list of measurements is empty")

@@ -72,9 +72,9 @@ def clockwork(hw, K: int = 128, N: int = 512, M: int | None = None, dtype: str =
     from loopsim.model import pipeline
     from loopsim.targets.neuron import clockwork as te
 
+    te.check(hw, K, M, N, count, dtype)
     arr = te.array_of(hw)
     M = arr.cols if M is None else M
-    te.check(hw, K, M, N, count, dtype)
     text = te.spec_text(K, M, N, count, dtype)
     data = tomlfile.loads(text, "<clockwork>", SpecError)
     spec_mod.validate("<clockwork>", data)

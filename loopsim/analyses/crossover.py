@@ -34,9 +34,11 @@ class Point:
     split: str | None = None
     buffers: tuple[tuple[str, int], ...] | None = None
     compulsory: bool = False
+    multiple: int = 1  # the dimension is v * multiple (a kernel's K a multiple of its 128-row tile)
 
     def analysis(self, v: int) -> pipeline.Analysis:
-        prog = pipeline.build(self.sf, spec_mod.bind_params(self.sf, {**dict(self.sets), self.dim: v}),
+        value = v * self.multiple
+        prog = pipeline.build(self.sf, spec_mod.bind_params(self.sf, {**dict(self.sets), self.dim: value}),
                               lnc_cores=self.lnc_cores, split=self.split, buffers=self.buffers)
         return pipeline.analyze(prog, self.hw, **dict(self.kw))
 

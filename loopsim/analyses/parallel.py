@@ -26,6 +26,7 @@ import sys
 from typing import Callable, Iterable, Sequence
 
 from loopsim.base.errors import InputError
+from loopsim.base.limits import short_text as limits_short
 
 #: seconds to wait for a Dask scheduler before giving up
 CONNECT_TIMEOUT_S = 5
@@ -40,12 +41,13 @@ def default_jobs() -> int:
 
 
 def check_jobs(jobs: int | None) -> int:
-    """``--jobs`` value: None means every core; must be >= 1."""
+    """``--jobs`` value: None means every core; must be >= 1; more than the cores this process
+    may run on is capped at them (more processes than cores only fork and wait: docs/errors.md)."""
     if jobs is None:
         return default_jobs()
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"--jobs {jobs!r} must be an integer >= 1")
-    return jobs
+    return min(jobs, default_jobs())
 
 
 class Interrupted(KeyboardInterrupt):
@@ -265,6 +267,18 @@ def _connect(address: str, timeout_s: float):
     except ImportError:
         raise InputError(f"--scheduler {address}: Dask is not installed; install the extra: "
                          "pip install 'loopsim[dask]'") from None
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:  # a malformed address is refused before a Client exists (a half-made one fails at exit)
+        scheme, loc = parse_address(address)
+        if scheme in ("tcp", "tls", "ws", "wss", "ucx"):
+            _, port = parse_host_port(loc)
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"port {port} is not between 1 and 65535")
+    except (ValueError, TypeError) as e:
+        raise InputError(f"--scheduler {limits_short(address)}: not a Dask scheduler address "
+                         f"({limits_short(str(e).splitlines()[0] if str(e) else type(e).__name__, 100)}); "
+                         "expected e.g. tcp://10.0.0.5:8786") from None
     try:
         return Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
@@ -275,8 +289,10 @@ def _connect(address: str, timeout_s: float):
 
 def add_options(p) -> None:
     """``--jobs``, ``--scheduler`` and ``--quiet`` on an argparse parser."""
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="local processes (default: every core)")
+    from loopsim.base.limits import MAX_JOBS, bounded
+
+    p.add_argument("--jobs", "-j", type=bounded("--jobs", 1, MAX_JOBS), default=None,
+                   metavar="N", help="local processes (default and at most: every core available)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run on a Dask distributed cluster, e.g. tcp://127.0.0.1:8786 "
                         "(pip install 'loopsim[dask]')")

@@ -27,3 +27,8 @@ class InputError(LoopsimError, ValueError):
 
 class InternalError(LoopsimError, RuntimeError):
     """Two independent counts that must agree did not: a bug in loopsim, never the user's fault."""
+
+
+class FlagError(LoopsimError):
+    """A flag's value outside its documented bound (loopsim.base.limits.bounded). Raised while
+    argparse parses, so deliberately not a ValueError (argparse would reword it)."""

@@ -59,3 +59,95 @@ def check_int(v: int, where: str, error: type[Exception], *, limit: int = MAX_IN
         raise error(f"{where}={describe_int(v)} exceeds the largest {what or 'value'} loopsim accepts "
                     f"({lim}; see docs/errors.md)")
     return v
+#: longest a kernel file's code may run under the shim (its import and the kernel call), seconds.
+#: Tracing records each loop once, so real kernels take well under a second; past this the
+#: kernel is stopped as an endless loop (one line, exit 2).
+MAX_TRACE_S = 60.0
+#: most dimensions of an SPMD launch grid (``--grid G0xG1...``): each is one loop axis of the
+#: trace, so the same bound as a tensor's rank keeps the nest within numpy's 64 array axes.
+MAX_GRID_DIMS = MAX_TENSOR_DIMS
+
+
+def short_text(text: object, width: int = 60) -> str:
+    """A user's text cut to ``width`` characters for an error message (a long one says its length)."""
+    s = str(text)
+    return s if len(s) <= width else f"{s[:width - 20]}...<{len(s):,} characters>"
+
+
+def flag_int(text: str, where: str, error: type[Exception], *, limit: int = MAX_INT,
+             what: str = "integer") -> int:
+    """A decimal integer typed by the user (a flag's value, a dimension), within ``limit``: more
+    than 19 digits is over 2^62 for sure and refused before ``int()`` (which refuses 4,300)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits.isdigit() and len(digits) > 19:
+        raise error(f"{where}=<{len(digits):,} digits> exceeds the largest {what} loopsim accepts "
+                    "(2^62; see docs/errors.md)")
+    try:
+        v = int(text.replace("_", ""))
+    except ValueError:
+        raise error(f"{where}={short_text(text, 40)!r} must be an integer") from None
+    return check_int(v, where, error, limit=limit, what=what)
+#: longest replay loopsim starts without ``--force``, estimated seconds on one core (measured on
+#: the trace's own first requests before the replay starts; the estimate is printed above
+#: ``loopsim.sim.stream.NOTE_ABOVE`` requests). A bigger nest is refused with its estimate.
+MAX_WORK_S = 600.0
+#: most tilings ``search --top`` lists (it keeps that many in memory and prints each).
+MAX_TOP = 1_000
+#: most ``check --examples`` (each is a full simulation).
+MAX_EXAMPLES = 100_000
+#: largest ``--jobs`` typed; more than the cores available is capped at the cores
+#: (``loopsim.analyses.parallel.check_jobs``): more processes than cores only fork and wait.
+MAX_JOBS = 4_096
+
+#: set by ``--force`` (the CLI): a replay estimated over :data:`MAX_WORK_S` runs anyway. A module
+#: flag (not an argument threaded through every analysis) so forked workers inherit it.
+_forced = False
+
+
+def force_long_work(on: bool = True) -> None:
+    """``--force``: allow work estimated over :data:`MAX_WORK_S` for the rest of this process."""
+    global _forced
+    _forced = bool(on)
+
+
+def check_work(seconds: float, what: str, error: type[Exception]) -> None:
+    """Refuse work estimated at ``seconds`` (> :data:`MAX_WORK_S`) unless ``--force`` was given."""
+    if seconds > MAX_WORK_S and not _forced:
+        raise error(f"{what}: estimated {seconds:,.0f} s on one core, more than loopsim runs "
+                    f"without --force ({MAX_WORK_S:,.0f} s; see docs/errors.md); use larger tiles "
+                    "or smaller parameters (--set), or pass --force to run it")
+
+
+def bounded(flag: str, lo: int, hi: int):
+    """An argparse ``type=`` for the integer flag ``flag`` in ``lo..hi``: a value outside is a
+    :class:`loopsim.base.errors.FlagError` (one ``loopsim: error:`` line, exit 2)."""
+    from loopsim.base.errors import FlagError
+
+    top = "2^62" if hi == MAX_INT else f"{hi:,}"
+
+    def parse(text: str) -> int:
+        digits = text.strip().replace("_", "").lstrip("+-")
+        if digits.isdigit() and len(digits) > 19:
+            raise FlagError(f"{flag} <{len(digits):,} digits> is not between {lo:,} and {top} "
+                            "(see docs/errors.md)")
+        try:
+            v = int(text.replace("_", ""))
+        except ValueError:
+            raise FlagError(f"{flag} {short_text(text, 40)!r} is not an integer") from None
+        if not lo <= v <= hi:
+            raise FlagError(f"{flag} {v} is not between {lo:,} and {top} (see docs/errors.md)")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+#: deepest nesting of arrays and objects in a JSON input (measurements, profiles): loopsim's own
+#: files nest 3 levels; ``json`` recurses once per level and raised RecursionError at ~1,000.
+MAX_JSON_DEPTH = 64
+#: longest number literal in a JSON input, characters (a float64 needs at most 24, an integer
+#: up to 2^62 19 digits); ``json`` refused 4,301 digits with ValueError and 401 overflowed float().
+MAX_JSON_NUMBER_CHARS = 100
+#: a measured time in seconds is in MIN_TIME_S .. MAX_TIME_S: one nanosecond is 1.4 cycles of
+#: the NeuronCore's 1.4 GHz base clock (hardware-sources, [S20]), shorter than any kernel; a week
+#: is longer than any profile. 5e-324 s (subnormal) made calibrate fit a bandwidth of 10^330.
+MIN_TIME_S = 1e-9
+MAX_TIME_S = 604_800.0

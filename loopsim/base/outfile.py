@@ -16,12 +16,14 @@ FIGURE_FORMATS = ("png", "svg", "pdf")
 
 
 def figure_format(path: str, flag: str = "-o") -> str:
-    """The format named by ``path``'s extension; an unsupported one is an :class:`InputError`."""
+    """The format named by ``path``'s extension; an unsupported one, or a target that is not a
+    regular file (:func:`regular_target`), is an :class:`InputError`."""
     ext = Path(path).suffix.lower().lstrip(".")
     if ext not in FIGURE_FORMATS:
         shown = f"'.{ext}'" if ext else "no extension"
         raise InputError(f"{flag} {path}: unsupported output format ({shown}); use "
                          f"{', '.join('.' + f for f in FIGURE_FORMATS)}")
+    regular_target(path, flag)
     return ext
 
 
@@ -37,7 +39,7 @@ def write_atomic(path: str, write: Callable[[str], None], flag: str = "-o") -> N
     The file keeps the mode of the file it replaces; a new one gets 0666 less the umask. Temporary
     files that a killed run left in the directory (their process is gone) are removed first.
     """
-    target = Path(path)
+    target = regular_target(path, flag)
     folder = target.parent if str(target.parent) else Path(".")
     remove_leftovers(folder)
     try:
@@ -55,6 +57,40 @@ def write_atomic(path: str, write: Callable[[str], None], flag: str = "-o") -> N
     except BaseException:
         _remove(tmp)
         raise
+
+
+def regular_target(path: str, flag: str = "-o") -> Path:
+    """The file ``path`` names for writing: itself when it does not exist or is a regular file, the
+    regular file a symlink leads to (so the link stays a link and the file keeps its mode), else an
+    :class:`InputError`: a device, a FIFO, a socket or a folder is never renamed over."""
+    target = Path(path)
+    if target.is_symlink():
+        try:
+            target = Path(os.path.realpath(target, strict=False))
+        except (OSError, RuntimeError):  # a loop of links
+            raise InputError(f"{flag} {path}: a symbolic link that leads nowhere (a loop of links)") from None
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as e:
+        raise InputError(f"{flag} {path}: cannot write ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        shown = path if str(target) == path else f"{path} (-> {target})"
+        raise InputError(f"{flag} {shown} is {kind}: loopsim writes its output to a regular file "
+                         "only (it is written whole, then renamed into place)")
+    return target
+
+
+def require_suffix(path: str, suffixes: tuple[str, ...], flag: str = "-o") -> None:
+    """An :class:`InputError` unless ``path`` ends in one of ``suffixes`` (e.g. ``(".toml",)``)."""
+    if Path(path).suffix.lower() not in suffixes:
+        ext = Path(path).suffix
+        raise InputError(f"{flag} {path}: {'extension ' + repr(ext) if ext else 'no extension'}; "
+                         f"the file written is {' or '.join(suffixes)}: name it so")
 
 
 def _mode_for(target: Path) -> int:

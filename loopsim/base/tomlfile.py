@@ -16,7 +16,10 @@ from pathlib import Path
 from loopsim.base.limits import MAX_FILE_BYTES, MAX_KEY_PARTS
 
 #: a bare or quoted key part followed by a dot, MAX_KEY_PARTS times in a row
-_LONG_KEY = re.compile(r"(?:(?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*')[ \t]*\.[ \t]*){%d}" % MAX_KEY_PARTS)
+#: (a bare part starts where a run of key characters starts and is taken whole, so a 100,000-digit
+#: value is scanned once, not once per digit: the search stays linear in the file)
+_LONG_KEY = re.compile(r"(?:(?:(?<![A-Za-z0-9_-])[A-Za-z0-9_-]++|\"[^\"\n]*\"|'[^'\n]*')[ \t]*\.[ \t]*){%d}"
+                       % MAX_KEY_PARTS)
 
 
 def is_path(ref: str, suffixes: tuple[str, ...] = (".toml",)) -> bool:

@@ -38,6 +38,8 @@ COMMANDS = {
                  "the PE array cycle by cycle",
     "report": "one self-contained HTML page for a kernel: verdict, W and Q, roofline, ceilings, "
               "SBUF/PSUM, DMA, gap",
+    "timeline": "predicted engine timeline of a kernel: T, busy share per engine, the gap's causes, "
+                "a picture",
 }
 
 
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from loopsim.base.streams import ascii_fallback, silence_stdout
 
+    if sys.stdout is None:  # started with stdout closed (loopsim list >&-): nowhere to print
+        if sys.stderr is not None:
+            print("loopsim: error: cannot write the output (stdout is closed)", file=sys.stderr)
+        return 2
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot print µ × ≥ gets us x >=
         ascii_fallback(stream)
 
@@ -98,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = create_parser(_command_of(argv), lazy=True).parse_args(argv)
+        from loopsim.base import limits
+
+        limits.force_long_work(getattr(args, "force", False))  # this run's --force, not a past one's
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a full device fails here, not in the interpreter's exit
         if whole_process and "numba" in sys.modules:
@@ -120,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("loopsim: interrupted", file=sys.stderr)
         return 130
+    except SystemError as e:  # Ctrl-C inside a compiled (numba) call surfaces as a SystemError
+        if not _interrupted(e):
+            raise
+        print("loopsim: interrupted", file=sys.stderr)
+        return 130
     except OSError as e:
         if e.errno == errno.EPIPE:
             silence_stdout()
@@ -128,6 +142,17 @@ def main(argv: list[str] | None = None) -> int:
             silence_stdout()
             return fail(f"cannot write the output ({e.strerror or e})")
         raise
+
+
+def _interrupted(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a KeyboardInterrupt (its cause or context chain)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def one_line(msg: str) -> str:

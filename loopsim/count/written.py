@@ -169,9 +169,12 @@ def _enumerate_cover(ls: list[Loop], d: int) -> int:
     """Elements of a dimension summed over every tile start (sum of loop offsets < d), clipped."""
     starts = np.zeros(1, dtype=np.int64)
     for l in ls:
-        starts = (starts[:, None] + np.arange(l.trips, dtype=np.int64)[None, :] * l.step).ravel()
-        if starts.size > 50_000_000:
+        # offsets are >= 0, so a start of this loop at or past d only gives starts past d: clip
+        # the trips to the ones below d (a 2^62-trip loop over a 1,024-row tensor is 1,024/step)
+        trips = min(l.trips, -(-d // l.step))
+        if starts.size * trips > 50_000_000:
             raise InternalError("tile cover too large to enumerate")
+        starts = (starts[:, None] + np.arange(trips, dtype=np.int64)[None, :] * l.step).ravel()
     tile = min(ls[-1].step, d)
     s = starts[starts < d]
     return int(np.minimum(tile, d - s).sum())

@@ -246,10 +246,11 @@ def bind_params(spec: SpecFile, sets: Mapping[str, int]) -> dict[str, int]:
         values = expr.resolve(raw, f"{spec.path}: params")
     except expr.ExprError as e:
         raise SpecError(str(e)) from None
+    free = set(spec.data.get("keywords", ())) if "nki" in spec.data else set()
     for name, v in values.items():
         src = f"--set {name}" if name in sets else f"{spec.path}: params.{name}"
         check_int(v, src, SpecError, what="parameter")
-        if v <= 0:
+        if v <= 0 and name not in free:  # a kernel file's keyword integer may be 0 or negative
             raise SpecError(f"{src}={v} must be > 0")
     return values
 
@@ -422,6 +423,14 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             if parser is None:
                 raise SpecError(f"{w}: unknown statement '{word}'; known: for, {', '.join(STATEMENTS)}")
             try:
+                if word == "load" and " by " in rest:  # load A[:, m] by ROWS: ROWS per transfer
+                    tile, _, rows = rest.rpartition(" by ")
+                    ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    if any(n < 0 for n in ns) or not any(ns):
+                        raise SpecError(f"{w}: 'load {rest}': by {', '.join(map(str, ns))}: extents "
+                                        "per transfer must be > 0 (0: the whole axis)")
+                    nodes.append(Load(parse_access(tile, w), ns, line=ln))
+                    continue
                 nodes.append(parser(rest, ln, w))
             except SpecError:
                 raise
@@ -515,18 +524,26 @@ def _splits(spec: SpecFile, params: Mapping[str, int]) -> dict[str, int]:
 #: nc_matmul takes fp8, bf16, fp16, tf32 and fp32 inputs; no integer types)
 
 
+def check_matmul_dtypes(tensors, body, message) -> None:
+    """Refuse a matmul operand in a dtype the Tensor Engine does not take (the same rule for specs
+    and traced kernels); ``message(tensor, statement, dtype)`` words the error."""
+    dtype = {t.name: t.dtype for t in tensors}
+    for stmt, _ in _walk(body):
+        if isinstance(stmt, Matmul):
+            for acc in (stmt.stationary, stmt.moving):
+                if dtype.get(acc.tensor) in MATMUL_REFUSED_DTYPES:
+                    raise SpecError(message(acc.tensor, stmt, dtype[acc.tensor]))
+
+
 def _check_matmuls(path: str, tensors: tuple[Tensor, ...], body: tuple[Node, ...]) -> None:
     """Matmul operands in a dtype the Tensor Engine takes, and no product accumulated twice."""
-    dtype = {t.name: t.dtype for t in tensors}
+    check_matmul_dtypes(tensors, body, lambda name, stmt, dt: (
+        f"{path}: tensors.{name}.dtype={dt!r}: the Tensor Engine's matmul takes no {dt} operands "
+        f"({stmt.where()}: '{stmt}'); use fp8, bf16, fp16 or fp32"))
     seen: dict[tuple[str, str, str], Matmul] = {}
     for stmt, _ in _walk(body):
         if not isinstance(stmt, Matmul):
             continue
-        for acc in (stmt.stationary, stmt.moving):
-            if dtype.get(acc.tensor) in MATMUL_REFUSED_DTYPES:
-                raise SpecError(f"{path}: tensors.{acc.tensor}.dtype={dtype[acc.tensor]!r}: the "
-                                f"Tensor Engine's matmul takes no {dtype[acc.tensor]} operands "
-                                f"({stmt.where()}: '{stmt}'); use fp8, bf16, fp16 or fp32")
         key = (stmt.out.tensor, stmt.stationary.tensor, stmt.moving.tensor)
         if key in seen:
             raise SpecError(f"{path}: {stmt.where()}: '{stmt}' repeats the product of "

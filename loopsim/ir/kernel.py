@@ -121,15 +121,38 @@ class Statement:
 
 @dataclass(frozen=True, slots=True)
 class Load(Statement):
-    """DMA a tile HBM -> SBUF. As written, every execution crosses the link."""
+    """DMA a tile HBM -> SBUF. As written, every execution crosses the link. ``chunk``: the tile is
+    filled by several transfers (NKI's ``for k: dma_copy(tiles[k], ...)`` loop into one buffer):
+    ``load A[:, m] by TILE_K`` moves TILE_K rows of the tensor's partition axis per transfer,
+    ``load A[:, m] by TILE_K, TILE_M`` gives the extent per tensor axis (0: the whole axis); ()
+    is one transfer of the tile. Only the DMA instructions change: the bytes and the buffer are
+    the tile's."""
 
     tile: Access
+    chunk: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.chunk, tuple) or any(
+                isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in self.chunk) or \
+                (self.chunk and not any(self.chunk)):
+            raise SpecError(f"{self.where()}: load {self.tile} by {self.chunk!r}: the extents per "
+                            "transfer must be positive integers (0: the whole axis)")
+        if self.chunk and len(self.chunk) not in (1, len(self.tile.index)):
+            raise SpecError(f"{self.where()}: load {self.tile} by {', '.join(map(str, self.chunk))}: "
+                            f"give one extent (rows of the partition axis) or one per axis "
+                            f"({len(self.tile.index)})")
+
+    def chunks(self, partition_axis: int) -> tuple[int, ...]:
+        """The transfer's extent per tensor axis (0: the whole tile's), () for one transfer."""
+        if len(self.chunk) == 1 and len(self.tile.index) != 1:
+            return tuple(self.chunk[0] if a == partition_axis else 0 for a in range(len(self.tile.index)))
+        return self.chunk
 
     def accesses(self):
         return ((self.tile, LOAD),)
 
     def __str__(self) -> str:
-        return f"load {self.tile}"
+        return f"load {self.tile}" + (f" by {', '.join(map(str, self.chunk))}" if self.chunk else "")
 
 
 @dataclass(frozen=True, slots=True)

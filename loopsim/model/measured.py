@@ -55,17 +55,16 @@ hand-count case: T_best) and T_measured (s):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from decimal import Decimal
 from fractions import Fraction
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
 
 from loopsim.model.entitle import Entitlement
 from loopsim.base.errors import InputError
+from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 
 #: relative difference above which a profile field is reported as disagreeing with the nest
 TOLERANCE = 0.01
@@ -277,6 +276,7 @@ def _instructions(data: object, where: str) -> tuple[tuple[str, float], ...]:
         if not isinstance(r, dict) or "nki_source_location" not in r:
             continue
         loc, d = r["nki_source_location"], r.get("duration")
+        _too_big(d, f"instruction[{i}].duration", where)
         if not isinstance(loc, str) or isinstance(d, bool) or not isinstance(d, (int, float)) \
                 or not math.isfinite(d) or d < 0:
             raise InputError(f"{where}: instruction[{i}]: nki_source_location={loc!r}, "
@@ -285,7 +285,19 @@ def _instructions(data: object, where: str) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
+def _too_big(value: object, key: str, where: str) -> None:
+    """InputError for an integer past :data:`loopsim.base.limits.MAX_INT` (JSON integers are
+    unbounded; a float cannot hold them)."""
+    from loopsim.base.limits import MAX_INT
+
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+        raise InputError(f"{where}: {key}=a {digits}-digit integer exceeds the largest "
+                         "integer loopsim accepts (2^62; see docs/errors.md)")
+
+
 def _number(value: object, key: str, where: str, *, integer: bool) -> int | float:
+    _too_big(value, key, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{where}: {key}={value!r} must be a number")
     if value < 0:
@@ -315,9 +327,13 @@ def _quantity(value: object, key: str, name: str, where: str) -> object:
 
 
 def _positive_time(value: object, key: str, where: str) -> float:
+    _too_big(value, key, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not math.isfinite(value) or value <= 0:
         raise InputError(f"{where}: {key}={value!r} must be a positive number of seconds")
+    if not MIN_TIME_S <= value <= MAX_TIME_S:
+        raise InputError(f"{where}: {key}={value!r} s is outside {MIN_TIME_S:g} .. {MAX_TIME_S:g} s, "
+                         "the times loopsim takes (see docs/errors.md)")
     return float(value)
 
 
@@ -361,6 +377,7 @@ def parse(data: object, where: str = "measured") -> Profile:
         if name in TIME_FIELDS:
             out[name] = _positive_time(value, key, where)
         elif name in PERCENT_FIELDS:
+            _too_big(value, key, where)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                     math.isfinite(value) and value < 0:
                 unavailable.append(key)  # the profiler's "unavailable" sentinel
@@ -381,19 +398,11 @@ def parse(data: object, where: str = "measured") -> Profile:
 def load_all(path: str) -> list[Profile]:
     """Every measurement of a measured JSON file: one object, or a list of them (the format
     ``loopsim calibrate`` reads; see the module docstring)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--measured {path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"--measured {path}: not a UTF-8 JSON file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"--measured {path}: malformed JSON: {e}") from None
-    except RecursionError:
-        raise InputError(f"--measured {path}: JSON nested too deeply") from None
+    from loopsim.base import jsonfile
+
+    data = jsonfile.read(path, f"--measured {path}", InputError)
+    if isinstance(data, dict) and isinstance(data.get("measurements"), list):
+        data = data["measurements"]  # the output of calibrate --json: its rows, by label
     if isinstance(data, list):
         if not data:
             raise InputError(f"--measured {path}: the list of measurements is empty")
@@ -537,6 +546,26 @@ def _disagree(what: str, nest: float, profile: float, template: str, ways: tuple
     return Disagreement(what, nest, profile, f"{text} ({_num(profile)} vs {_num(nest)} {unit})")
 
 
+def roof_status(hw, limit: str, dtype: str, W: int, Q: int) -> tuple[bool, str]:
+    """On calibrated roofs (``hw.roofs == "measured"``): (whether the verdict's T, bound by
+    ``limit``, is a prediction, a sentence saying why not or what it rests on). T is a prediction
+    only when its limit is a roof calibrate fitted; a roof kept at its spec value, or a lower
+    ceiling computed from the sheet's documented numbers, makes it a bound; a fitted limit whose
+    other roof is a spec value makes it "at least" T. (True, "") on spec roofs."""
+    if hw.roofs != "measured":
+        return True, ""
+    if limit not in ("memory", "compute"):
+        return False, (f"the {limit} ceiling that sets T is computed from the sheet's documented "
+                       "numbers, not fitted: T is a bound, not a prediction")
+    if hw.roof_unfitted(limit, dtype):
+        return False, (f"the {limit} roof that sets T was not fitted by calibrate (no measurement it "
+                       "binds): it is the spec value, so T is a bound, not a prediction")
+    other, amount = ("compute", W) if limit == "memory" else ("memory", Q)
+    if amount and hw.roof_unfitted(other, dtype):
+        return True, (f"its {other} roof is the spec one, not fitted: T is at least this")
+    return True, ""
+
+
 #: the gap's named causes, in the order the gap table lists them
 CAUSES = ("fixed cost", "no overlap", "extra bytes", "slower engine", "Tensor Engine under-fill",
           "unexplained")
@@ -597,7 +626,7 @@ class Comparison:
     times: tuple[tuple[str, float], ...] = ()
     scale: str = "percent"
     scale_why: str = ""
-    predicted_lines: tuple[tuple[int, str, float], ...] = ()
+    predicted_lines: tuple[tuple[int, str, float, str], ...] = ()
 
     @property
     def T(self) -> float:
@@ -659,7 +688,8 @@ class Comparison:
         out = []
         for name, what in MFU_FIELDS.items():
             theirs, num = self.percent(name), nums[what]
-            if num is None or (theirs is None and (not num or name != "mfu_inst_estimated_percent")):
+            shown_anyway = name in ("mfu_estimated_percent", "mfu_inst_estimated_percent")
+            if num is None or (theirs is None and (not num or not shown_anyway)):
                 continue
             tot = 100 * num / (e.P * p.total_time) if p.total_time and e.P else None
             win = 100 * num / (e.P * self.T) if e.P else math.nan
@@ -809,27 +839,32 @@ class Comparison:
                 "disagreements": [d.as_dict() for d in self.disagreements]}
 
     def source_lines(self) -> list[dict]:
-        """Per source line: the profile's measured instruction time (``nki_source_location``) and
-        the predicted DMA time of the kernel's loads/stores on that line (bytes / DMA bandwidth),
+        """Per source line: the profile's measured instruction time (``nki_source_location``)
+        beside the predicted time of the kernel's statements on that line, per engine (``dma``:
+        loads/stores, bytes over the DMA bandwidth; ``tensor_engine``: matmul instruction cycles),
         matched by line number; lines only one side has are listed too."""
-        pred: dict[int, list] = {}
-        for line, text, sec in self.predicted_lines:
-            e = pred.setdefault(line, [[], 0.0])
-            e[0].append(text)
-            e[1] += sec
+        pred: dict[int, dict] = {}
+        for line, text, sec, kind in self.predicted_lines:
+            e = pred.setdefault(line, {"statements": [], "dma": None, "tensor_engine": None})
+            e["statements"].append(text)
+            e[kind] = (e[kind] or 0.0) + sec
         out, seen = [], set()
+
+        def row(loc, n, sec, hit):
+            return {"location": loc, "line": n, "measured_s": sec,
+                    "predicted_dma_s": hit["dma"] if hit else None,
+                    "predicted_tensor_engine_s": hit["tensor_engine"] if hit else None,
+                    "statements": hit["statements"] if hit else []}
+
         for loc, sec in self.profile.instructions:
             tail = loc.rpartition(":")[2]
             n = int(tail) if tail.isdigit() else None
             hit = pred.get(n) if n is not None else None
             if hit is not None:
                 seen.add(n)
-            out.append({"location": loc, "line": n, "measured_s": sec,
-                        "predicted_dma_s": hit[1] if hit else None,
-                        "statements": hit[0] if hit else []})
+            out.append(row(loc, n, sec, hit))
         for n in sorted(set(pred) - seen):
-            out.append({"location": None, "line": n, "measured_s": None,
-                        "predicted_dma_s": pred[n][1], "statements": pred[n][0]})
+            out.append(row(None, n, None, pred[n]))
         return out
 
     def throttle(self) -> dict | None:
@@ -918,12 +953,13 @@ class Comparison:
             out.append("  throttling          " + ", ".join(bits) +
                        " (the measured time includes it; the model has no throttling)")
         if p.instructions:
-            out.append(f"    {'source line (nki_source_location)':<40}{'measured':>12}"
-                       f"{'predicted DMA':>15}  statements")
+            out.append(f"    {'source line (nki_source_location)':<36}{'measured':>11}"
+                       f"{'predicted DMA':>15}{'predicted TE':>14}  statements")
             for r in self.source_lines()[:20]:
                 where = r["location"] or f"line {r['line']}"
-                out.append(f"    {where:<40}{fmt_time(r['measured_s']):>12}"
-                           f"{fmt_time(r['predicted_dma_s']):>15}  {'; '.join(r['statements'])}")
+                out.append(f"    {where:<36}{fmt_time(r['measured_s']):>11}"
+                           f"{fmt_time(r['predicted_dma_s']):>15}"
+                           f"{fmt_time(r['predicted_tensor_engine_s']):>14}  {'; '.join(r['statements'])}")
         out += [f"  {n}" for n in self.mfu_notes()]
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")
@@ -933,11 +969,11 @@ class Comparison:
 
 def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
             write_bytes: int | None = None, verdict=None,
-            predicted_lines: tuple[tuple[int, str, float], ...] = ()) -> Comparison:
+            predicted_lines: tuple[tuple[int, str, float, str], ...] = ()) -> Comparison:
     """Set ``profile`` against ``e`` and the ``verdict`` (its T is the prediction; None: hand
     counts, T_best); ``read_bytes``/``write_bytes`` split the nest's Q (optional), so a profile
     giving only one of HBM read/write bytes is still compared; ``predicted_lines``: (source line,
-    statement, predicted seconds) set beside the profile's per-line instruction time. InputError when the profile's
+    statement, predicted seconds, engine) set beside the profile's per-line instruction time. InputError when the profile's
     ``*_percent`` fields cannot be read as percent or fraction (:func:`percent_scale`)."""
     scale, why = percent_scale(profile, e.P)
     ds: list[Disagreement | None] = []

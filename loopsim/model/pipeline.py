@@ -128,6 +128,7 @@ class StageResult:
     steps: tuple  # engine steps of the stage's ops (the target's timeline)
     verdict: verdict_mod.Verdict
     sbuf_buffers: tuple[tuple[str, int], ...]  # (tensor, cost) live at the as-written peak
+    timeline: object = None  # loopsim.targets.neuron.timeline.Timeline (None: roofline model)
 
     @property
     def name(self) -> str:
@@ -239,7 +240,7 @@ def program_dtype(prog: Program) -> str:
 def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
             dtype: str | None = None, allow_scope_mismatch: bool = False,
             link_bw: int | None = None, trace=None, replay: bool = False,
-            strict: bool = False) -> Analysis:
+            strict: bool = False, model: str = "timeline") -> Analysis:
     """Count, entitle and judge every kernel of ``prog`` on sheet ``hw``.
 
     ``policy``: as-written, lru or opt; ``sbuf_bytes``: the SBUF capacity in bytes (default the
@@ -247,7 +248,11 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     interconnect for a ``[parallel]`` spec (default the sheet's); ``trace``: a prebuilt trace of a
     single unsplit nest; ``replay``: count as written by replaying the trace even where the
     closed form claims the nest (the two agree; the replay is the check); ``strict``: a sheet
-    lacking what a ceiling needs (an evacuation engine) is an error, not a note.
+    lacking what a ceiling needs (an evacuation engine) is an error, not a note; ``model``:
+    ``timeline`` (default) adds the engine timeline's predicted time to the verdict (as written
+    only), ``roofline`` keeps the bounds alone, ``floor`` adds only the timeline's cheap floor
+    (the DMA transfers at the rate their sizes reach: what the search ranks by before it runs
+    timelines).
     """
     cap = capacity_units(hw, sbuf_bytes)
     dt = dtype or program_dtype(prog)
@@ -256,7 +261,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
     for st in prog.stages:
         results.append(_stage(prog, st, hw, policy=policy, capacity=cap, dtype=dt,
                               allow=allow_scope_mismatch, link_bw=link_bw, trace=trace, where=where,
-                              replay=replay, strict=strict))
+                              replay=replay, strict=strict, model=model))
     total = results[0].counts if prog.is_single else _sum_counts(prog, results, policy)
     e = Entitlement(total.flops, total.Q, hw.P(dt), hw.bw)
     lb = None
@@ -269,7 +274,7 @@ def analyze(prog: Program, hw, *, policy: str = "as-written", sbuf_bytes: int | 
 
 
 def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link_bw, trace,
-           where, replay, strict) -> StageResult:
+           where, replay, strict, model="timeline") -> StageResult:
     k = st.kernel
     reasons = [f"tile: {r}" for r in hw.cannot_run(k)]
     if prog.is_single:
@@ -291,6 +296,9 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     buffers = live_buffers(per_core, hw)[1] if policy == "as-written" else ()
     times, details = _times(c, ceil, steps, hw, dtype)
     _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
+    tline = None
+    if model in ("timeline", "floor") and policy == "as-written":  # the predicted time
+        tline = hw.predict(st, prog.op_map, c, dtype, times, details, run=model == "timeline")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.lanes else ""
@@ -301,7 +309,7 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         reasons.append(f"PSUM: {ceil.psum.verdict()}")
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
-    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers)
+    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers, tline)
 
 
 def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:

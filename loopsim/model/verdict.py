@@ -4,8 +4,10 @@
 time in seconds that the kernel cannot beat — W/P (``compute``), Q/BW (``memory``), the Tensor
 Engine's instruction time with its fill, issue-rate and dtype factors (``tensor_engine``), each
 other engine's busy time (``vector``, ``scalar``, ``gpsimd``: op work and PSUM evacuation, counted
-per execution), the interconnect (``link``), and any roof added later. All of them overlap, so the
-slowest binds; it is ``limit``. A kernel of several kernels (a schedule) runs them one after
+per execution), the interconnect (``link``), and the engine timeline's predicted makespan
+(``timeline``, :mod:`loopsim.targets.neuron.timeline`: every instruction on its queue with the
+sheet's costs and the kernel's dependencies, never below the others since it runs the same work)
+and any roof added later. T is the largest, so it is never below T_best; it is ``limit``. A kernel of several kernels (a schedule) runs them one after
 another: its T is the sum of theirs and its limit the resource that binds the most of that time.
 
 ``feasible`` is False when the kernel cannot run as written: SBUF per partition, PSUM banks, tile
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 #: tie order: when two limits give the same time, the one listed first is named
-ORDER = ("compute", "memory", "tensor_engine", "vector", "scalar", "gpsimd", "dma", "link")
+ORDER = ("compute", "memory", "tensor_engine", "vector", "scalar", "gpsimd", "dma", "link", "dma_transfers", "timeline")
 _TIE = 1e-9  # relative: times equal to this many parts are a tie (float rounding)
 
 

@@ -502,19 +502,22 @@ def _psum(p: dict) -> str:
 
 
 def _gap_table(d: dict, m: dict) -> str:
-    """T_best (roofs) -> T (roofs and ceilings) -> T_measured, each step's share of the gap."""
-    T_best, T, Tm = d["T_best"], d["T"], m["T"]
-    gap = m["gap"]
-    rows = [["T_best = max(W/P, Q/BW)", _t("T_best", T_best), "", "the roofline's entitlement"],
-             ["T, every ceiling", _t("T", T), fmt_time(T - T_best) + (f" ({(T - T_best) / gap:.0%} of the gap)" if gap > 0 else ""),
-              f"explained by the model: {esc(d['limit'])} binds"],
-             ["T_measured", _t("measured.T", Tm), fmt_time(Tm - T) + (f" ({(Tm - T) / gap:.0%} of the gap)" if gap > 0 else ""),
-              "not explained by the model: find it on the profile's timeline (idle Tensor Engine, no "
-              "overlap, fixed cost, extra bytes)"],
-             ["gap = T_measured − T_best", _t("measured.gap", gap), "", ""],
-             ["fraction of entitlement", _pct("measured.fraction_of_entitlement", m["fraction_of_entitlement"]), "", "T_best / T_measured"],
+    """T_best (roofs) -> T predicted (every roof and ceiling) -> T_measured, and the gap split into
+    its causes as the measured model gives them (``measured.gap_table``)."""
+    T_best, Tp, Tm, gap = m["T_best"], m["T_predicted"], m["T"], m["gap"]
+    share = (lambda x: f" ({x / gap:.0%} of the gap)") if gap > 0 else (lambda x: "")
+    rows = [["T_best = max(W/P, Q/BW)", _t("measured.T_best", T_best), "", "the roofline's entitlement"],
+            ["T predicted, every ceiling", _t("measured.T_predicted", Tp), fmt_time(Tp - T_best) + share(Tp - T_best),
+             f"explained by the model: {esc(m['predicted_limit'])} binds"],
+            [f"T_measured ({esc(m.get('T_from', 'time'))})", _t("measured.T", Tm), fmt_time(Tm - Tp) + share(Tm - Tp),
+             "measured against predicted"],
+            ["gap = T_measured − T_best", _t("measured.gap", gap), "", ""]]
+    rows += [[f"&nbsp;&nbsp;{esc(g['cause'])}", _t(f"measured.gap_table.{i}.seconds", g["seconds"]),
+              share(g["seconds"]).strip(" ()"), esc(g.get("note", ""))]
+             for i, g in enumerate(m.get("gap_table", []))]
+    rows += [["fraction of entitlement", _pct("measured.fraction_of_entitlement", m["fraction_of_entitlement"]), "", "T_best / T_measured"],
              ["MFU = W / T_measured / P", _pct("measured.MFU", m["MFU"]), "", ""],
              ["achieved BW = Q / T_measured", num("measured.achieved_BW", m["achieved_BW"], f"{m['achieved_BW'] / 1e9:.4g} GB/s"),
               "", _pct("measured.BW_share", m["BW_share"]) + " of BW"]]
     rows += [[esc(x["what"]), "", "", esc(x["line"])] for x in m["disagreements"]]
-    return table(["", "time", "step", "what it means"], rows, right={1, 2}, cls="gap")
+    return table(["", "time", "share", "what it means"], rows, right={1, 2}, cls="gap")

@@ -129,6 +129,15 @@ def analysis_dict(a) -> dict:
         d["psum"] = {"fits": all(s.ceilings.psum.fits for s in a.stages),
                      "kernels": {s.name: s.ceilings.psum.as_dict() for s in a.stages}}
     _link_roofs(a, d)
+    tls = [(s.name, getattr(s, "timeline", None)) for s in a.stages]
+    if any(t is not None for _, t in tls):  # the engine timeline (docs/timeline.md), per kernel
+        d["timeline"] = {n: t.as_dict() for n, t in tls if t is not None}
+    # on calibrated roofs: whether T is a prediction (its limit a fitted roof) or still a bound
+    from loopsim.model.measured import roof_status
+
+    pred, why = roof_status(hw, a.verdict.limit, a.dtype, a.W, a.Q)
+    d["limit_roof_fitted"] = None if hw.roofs != "measured" else pred
+    d["T_caveat"] = why or None
     if not a.program.is_single:
         d.update(program_dict(a))
     return d

@@ -15,7 +15,10 @@ from loopsim.render.json import lowest
 def headline(a) -> list[str]:
     """The verdict in two or three lines."""
     v = a.verdict
-    word = "predicted" if a.hardware.roofs == "measured" else "attainable"
+    from loopsim.model.measured import roof_status
+
+    predicted, why = roof_status(a.hardware, v.limit, a.dtype, a.W, a.Q)
+    word = "bound" if not predicted else "predicted" if a.hardware.roofs == "measured" else "attainable"
     lines = []
     if not v.feasible:
         lines.append(f"  CANNOT RUN as written: {v.reasons[0]}")
@@ -25,6 +28,8 @@ def headline(a) -> list[str]:
         rate = f"   ({si(a.W / v.T, 'FLOP/s')}, {a.W / v.T / a.entitlement.P:.1%} of P)" \
             if a.W and v.T else ""
         lines.append(f"  T ({word})             {fmt_time(v.T):>12}   limit: {v.limit}{rate}")
+    if why:
+        lines.append(f"    {why}")
     if v.detail:
         lines.append(f"    {v.detail}")
     return lines
@@ -181,8 +186,10 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
         m = d.get("measured")
         if m:
             mfu = f"MFU {m['MFU']:.1%}, " if d["W"] else ""  # no FLOPs, no MFU (as in entitle)
+            pred = (f" and {m['fraction_of_predicted']:.1%} of the predicted {fmt_time(m['T_predicted'])}"
+                    if m.get("fraction_of_predicted") is not None else "")
             lines.append(f"      measured {fmt_time(m['T'])}: gap {fmt_time(m['gap'])}, "
-                         f"{m['fraction_of_entitlement']:.1%} of entitlement, {mfu}"
+                         f"{m['fraction_of_entitlement']:.1%} of entitlement{pred}, {mfu}"
                          f"achieved BW {m['achieved_BW'] / 1e9:.4g} GB/s ({m['BW_share']:.1%} of BW)")
             lines += [f"        {x['line']}" for x in m["disagreements"]]
     lines.append("  * best (can run)   ! cannot run   T: attainable time (max over every roof and "

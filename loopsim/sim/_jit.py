@@ -29,8 +29,34 @@ def njit(**flags):
             return f
         import numba
 
+        _rebuild_bad_cache_entries()
         return numba.njit(**flags)(f)
     return deco
+
+
+_patched = False
+
+
+def _rebuild_bad_cache_entries() -> None:
+    """A cache entry that unpickles but is not what numba wrote (an ``.nbc`` replaced by another
+    valid pickle: ``TypeError`` in ``CompileResult._rebuild``) is treated as absent: numba
+    compiles the kernel again and overwrites the entry. (Damaged files that do not even parse
+    are deleted before numba loads, by :func:`loopsim.base.numba_env.repair`.)"""
+    global _patched
+    if _patched:
+        return
+    _patched = True
+    from numba.core import caching
+
+    load = caching.Cache.load_overload
+
+    def load_or_rebuild(self, sig, target_context):
+        try:
+            return load(self, sig, target_context)
+        except Exception:  # noqa: BLE001  any wrong content: compile afresh (save_overload rewrites)
+            return None
+
+    caching.Cache.load_overload = load_or_rebuild
 
 
 def plain(name: str):

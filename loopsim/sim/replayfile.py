@@ -125,6 +125,9 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
                 raise InputError(f"{where} is not a .npy array ({type(e).__name__}: {_one_line(e)})") from None
             if dtype.hasobject:
                 raise InputError(f"{where} holds Python objects (pickled data is never loaded)")
+            if any(d < 0 for d in shape):
+                raise InputError(f"{where}: its header declares shape {shape}, with a negative "
+                                 "dimension (a damaged file)")
             count = 1
             for d in shape:
                 count *= d

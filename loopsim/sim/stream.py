@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loopsim.base.errors import TraceTooLarge
+from loopsim.base.limits import check_work
 from loopsim.ir.kernel import ACC, LOAD, STORE
 
 #: requests per chunk (LRU, as-written): arrays of a few tens of MiB, reused
@@ -105,6 +107,8 @@ def stream(nest, policy: str, cost: np.ndarray, capacity: int, chunk: int | None
     chunk = max(int(chunk), nest.max_events, 1)
     if nest.slots > NOTE_ABOVE:
         per = seconds_per_request(nest, policy, cost, capacity)
+        check_work(nest.slots * per, f"{nest.kernel.source or nest.kernel.name}: the {policy} "
+                   f"replay of {nest.slots:,} requests", TraceTooLarge)
         print(f"loopsim: note: {nest.kernel.name} replays up to {nest.slots:,} requests under "
               f"{policy}, about {nest.slots * per:,.0f} s on one core ({per * 1e9:.1f} ns per "
               f"request, measured on this machine)", file=sys.stderr, flush=True)

@@ -59,7 +59,12 @@ class Target(Protocol):
     - ``ceilings(kernel, dtype=, parallel=, link_bw=, strict=)``, ``steps(...)``,
       ``dma_time(kernel, counts, exact=)``: the lower ceilings, the engine timeline of a stage's
       ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
-      None if none) and ``transfer_lines(kernel)`` (per source line, seconds of transfers).
+      None if none), ``dma_efficiency(bytes_per_lane)`` (relative throughput of one transfer),
+      ``transfer_lines(kernel)`` (per source line, seconds of transfers) and
+      ``engine_lines(kernel, dtype)`` (per source line, seconds of engine instructions: matmuls).
+    - ``predict(stage, op_map, counts, dtype, times, details, run=)``: the predicted run of a
+      stage (an instruction timeline, docs/timeline.md), added to ``times`` as ``timeline`` (and
+      its cheap floor; ``run=False`` the floor only); returns it, or None where the target has none.
     - ``core_split``: whether the target runs a kernel split across cores (LNC), checked by
       :func:`loopsim.count.lnc.check_scope` against ``physical_cores``.
     """
@@ -85,7 +90,11 @@ class Target(Protocol):
     def ceilings(self, kernel, *, dtype: str, parallel=None, link_bw=None, strict: bool = False): ...
     def steps(self, stage, op_map, tensor_map, counts, dtype: str, where: str): ...
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None: ...
+    def dma_efficiency(self, bytes_per_lane: float) -> float: ...
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
+    def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
+                run: bool = True): ...
+    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]: ...
 
 
 def family_module(family: str, origin: str):
@@ -155,6 +164,18 @@ class Roofs:
         return dataclasses.replace(
             self, roofs="measured", flops=tuple((d, p) for d, p, _ in m.flops), bw=m.bw
         )
+
+    def roof_unfitted(self, limit: str, dtype: str) -> bool:
+        """Whether, on measured roofs, the roof ``limit`` ("memory" or "compute" for ``dtype``) is a
+        spec value that ``loopsim calibrate`` kept for want of a measurement (its ``where`` says
+        "not fitted"): a time it sets is still a bound, not a prediction."""
+        if self.roofs != "measured" or self.measured is None:
+            return False
+        if limit == "memory":
+            return self.measured.bw_where.startswith("not fitted")
+        if limit == "compute":
+            return any(d == dtype and w.startswith("not fitted") for d, _, w in self.measured.flops)
+        return False
 
     def describe(self) -> str:
         """Every value with its source or derivation, alternatives in scope, and the scope."""

@@ -79,8 +79,18 @@ class FlatMachine(Roofs):
     def dma_time(self, kernel, counts, *, exact: bool):
         return None
 
+    def dma_efficiency(self, nbytes: float) -> float:
+        return 1.0  # no transfer engines: every transfer at BW
+
     def transfer_lines(self, kernel):
         return ()  # no transfer engines: no per-statement transfer time
+
+    def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
+                run: bool = True):
+        return None  # one rate P and one BW: nothing to schedule, T is the roofline's
+
+    def engine_lines(self, kernel, dtype: str):
+        return ()  # one rate P: no engine instructions to time per statement
 
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:

@@ -37,16 +37,14 @@ from loopsim.base import tomlfile
 from loopsim.base.data import data_dir
 from loopsim.base.errors import HardwareError
 from loopsim.base.limits import MAX_INT
-from loopsim.base.vocab import OTHER_ENGINES, RATE_DTYPES
+from loopsim.base.vocab import RATE_DTYPES
 from loopsim.targets.base import DEFAULT_FAMILY, ROOFS, _fmt, family_module  # noqa: F401 (ROOFS, _fmt re-exported)
 
 __all__ = ["Source", "Alternative", "Value", "Measured", "names", "load", "loads"]
 
 SCHEMA = 1
 DTYPES = RATE_DTYPES  # the dtypes a sheet may give a rate for (loopsim.base.vocab)
-ENGINES = OTHER_ENGINES  # a sheet's [engines.NAME]
 ALT_PER = ("device", "core", "factor", "value")
-FLOPS_PER_MAC = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,7 +265,7 @@ class _Builder:
         if not isinstance(assumed, bool):
             self.fail(f"{path}.assumed", assumed, "must be true or false")
         if assumed and not assumed_ok:
-            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles")
+            self.fail(f"{path}.assumed", assumed, "is only allowed on tensor.mm_init_cycles and timeline.*")
         reason = node.get("reason", "")
         if assumed and (not isinstance(reason, str) or not reason.strip()):
             self.fail(f"{path}.reason", reason if reason else _MISSING, "must say why the value is assumed")

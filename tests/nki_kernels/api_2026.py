@@ -348,3 +348,36 @@ def pe_transpose(x):
                                     replica_group=ncc.ReplicaGroup([[0, 1]]), channel_ids=[0])
     nl.store(out, value=res)
     return out
+
+
+@nki.jit
+def reshaping_dmas(vec, col):
+    """A flat (1024,) vector DMA'd into a (128, 8) tile; a (1, 128) row read again through a
+    (1, 128, 1) reshape after its first access; an fp32 tile read as bf16 halves through an
+    access pattern of the other element size."""
+    out = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=vec)
+    nisa.dma_copy(dst=out, src=t)
+    row = nl.ndarray((1, 128), dtype=col.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=col)
+    again = nl.ndarray((1, 128, 1), dtype=col.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=again, src=col.reshape((1, 128, 1)))
+    wide = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    halves = wide.ap(pattern=[[512, 128], [1, 512]], dtype=nl.bfloat16)
+    assert halves.shape == (128, 512) and halves.dtype == nl.bfloat16
+    return out
+
+
+@nki.jit
+def shuffled_store(x):
+    """x (128, 4, 64) interleaved on chip into (128, 64, 4) by a permuting access pattern, then
+    stored flat as (128, 256): the reshape merges axes holding different dimensions of x."""
+    p, a, f = x.shape
+    out = nl.ndarray((p, a * f), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, a, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    mixed = nl.ndarray((p, f, a), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=mixed, src=t.ap(pattern=[[a * f, p], [1, f], [f, a]]))
+    nisa.dma_copy(dst=out, src=mixed.reshape((p, f * a)))
+    return out

@@ -8,7 +8,11 @@
    best are pruned, the rest get a full verdict from the closed forms (or, where the closed forms
    do not claim the nest, from the exact count).
 3. The search stops when the N-th best T is below the bound of the next group.
-4. The top N and the Pareto points are confirmed by the exact count (:func:`.evaluate.verdict`).
+4. The best :func:`wide` (N) by the roofline's T and the Pareto points are confirmed by the exact
+   count (:func:`.evaluate.verdict`), which also runs the engine timeline; the top N are the best
+   of them by the timeline's predicted T (pruning uses the roofline's bounds, which the timeline's
+   T never beats, so a tiling pruned could only rank lower by the roofline, not by the timeline:
+   the widening is what lets the timeline reorder them).
 
 Determinism: units run in batches of a fixed size, each against the cutoff known before the batch,
 so the same units are pruned and the same tilings found on one process, many, or a Dask cluster.
@@ -30,6 +34,11 @@ from loopsim.analyses.search import pareto, space
 
 #: units per batch; fixed, so that pruning does not depend on the number of workers
 BATCH = 16
+
+
+def wide(top: int) -> int:
+    """Tilings kept by the roofline's T for the timeline to rank: the top N and as many again."""
+    return 2 * top + 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +191,9 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         found.append(c)
         top.append(c)
         top.sort(key=lambda x: x.key)
-        del top[p.top:]
-        if len(top) == p.top:
-            k = (top[-1].verdict.key()[1], top[-1].verdict.Q)
+        del top[wide(p.top):]
+        if len(top) >= p.top:
+            k = (top[p.top - 1].verdict.key()[1], top[p.top - 1].verdict.Q)
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
@@ -205,7 +214,8 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
     else:
         for i, s in enumerate(ctx.structs):
             k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
-            v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
+            v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype,
+                           model="floor")
             verdicts += 1
             keep(Cand(unit.index, i, unit.values, _strip(v)))
     return UnitResult(unit.index, n_s, verdicts, infeasible, "", tuple(top), tuple(_fronts(found)),
@@ -342,7 +352,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             if r.invalid and len(reasons) < 3:
                 reasons.append(r.invalid)
             infeasible_why = infeasible_why or r.why_infeasible
-            top = sorted(top + list(r.top), key=lambda c: c.key)[:p.top]
+            top = sorted(top + list(r.top), key=lambda c: c.key)[:wide(p.top)]
             found = _fronts(found + list(r.front))
     if not top:
         if out.interrupted:
@@ -356,7 +366,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         why = infeasible_why or "one matmul instruction's tiles do not fit"
         raise InputError(f"{where}: no feasible tiling among {out.evaluated:,} candidates "
                          f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
-    out.top = [confirm(ctx, c) for c in top]
+    out.top = sorted((confirm(ctx, c) for c in top), key=lambda c: c.key)[:p.top]
     exact = {(c.unit, c.structure): c for c in out.top}
     fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
     out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
@@ -378,11 +388,9 @@ def _note(top: list[Cand]) -> str | None:
 def confirm(ctx: Context, c: Cand) -> Cand:
     """The candidate with its exact verdict; a closed form that disagrees is a bug, not an answer."""
     p = ctx.problem
-    if c.verdict.exact and c.verdict.report is not None:
-        return c
     k = ctx.arranged(c.values, c.structure)
     v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
-    if (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(v.T)) != \
+    if (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(ev.roofline_T(v))) != \
             (c.verdict.Q, c.verdict.feasible, c.verdict.sbuf_peak_bytes, ev.round_T(c.verdict.T)):
         raise InternalError(f"search: the closed form of {dict(c.values)} structure {c.structure} "
                             f"gives Q={c.verdict.Q:,}, T={c.verdict.T:.6g} s; the exact count gives "

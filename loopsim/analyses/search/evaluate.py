@@ -45,21 +45,29 @@ class Verdict:
         return (not self.feasible, round_T(self.T), self.Q, self.sbuf_peak_bytes)
 
 
+def roofline_T(v: Verdict) -> float:
+    """The roofline part of an exact verdict: T without the timeline (what the closed forms give)."""
+    if v.report is None or "timeline" not in v.report.times:
+        return v.T
+    return max(t for n, t in v.report.times.items() if n != "timeline")
+
+
 def round_T(t: float) -> float:
     return float(f"{t:.12g}") if math.isfinite(t) else t
 
 
 def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None) -> Verdict:
+            dtype: str | None = None, model: str = "timeline") -> Verdict:
     """The exact verdict of a kernel or program on ``hw`` (:func:`loopsim.model.pipeline.analyze`: the
-    trace count, or the replay for lru and opt, the entitlement and every ceiling). A tiling SBUF
-    cannot run at all is infeasible."""
+    trace count, or the replay for lru and opt, the entitlement and every ceiling; with ``model``
+    ``timeline`` the engine timeline's predicted time too). A tiling SBUF cannot run at all is
+    infeasible."""
     from loopsim.model import pipeline
     from loopsim.frontends.program import Program
 
     prog = k if isinstance(k, Program) else Program.single(k, None)
     try:
-        a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype)
+        a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype, model=model)
     except CapacityError as e:
         return Verdict(math.inf, "capacity", False, (str(e),), 0, 0, 0, 0, True, None)
     return Verdict(a.T, a.limit, a.feasible, tuple(a.infeasible_reasons), a.W, a.Q,
@@ -89,6 +97,7 @@ class _Stmt:
     variables: frozenset[str]
     cost: int          # SBUF cost of its tile (bytes per partition, or bytes on flat sheets)
     elements: int      # elements of the tensor (evacuated once per store of a matmul output)
+    slowness: float = 1.0  # seconds per byte at the DMA peak's rate, relative: 1 / efficiency of its transfers
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,7 @@ class ChainModel:
     capacity: int
     lanes: int | None  # the target's lanes: costs are bytes per lane (None: bytes)
     compulsory_Q: int
+    floor: bool = True         # add the timeline's floor (dma_transfers), as model="floor" does
 
 
 def loads_cost(chain: Chain, kernel: Kernel, target) -> int:
@@ -139,8 +149,9 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
     def stmt(s) -> _Stmt:
         t = tm[s.tile.tensor]
         ls = tuple(loops[v] for v in s.tile.variables)
-        return _Stmt(t.bytes, s.tile.variables, hw.tile_cost(full_tile(s.tile, ls, t), t),
-                     t.elements)
+        tile = full_tile(s.tile, ls, t)
+        return _Stmt(t.bytes, s.tile.variables, hw.tile_cost(tile, t), t.elements,
+                     transfer_slowness(s, tile, t, hw))
 
     dt = dtype or kernel_dtype(kernel)
     first = arrange(chain, next(structures(chain)), kernel)
@@ -159,6 +170,26 @@ def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
 
 def _store_depth(s: Structure, st: _Stmt) -> int:
     return max((i + 1 for i, v in enumerate(s.order) if v in st.variables), default=0)
+
+
+def transfer_slowness(stmt, tile: tuple[int, ...], t, hw) -> float:
+    """1 / the DMA efficiency of one execution's transfers, byte-weighted (the [S10] figure at
+    each transfer's bytes per partition; a chunked load's chunks, :mod:`loopsim.targets.neuron.dma`)."""
+    import numpy as np
+
+    from loopsim.targets.neuron.dma import transfer_parts
+
+    chunk = stmt.chunks(t.partition_axis) if hasattr(stmt, "chunks") else ()
+    total = slow = 0.0
+    for axes, n in transfer_parts([np.int64(e) for e in tile], chunk, ()):
+        n = int(n)
+        if not n:
+            continue
+        shape = tuple(int(a) for a in axes)
+        b = math.prod(shape) * t.elem_bytes
+        total += n * b
+        slow += n * b / hw.dma_efficiency(hw.tile_cost(shape, t))
+    return slow / total if total else 1.0
 
 
 def chain_q(m: ChainModel, s: Structure) -> int:
@@ -206,6 +237,13 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
     times = {"compute": m.W / m.P, "memory": q / m.BW}
     if m.transfer_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
         times["dma"] = q / m.transfer_bw
+        if m.floor:  # the timeline's floor: each transfer at the rate its size reaches
+            pos = {v: i + 1 for i, v in enumerate(s.order)}
+            slow = sum(st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0) * st.slowness
+                       for st, lv in zip(m.loads, s.levels))
+            slow += sum(st.tensor_bytes * (2 * _reps(m, s, st, _store_depth(s, st)) - 1) * st.slowness
+                        for st in m.stores)
+            times["dma_transfers"] = slow / m.transfer_bw
     ceil = m.ceilings
     if ceil.instructions:
         times["tensor_engine"] = ceil.get("combined").T

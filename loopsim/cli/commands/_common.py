@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from loopsim.base.limits import MAX_INT, MAX_LNC_CORES, MAX_WORK_S, bounded
 from loopsim.count.counts import POLICIES
 
 #: exit status of a kernel that cannot run as written (its report is printed all the same)
@@ -25,14 +26,20 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
     p.add_argument("--policy", choices=POLICIES, default="as-written",
                    help="as-written (default): Q as the nest states it; lru/opt: what SBUF of "
                         "the given capacity could reach with this loop order")
-    p.add_argument("--sbuf-bytes", type=int, default=None, metavar="N",
-                   help="SBUF capacity in bytes (default: the sheet's)")
+    p.add_argument("--sbuf-bytes", type=bounded("--sbuf-bytes", 1, MAX_INT), default=None, metavar="N",
+                   help="SBUF capacity in bytes, 1 to 2^62 (default: the sheet's)")
     p.add_argument("--dtype", default=None,
                    help="dtype whose Tensor Engine roof applies (default: the kernel's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--model", choices=("timeline", "roofline"), default="timeline",
+                   help="timeline (default): T is the engine timeline's predicted time (never below "
+                        "the roofline's); roofline: T is the slowest roof or ceiling alone")
     p.add_argument("--replay", action="store_true",
                    help="as written: replay the trace even where the closed form gives Q (slower; "
                         "the two agree)")
+    p.add_argument("--force", action="store_true",
+                   help=f"run a replay estimated over {MAX_WORK_S:,.0f} s on one core (refused "
+                        "otherwise, with the estimate)")
     add_nki_options(p)
     if scope:
         add_scope_options(p)
@@ -80,7 +87,7 @@ def add_scope_options(p: argparse.ArgumentParser) -> None:
     """--lnc, --split, --allow-scope-mismatch, --roofs, --link-bw, --buffers."""
     from loopsim.targets import hardware
 
-    p.add_argument("--lnc", type=int, default=None, metavar="N",
+    p.add_argument("--lnc", type=bounded("--lnc", 1, MAX_LNC_CORES), default=None, metavar="N",
                    help="run the kernel on N physical cores (LNC=2: --lnc 2), splitting the spec's "
                         "[lnc] split loop, else its token (M / B) loop; --lnc 1 removes a split")
     p.add_argument("--split", default=None, metavar="VAR", help="the loop to split with --lnc")
@@ -88,7 +95,7 @@ def add_scope_options(p: argparse.ArgumentParser) -> None:
                    help="entitle against a sheet whose physical cores differ from the kernel's")
     p.add_argument("--roofs", choices=hardware.ROOFS, default="spec",
                    help="spec (default): documented P and BW; measured: the sheet's [measured] roofs")
-    p.add_argument("--link-bw", type=int, default=None, metavar="BYTES_PER_S",
+    p.add_argument("--link-bw", type=bounded("--link-bw", 1, MAX_INT), default=None, metavar="BYTES_PER_S",
                    help="interconnect bandwidth for a spec with [parallel] (default: the sheet's link.bw)")
     p.add_argument("--buffers", default=None, metavar="N|TENSOR=N,...",
                    help="SBUF buffers a load inside a loop rotates through (2: double buffering); "
@@ -137,7 +144,8 @@ def analyze_kw(args) -> dict:
     """Keyword arguments of :func:`loopsim.model.pipeline.analyze` from the options."""
     return {"policy": args.policy, "sbuf_bytes": args.sbuf_bytes, "dtype": args.dtype,
             "allow_scope_mismatch": getattr(args, "allow_scope_mismatch", False),
-            "link_bw": getattr(args, "link_bw", None), "replay": getattr(args, "replay", False)}
+            "link_bw": getattr(args, "link_bw", None), "replay": getattr(args, "replay", False),
+            "model": getattr(args, "model", "timeline")}
 
 
 def dump_json(obj) -> None:

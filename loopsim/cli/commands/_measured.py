@@ -94,9 +94,6 @@ def assign(items: list[str], keys: list[tuple[str, ...]],
             if hits:
                 put(hits[0], prof, item)
                 placed += 1
-            elif len(keys) == 1 and len(profs) == 1:
-                put(0, prof, item)
-                placed += 1
         if not placed:
             raise InputError(f"--measured {item}: none of its {len(profs)} records names a tiling "
                              f"analysed here (labels: {labels})")
@@ -114,13 +111,15 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
                             verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile))
 
 
-def predicted_lines(rep, profile) -> tuple[tuple[int, str, float], ...]:
-    """(source line, statement, seconds) of each load/store of a single-kernel analysis (the
-    target's :meth:`transfer_lines`), for a profile with per-instruction source locations; ()
-    otherwise."""
+def predicted_lines(rep, profile) -> tuple[tuple[int, str, float, str], ...]:
+    """(source line, statement, seconds, "dma" or "tensor_engine") of each load/store (the
+    target's :meth:`transfer_lines`) and matmul (:meth:`engine_lines`) of a single-kernel
+    analysis, for a profile with per-instruction source locations; () otherwise."""
     if not profile.instructions or len(rep.stages) != 1:
         return ()
-    return rep.hardware.transfer_lines(rep.stages[0].stage.kernel)
+    k, hw = rep.stages[0].stage.kernel, rep.hardware
+    return tuple((ln, text, sec, "dma") for ln, text, sec in hw.transfer_lines(k)) + \
+        tuple((ln, text, sec, "tensor_engine") for ln, text, sec in hw.engine_lines(k, rep.dtype))
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:

@@ -33,7 +33,8 @@ def register(sub) -> None:
                    help="name of the calibrated sheet (default: the output file's stem)")
     p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
                    help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
-                        "prediction), side by side (repeatable)")
+                        "prediction), side by side (repeatable); an NKI kernel PATH.py::FUNCTION "
+                        "here EXECUTES that file, as python FILE.py would")
     p.add_argument("--allow-kernel-refs", action="store_true",
                    help="let a measurement's \"spec\" name a kernel file PATH.py::FUNCTION, which is "
                         "then EXECUTED to trace it (without this flag such an entry is refused: the "
@@ -57,6 +58,10 @@ def _warn(fit) -> None:
 
 
 def run(args) -> int:
+    from loopsim.base.outfile import regular_target, require_suffix
+
+    require_suffix(args.output, (".toml",))
+    regular_target(args.output)  # a device, FIFO or folder refused before any work
     hw = hardware.load(args.hardware)
     ms = calibrate.load(args.measurements, hw, allow_kernel_refs=args.allow_kernel_refs)
     fit = calibrate.fit(ms, hw, threshold=args.threshold)

@@ -6,6 +6,7 @@ result as on one: see :func:`loopsim.analyses.checkformula.check_formula`."""
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_EXAMPLES, MAX_INT, bounded
 from loopsim.frontends import spec
 from loopsim.cli.commands._common import add_kernel_options, dump_json, refuse_kernel_reference
 
@@ -20,9 +21,9 @@ def register(sub) -> None:
     p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2|LO..HI[:STEP|:x2]",
                    help="range or list of values to draw a parameter from (repeatable); default: "
                         "1..spec value, tiles: powers of two from spec value/16 to the spec value")
-    p.add_argument("--examples", type=int, default=100, metavar="N",
-                   help="examples to draw (default 100)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: deterministic)")
+    p.add_argument("--examples", type=bounded("--examples", 1, MAX_EXAMPLES), default=100,
+                   metavar="N", help=f"examples to draw, 1 to {MAX_EXAMPLES:,} (default 100)")
+    p.add_argument("--seed", type=bounded("--seed", 0, MAX_INT), default=None, help="random seed (default: deterministic)")
     from loopsim.analyses.parallel import add_options as add_parallel_options
 
     add_parallel_options(p)

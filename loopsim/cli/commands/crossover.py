@@ -4,6 +4,7 @@ are analysed on ``--jobs`` processes (default: every core), with the same answer
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_INT, bounded
 from loopsim.cli.commands._common import add_kernel_options, analyze_kw, dump_json, hardware_of, kernel_args, parse_buffers
 
 
@@ -12,6 +13,10 @@ def register(sub) -> None:
                        description=__doc__)
     add_kernel_options(p)
     p.add_argument("--dim", required=True, metavar="NAME", help="the parameter to vary (e.g. B)")
+    p.add_argument("--multiple-of", type=bounded("--multiple-of", 1, MAX_INT), default=1, metavar="N", dest="multiple",
+                   help="search only multiples of N (a traced kernel's dimension usually must be a "
+                        "multiple of its tile, e.g. --multiple-of 128 for a K split in 128-row "
+                        "tiles); default 1")
     p.add_argument("--compulsory", action="store_true",
                    help="use the compulsory Q (each input read once) instead of the simulated Q")
     from loopsim.analyses.parallel import add_options as add_parallel_options
@@ -38,17 +43,25 @@ def run(args) -> int:
     from loopsim.analyses.parallel import Progress
 
     point = Point(sf, tuple(sets.items()), args.dim, hw, tuple(analyze_kw(args).items()),
-                  args.lnc, args.split, parse_buffers(args.buffers), args.compulsory)
-    dtype = point.analysis(1).dtype
+                  args.lnc, args.split, parse_buffers(args.buffers), args.compulsory, args.multiple)
+    try:
+        dtype = point.analysis(1).dtype
+    except SpecError as e:
+        hint = ("; a traced kernel's dimension usually must be a multiple of its tile: give "
+                "--multiple-of N" if args.multiple == 1 and "nki" in sf.data else "")
+        raise SpecError(f"--dim {args.dim}={args.multiple}, where the search starts: {e}{hint}") from None
     point = replace(point, kw=tuple({**dict(point.kw), "dtype": dtype}.items()))
     P = hw.P(dtype)
     tried: list[tuple[int, int, int]] = []
     try:
         with Progress(None, f"crossover of {args.dim}", quiet=args.quiet, unit="value") as bar:
             value, seen = search(point, P, hw.bw, jobs=args.jobs, scheduler=args.scheduler,
-                                 progress=bar, note=lambda v: f"{args.dim}={v:,}", tried=tried)
+                                 progress=bar, note=lambda v: f"{args.dim}={v * args.multiple:,}",
+                                 tried=tried)
+        value, seen = value * args.multiple, [(v * args.multiple, w, q) for v, w, q in seen]
     except TraceTooLarge:
         v, w, q = tried[-1]
+        v *= args.multiple
         raise InputError(
             f"no crossover found: {args.dim} is memory-bound at every value tried up to {v:,} "
             f"(there I = W/Q = {w / q:.4g} < ridge {P / hw.bw:.4g}); larger values expand beyond "

@@ -5,6 +5,7 @@ scope's aggregate DMA bandwidth, sourced per sheet; see ``loopsim hardware NAME`
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_LNC_CORES, bounded
 from loopsim.cli.commands._common import add_nki_options, dump_json, hardware_of, program_of
 
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
                    help="hardware sheet name or .toml path")
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
                    help="override a spec parameter (repeatable)")
-    p.add_argument("--lnc", type=int, default=None, metavar="N",
+    p.add_argument("--lnc", type=bounded("--lnc", 1, MAX_LNC_CORES), default=None, metavar="N",
                    help="run the kernel on N physical cores (each core's transfers counted)")
     p.add_argument("--split", default=None, metavar="VAR", help="the loop to split with --lnc")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -7,6 +7,7 @@ make up ``miss_bytes``; ``hbm_bytes`` = HBM reads + write-backs is what crosses 
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_INT, bounded
 from loopsim.base.errors import InputError
 
 #: requests fed to the replay kernels at a time: their per-request scratch (miss flags, OPT's next
@@ -18,7 +19,7 @@ def register(sub) -> None:
     p = sub.add_parser("replay", help="replay a captured access trace (.npz) with lru or opt",
                        description=__doc__)
     p.add_argument("trace", metavar="TRACE.npz")
-    p.add_argument("--capacity", type=int, required=True, metavar="BYTES")
+    p.add_argument("--capacity", type=bounded("--capacity", 1, MAX_INT), required=True, metavar="BYTES")
     p.add_argument("--policy", choices=("lru", "opt"), required=True)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)

@@ -5,6 +5,7 @@ the I/O lower bound prune; every reported tiling is confirmed by the exact count
 
 from __future__ import annotations
 
+from loopsim.base.limits import MAX_TOP, bounded
 import sys
 
 from loopsim.targets import hardware
@@ -24,7 +25,8 @@ def register(sub) -> None:
                         "both ends); default: powers of two within the sheet's tile limits")
     p.add_argument("--keep-order", action="store_true",
                    help="search parameters only: keep the spec's loop order and load placements")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="tilings to show (default 10)")
+    p.add_argument("--top", type=bounded("--top", 1, MAX_TOP), default=10, metavar="N",
+                   help=f"tilings to show, 1 to {MAX_TOP:,} (default 10)")
     p.add_argument("-o", "--output", default=None, metavar="BEST.toml",
                    help="write the best tiling as a spec file")
     p.add_argument("--plot", default=None, metavar="FILE.png",
@@ -41,9 +43,12 @@ def run(args) -> int:
 
     if args.top < 1:
         raise InputError(f"--top {args.top} must be >= 1")
-    if args.plot:
-        from loopsim.base.outfile import figure_format
+    from loopsim.base.outfile import figure_format, regular_target, require_suffix
 
+    if args.output:
+        require_suffix(args.output, (".toml",))
+        regular_target(args.output)  # a device, FIFO or folder refused before any work
+    if args.plot:
         figure_format(args.plot, "--plot")
     hw = hardware.load(args.hardware)
     problem = engine.Problem(args.spec, tuple(spec.parse_sets(args.sets).items()), args.hardware,

@@ -298,3 +298,16 @@ def reshape_binding(b, old, new, what: str):
                              f"tile it holds ({b.logical.name}): not modelled")
         dims.append(DimMap(dm.start, dm.size, tuple(axes)))
     return Binding(b.logical, tuple(dims))
+
+
+def collapsed_binding(b, old, new):
+    """A binding over ``new`` axes when a reshape mixes dimensions: axes kept unchanged by the
+    reshape keep their map; the others run along no dimension (the tile is held whole)."""
+    from loopsim.frontends.nki.events import Binding, DimMap
+
+    groups = reshape_groups(old, new, "t")
+    same = {go[0]: gn[0] for go, gn in groups if len(go) == 1 and len(gn) == 1}
+    dims = []
+    for dm in b.dims:
+        dims.append(DimMap(dm.start, dm.size, tuple((same[a], sc) for a, sc in dm.axes if a in same)))
+    return Binding(b.logical, tuple(dims))

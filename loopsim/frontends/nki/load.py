@@ -25,6 +25,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import itertools
+import math
 import os
 import re
 import sys
@@ -33,8 +34,10 @@ import types
 from pathlib import Path
 from typing import Mapping
 
+from loopsim.base import limits
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import DTYPES
+from loopsim.frontends.nki import guard
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder, user_frame
 from loopsim.frontends.nki.symbolic import NeedsConcrete
@@ -68,11 +71,15 @@ def parse_arg(text: str) -> tuple[str, tuple[tuple[int | str, ...], str]]:
     m = re.fullmatch(rf"\s*([A-Za-z_]\w*)\s*=\s*({_DIM}(?:\s*x\s*{_DIM})*)\s*(?::\s*(\w+))?\s*",
                      text or "")
     if not m:
-        raise SpecError(f"--arg {text!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
+        raise SpecError(f"--arg {limits.short_text(text)!r} must look like NAME=D0xD1[:dtype], e.g. lhsT=1024x4096:bf16 "
                         "or lhsT=KxM with --set K=1024 --set M=4096")
-    shape = tuple(int(d) if d.strip().isdigit() else d.strip() for d in m.group(2).split("x"))
+    shape = tuple(limits.flag_int(d.strip(), f"--arg {m.group(1)}", SpecError) if d.strip().isdigit()
+                  else d.strip() for d in m.group(2).split("x"))
     if any(isinstance(d, int) and d <= 0 for d in shape):
         raise SpecError(f"--arg {text!r}: every dimension must be > 0")
+    if len(shape) > limits.MAX_TENSOR_DIMS:
+        raise SpecError(f"--arg {m.group(1)}: {len(shape)} dimensions; loopsim takes at most "
+                        f"{limits.MAX_TENSOR_DIMS} (see docs/errors.md)")
     dt = m.group(3) or "bf16"
     if dt in DTYPE_OF:  # an NKI name: loopsim's when it round-trips, else kept for the kernel
         dt = DTYPE_OF[dt] if NKI_OF.get(DTYPE_OF[dt]) == dt else dt
@@ -101,27 +108,33 @@ def parse_kwarg(text: str) -> tuple[str, object]:
     name, eq, value = (text or "").partition("=")
     name, value = name.strip(), value.strip()
     if not eq or not name.isidentifier():
-        raise SpecError(f"--kwarg {text!r} must look like NAME=VALUE (a Python literal)")
+        raise SpecError(f"--kwarg {limits.short_text(text)!r} must look like NAME=VALUE (a Python literal)")
     try:
         return name, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
         pass
     bare = re.sub(r"^(nl|nki\.language|np|numpy)\.", "", value)
     if bare.isidentifier():
         if bare in nki_dtype_names():
             return name, DTypeName(bare)
-        raise SpecError(f"--kwarg {text!r}: {value!r} is neither a Python literal nor an NKI dtype "
-                        f"name (known: {', '.join(sorted(nki_dtype_names()))})")
-    raise SpecError(f"--kwarg {text!r}: {value!r} is not a Python literal (int, float, "
-                    "string, tuple, ...) or an NKI dtype name")
+        raise SpecError(f"--kwarg {name}={limits.short_text(value)!r} is neither a Python literal nor "
+                        f"an NKI dtype name (known: {', '.join(sorted(nki_dtype_names()))})")
+    raise SpecError(f"--kwarg {name}={limits.short_text(value)!r} is not a Python literal loopsim "
+                    "takes (int, float, string, tuple, ...; see docs/errors.md) or an NKI dtype name")
 
 
 def parse_grid(text: str) -> tuple[int, ...]:
     """``G0[xG1...]`` -> the SPMD launch grid."""
-    if not re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text or "") or any(
-            int(g) <= 0 for g in text.split("x")):
-        raise SpecError(f"--grid {text!r} must look like G0[xG1...], positive integers, e.g. 4x2")
-    return tuple(int(g) for g in text.split("x"))
+    if not re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text or ""):
+        raise SpecError(f"--grid {limits.short_text(text)!r} must look like G0[xG1...], positive "
+                        "integers, e.g. 4x2")
+    grid = tuple(limits.flag_int(g.strip(), "--grid", SpecError) for g in text.split("x"))
+    if any(g <= 0 for g in grid) or len(grid) > limits.MAX_GRID_DIMS:
+        raise SpecError(f"--grid {limits.short_text(text)!r} must look like G0[xG1...], 1 to "
+                        f"{limits.MAX_GRID_DIMS} positive integers, e.g. 4x2")
+    limits.check_int(math.prod(grid), f"--grid {limits.short_text(text)} (launches in all)",
+                     SpecError, what="grid")
+    return grid
 
 
 def parse_options(args=(), kwargs=(), grid=None, paths=()) -> dict:
@@ -181,7 +194,7 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
     rec.shown = path
     concrete: set = set()
     try:
-        with installed(rec), _Imports(src, paths, rec) as imports:
+        with installed(rec), guard.running(path, func), _Imports(src, paths, rec) as imports:
             fn = imports.function(func, path)
             for _ in range(MAX_TRACES):
                 rec = Recorder(src, func, concrete)
@@ -254,7 +267,7 @@ def _run(fn, args, kwargs, grid, rec: Recorder, shown: str, func: str) -> None:
         rec.grid_var(axis, int(g))
     rec.running = True
     try:
-        invoke(fn, call_args)
+        invoke(fn, call_args, shown, func)
     finally:
         rec.running = False
     from loopsim.frontends.nki.record import _close_above
@@ -264,9 +277,10 @@ def _run(fn, args, kwargs, grid, rec: Recorder, shown: str, func: str) -> None:
     _close_above(rec, None)  # loops the kernel returned from: closed as Python left them
 
 
-def invoke(fn, call_args: dict):
-    """The one place the user's kernel (or launcher) is called."""
-    return fn(**call_args)
+def invoke(fn, call_args: dict, shown: str, func: str):
+    """The one place the user's kernel (or launcher) is called, inside the guard (its prints to
+    stderr, its exit an error of the kernel: :mod:`.guard`)."""
+    return guard.invoke(fn, call_args, shown, func)
 
 
 def _bind_sets(path, func, args, kwargs, sets):

@@ -44,7 +44,11 @@ def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None
                                 list(a.defaults) + list(a.kw_defaults)):
             if isinstance(default, ast.Constant) and type(default.value) is int:
                 params[arg.arg] = default.value
-    params.update({n: v for n, v in opts["kwargs"].items() if type(v) is int})
+    for n, v in opts["kwargs"].items():  # a value given is passed as given, never the default
+        if type(v) is int:
+            params[n] = v
+        else:
+            params.pop(n, None)
     named = sorted({d for shape, _ in opts["args"].values() for d in shape if isinstance(d, str)})
     for n in named:
         if n in (known or {}):
@@ -52,7 +56,9 @@ def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None
         elif n not in params:
             raise SpecError(f"{ref}: dimension {n} of an --arg has no value; give --set {n}=INT")
     data = {"kernel": {"name": func, "about": f"traced from {ref}"}, "params": params,
-            "nki": {"path": path, "func": func, **opts}}
+            "nki": {"path": path, "func": func, **opts},
+            # the keyword integers (not --arg dimensions): 0 or negative is a kernel's business
+            "keywords": tuple(n for n in params if n not in named)}
     return SpecFile(ref, data, "")
 
 
@@ -66,6 +72,13 @@ def trace(sf: SpecFile, params: Mapping[str, int]):
     EXECUTES the kernel file."""
     from loopsim.frontends.nki.load import load_kernel
 
+    from loopsim.frontends.spec import check_matmul_dtypes
+
     o = sf.data["nki"]
-    return load_kernel(o["path"], o["func"], args=o["args"], kwargs=o["kwargs"], grid=o["grid"],
-                       sets=dict(params), paths=tuple(o.get("paths", ())))
+    traced = load_kernel(o["path"], o["func"], args=o["args"], kwargs=o["kwargs"], grid=o["grid"],
+                         sets=dict(params), paths=tuple(o.get("paths", ())))
+    for k in ([traced] if hasattr(traced, "body") else [s.kernel for s in traced.stages]):
+        check_matmul_dtypes(k.tensors, k.body, lambda name, stmt, dt: (
+            f"{o['path']}:{stmt.line}: kernel {o['func']}: --arg {name}=...:{dt}: the Tensor "
+            f"Engine's matmul takes no {dt} operands; use fp8, bf16, fp16 or fp32"))
+    return traced

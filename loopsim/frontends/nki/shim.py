@@ -14,6 +14,7 @@ import contextlib
 import sys
 import types
 
+from loopsim.base.limits import check_int
 from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
@@ -158,6 +159,8 @@ def _range(kind):
                                  "(a bound that depends on a loop index is not modelled)")
         if step <= 0:
             raise TraceError(f"{kind} step must be > 0")
+        for x in (start, stop, step):
+            check_int(x, f"{kind} bound", TraceError, what="loop bound")
         trips = max(0, -(-(stop - start) // step))
         if trips == 0:
             return iter(())
@@ -402,7 +405,8 @@ def load(src, mask=None, dtype=None, **_):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
     t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name(_hbm_name(src)))
-    t.buf.fresh_load = (rec.dma(t, src), src)
+    d, s2 = _squeezed(t, src)
+    t.buf.fresh_load = (rec.dma(d, s2), src)
     return t
 
 
@@ -793,12 +797,28 @@ def register_load(*a, **k):
 
 
 def _squeezed(dst, src):
-    """``dst`` and ``src`` without their size-1 dimensions when that is all they differ by."""
+    """``dst`` and ``src`` without their size-1 dimensions when that is all they differ by; a
+    whole HBM tensor not yet accessed, moved to or from a whole tile of as many elements, takes
+    the tile's shape (a DMA of a flat vector into a [P, F] tile: the same elements)."""
+    dst, src = _flat_reshaped(dst, src)
     shapes = [getattr(x, "shape", None) for x in (dst, src)]
     if None in shapes or shapes[0] == shapes[1] or \
             [n for n in shapes[0] if n != 1] != [n for n in shapes[1] if n != 1]:
         return dst, src
     return _squeeze(dst), _squeeze(src)
+
+
+def _flat_reshaped(dst, src):
+    for a, b, swap in ((src, dst, False), (dst, src, True)):
+        t = a.tensor if isinstance(a, HbmView) and a.order is None and a._shape is None and all(
+            k and st.is_const() and st.const == 0 and n == m for (st, n, k), m in
+            zip(a.dims, a.tensor.shape)) else a
+        if isinstance(t, HbmTensor) and isinstance(b, Tile) and b.view_shape is None and \
+                t.size == b.size and [n for n in t.shape if n != 1] != \
+                [n for n in b.shape if n != 1] and not (t.logical.loaded or t.logical.output):
+            r = t.reshape(b.shape).full()
+            return (b, r) if not swap else (r, b)
+    return dst, src
 
 
 def _squeeze(x):

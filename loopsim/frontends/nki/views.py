@@ -79,27 +79,60 @@ class HbmTensor(_Viewable):
     def dtype(self):
         return self._dtype
 
+    def _units_only(self) -> bool:
+        """This handle's shape differs from the tensor's only by size-1 dimensions."""
+        return [n for n in self._shape if n != 1] == [n for n in self.logical.shape if n != 1]
+
+    def _to_logical(self, dims):
+        """Per-dimension (start, size, kept) of this handle's shape as the tensor's dimensions
+        (size-1 dimensions dropped or added); the view keeps this handle's shape."""
+        own = list(dims)
+        out, j = [], 0
+        for n in self.logical.shape:
+            if n == 1:
+                if j < len(own) and own[j][1] == 1 and self._shape[j] == 1:
+                    out.append(own[j])
+                    j += 1
+                else:
+                    out.append((Sym({}, 0), 1, False))
+                continue
+            while j < len(own) and self._shape[j] == 1:
+                j += 1
+            out.append(own[j])
+            j += 1
+        return out
+
+    def _view(self, dims, order=None) -> "HbmView":
+        if tuple(self.logical.shape) == self._shape:
+            return HbmView(self, dims, order)
+        shape = tuple(n for _, n, k in dims if k)
+        return HbmView(self, self._to_logical(dims), order, shape)
+
     def _current(self) -> None:
-        if tuple(self.logical.shape) != self._shape:
+        if tuple(self.logical.shape) != self._shape and not self._units_only():
             raise TraceError(f"HBM tensor {self.logical.name} is used as {list(self._shape)} after "
                              f"it was reshaped to {list(self.logical.shape)}: loopsim reads a tensor "
                              "in one shape; reshape it once, before its first use")
 
     def __getitem__(self, key):
         self._current()
-        return HbmView(self, _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                         [True] * len(self.shape), key, hbm=True))
+        return self._view(_slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
+                                      [True] * len(self.shape), key, hbm=True))
 
     def full(self) -> "HbmView":
         self._current()
-        return HbmView(self, [(Sym({}, 0), d, True) for d in self.shape])
+        return self._view([(Sym({}, 0), d, True) for d in self.shape])
 
     def reshape(self, *shape) -> "HbmTensor":
         """The same bytes as another row-major shape (NkiTensor.reshape)."""
         shape = _shape_arg(shape, self.size, f"HBM tensor {self.logical.name}")
         lg = self.logical
         if tuple(shape) == tuple(lg.shape):
-            return self
+            return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        if [n for n in shape if n != 1] == [n for n in lg.shape if n != 1]:
+            t = HbmTensor(self._rec, lg, self._dtype, self.buffer)  # the same box: 1s added/removed
+            t._shape = tuple(shape)
+            return t
         if lg.loaded or lg.output:
             raise TraceError(f"HBM tensor {lg.name} reshaped to {list(shape)} after it was accessed "
                              f"as {list(lg.shape)}: not modelled; reshape it before its first use")
@@ -114,7 +147,7 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         t._current()
         dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
-        return HbmView(t, dims, order)
+        return t._view(dims, order)
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -148,14 +181,17 @@ class HbmTensor(_Viewable):
 class HbmView(_Viewable):
     """A slice of an HBM tensor: per dimension (start, size, kept)."""
 
-    def __init__(self, t: HbmTensor, dims, order=None):
+    def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
         self.order = None if order is None or list(order) == sorted(order) else list(order)
+        self._shape = shape  # the shape the kernel sees when it differs by size-1 dimensions
 
     @property
     def shape(self):
+        if self._shape is not None:
+            return self._shape
         if self.order is not None:
             return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
@@ -169,8 +205,9 @@ class HbmView(_Viewable):
         return self.tensor.buffer
 
     def __getitem__(self, key):
-        if self.order is not None:
-            raise TraceError(f"indexing {self!r}, a permuted access pattern, is not modelled")
+        if self.order is not None or self._shape is not None:
+            raise TraceError(f"indexing {self!r}, a permuted or reshaped view, is not modelled; "
+                             "index the tensor itself")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
         return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
@@ -368,8 +405,21 @@ class Buffer:
         if self.origin is None:
             return self._binding
         b = self.origin.binding
-        return None if b is None else access.reshape_binding(b, self.origin.shape, self.shape,
-                                                             self.name)
+        if b is None:
+            return None
+        try:
+            return access.reshape_binding(b, self.origin.shape, self.shape, self.name)
+        except TraceError:
+            # the reshape merges axes holding different dimensions of the tensor (a shuffled
+            # layout): the view holds the whole tile, its merged axes along no one dimension
+            note = (f"reshape of buffer {self.name} {list(self.origin.shape)} to {list(self.shape)} "
+                    f"merges axes holding different dimensions of {b.logical.name}: the reshaped "
+                    "view is read as holding the whole tile (ASSUMED: the same elements, their "
+                    "order not followed)")
+            notes = getattr(self.rec, "notes", None)
+            if notes is not None and note not in notes:
+                notes.append(note)
+            return access.collapsed_binding(b, self.origin.shape, self.shape)
 
     @binding.setter
     def binding(self, b) -> None:
@@ -395,13 +445,15 @@ class Tile(_Viewable):
     ``view_shape``: the shape the kernel sees when it differs from the box of the buffer the
     view covers (a broadcast, a strided or windowed index tile): the ops read that box."""
 
-    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None, view_shape=None):
+    def __init__(self, buf: Buffer, offsets=None, sizes=None, kept=None, view_shape=None,
+                 view_dtype=None):
         self.buf = buf
         n = len(buf.shape)
         self.offsets = offsets if offsets is not None else [Sym({}, 0)] * n
         self.sizes = sizes if sizes is not None else list(buf.shape)
         self.kept = kept if kept is not None else [True] * n
         self.view_shape = None if view_shape is None else tuple(view_shape)
+        self.view_dtype = view_dtype  # the dtype a reinterpreting access pattern reads as
 
     @property
     def shape(self):
@@ -411,7 +463,7 @@ class Tile(_Viewable):
 
     @property
     def dtype(self):
-        return self.buf.nki_dtype
+        return self.view_dtype if self.view_dtype is not None else self.buf.nki_dtype
 
     @property
     def buffer(self):
@@ -475,12 +527,36 @@ class Tile(_Viewable):
         if not self._whole():
             raise TraceError(f".ap on {self!r}, a slice of buffer {self.buf.name}, is not "
                              "modelled; call .ap on the whole buffer (offsets are from its start)")
+        if dtype is not None and nki_dtype(dtype).itemsize != self.dtype.itemsize:
+            return self._reinterpreted(pattern, offset, nki_dtype(dtype), kw)
         dims, view = _ap_dims(self, self.buf.shape, pattern, offset, dtype, kw, hbm=False)
         # a pattern walking the axes permuted: the kernel sees the pattern's shape, the ops read
         # the box it covers
         permuted = isinstance(view, tuple)
         return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
                     view if permuted else None)
+
+    def _reinterpreted(self, pattern, offset, new, kw) -> "Tile":
+        """An on-chip access pattern in units of another element size: the box of this buffer
+        its bytes cover (the pattern rescaled to this buffer's elements), seen with the
+        pattern's shape and dtype."""
+        old = self.dtype.itemsize
+        what = f".ap of {self!r} as {new}"
+
+        def scaled(x):
+            if (x * new.itemsize) % old:
+                raise TraceError(f"{what}: {x} elements of {new.itemsize} B are not a whole number "
+                                 f"of {old}-byte elements")
+            return x * new.itemsize // old
+        pat = [[int(p[0]), int(p[1])] for p in pattern]
+        inner = [i for i, (st, n) in enumerate(pat) if st == 1]
+        out = [[scaled(st) if st != 1 else 1, scaled(n) if i == (inner[-1] if inner else -1) else n]
+               for i, (st, n) in enumerate(pat)]
+        off = Sym.of(offset)
+        off = Sym({v: scaled(c) for v, c in off.terms.items()}, scaled(off.const))
+        dims = access.covered(self.buf.shape, out, off, what)
+        return Tile(self.buf, [a for a, _, _ in dims], [n for _, n, _ in dims], [k for *_, k in dims],
+                    tuple(int(p[1]) for p in pattern), new)
 
     def __setitem__(self, key, value):
         target = self[key]

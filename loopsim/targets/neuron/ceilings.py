@@ -58,8 +58,9 @@ EVACUATION_ENGINES = ("vector", "scalar")
 # Tensor Engine
 
 
-def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
-    """Sums over all matmul instructions and the per-core instruction cycles."""
+def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores, lines: list | None = None):
+    """Sums over all matmul instructions and the per-core instruction cycles; ``lines``, when
+    given, gets (source line, statement, instruction cycles) per matmul statement."""
     rows, cols = hw.pe_rows, hw.pe_cols
     n_min = hw.mm_init_cycles
     s_kmn = s_mn = s_n = s_c = count = 0
@@ -75,6 +76,7 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
         bt = np.ones((1,) * len(shape), dtype=np.int64)  # batch values in the tile: an instruction each
         for bs, _, _ in r.batch:
             bt = bt * ext[id(stmt.stationary)][bs]
+        c_before = s_c
         for sub, (k, m, n, b, ex, cb, w) in row_blocks(shape, kmn + (bt, exists, core, weight)):
             # b: instructions per execution cell, times the executions the cell stands for (w)
             k, m, n, b = (np.where(ex, np.broadcast_to(x, sub), 0) for x in (k, m, n, b * w))
@@ -90,7 +92,27 @@ def _tensor_engine(kernel, hw, spec_hw, dtype, split, cores):
                 cb = np.broadcast_to(cb, sub)
                 core_c += np.bincount(cb.ravel(), weights=cyc.ravel().astype(np.float64),
                                       minlength=cores)[:cores]
+        if lines is not None:
+            lines.append((stmt.line, str(stmt), s_c - c_before))
     return s_kmn, s_mn, s_n, s_c, count, core_c
+
+
+def matmul_lines(kernel: Kernel, hw, dtype: str) -> tuple[tuple[int, str, float], ...]:
+    """(source line, statement, seconds) of each matmul statement with a source line: its
+    instruction cycles (each max(N_t, MM_INIT) as the issue-rate ceiling counts them, x4 for fp32)
+    at the Tensor Engine clock, shared evenly by the kernel's cores: its part of the
+    ``combined`` Tensor Engine ceiling."""
+    from loopsim.count.lnc import kernel_cores, split_loop
+
+    spec_hw = hw.with_roofs("spec")
+    p_ref = spec_hw.P("bf16")
+    f = spec_hw.P(dtype) / p_ref
+    cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / p_ref
+    slow = max(1.0, f) / f
+    cores = kernel_cores(kernel)
+    lines: list = []
+    _tensor_engine(kernel, hw, spec_hw, dtype, split_loop(kernel), cores, lines)
+    return tuple((ln, text, c * cycle_s * slow / cores) for ln, text, c in lines if ln)
 
 
 def _te_ceilings(kernel, hw, dtype, split, cores):

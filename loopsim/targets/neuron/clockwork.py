@@ -30,14 +30,21 @@ class Array:
 
 
 def array_of(hw) -> Array:
-    """The sheet's PE array."""
+    """The sheet's PE array (an InputError for a machine without one)."""
+    if hw.family != "neuron":  # a flat machine has one rate P and no PE array to draw
+        raise InputError(f"--hardware {hw.name}: its P is not derived from a PE array (a "
+                         f"{hw.family} machine); the clockwork needs a NeuronCore sheet")
     return Array(hw.pe_rows, hw.pe_cols, hw.clock_hz, hw.mm_init_cycles, hw.mm_init_assumed,
-                 hw.moving_max)
+                 hw.tile_limits()["N"])  # the moving free size: the sheet's one N_t limit
 
 
-def check(hw, K: int, M: int, N: int, count: int, dtype: str) -> None:
+def check(hw, K: int, M: int | None, N: int, count: int, dtype: str) -> None:
     """An :class:`InputError` (one line, naming the option) for a sequence the array cannot run
-    as one instruction per moving tile, or a sheet that is not one physical core."""
+    as one instruction per moving tile (``M`` None: all the columns), or a sheet that is not one
+    physical NeuronCore."""
+    if getattr(hw, "family", "neuron") != "neuron":
+        raise InputError(f"--hardware {hw.name}: the clockwork draws a NeuronCore's PE array; "
+                         f"{hw.name} is a {hw.family} machine, with none")
     if dtype not in hw.dtypes():
         raise InputError(f"--dtype {dtype}: {hw.name} has no Tensor Engine roof for it "
                          f"(known: {', '.join(hw.dtypes())})")
@@ -45,6 +52,7 @@ def check(hw, K: int, M: int, N: int, count: int, dtype: str) -> None:
         raise InputError(f"--hardware {hw.name}: the clockwork is one physical core's Tensor "
                          f"Engine; this sheet is {hw.physical_cores} cores ({hw.scope})")
     a = array_of(hw)
+    M = a.cols if M is None else M
     if hw.P("bf16") != a.rows * a.cols * 2 * a.clock_hz:
         raise InputError(f"--hardware {hw.name}: its P is not derived from a PE array "
                          f"({a.rows} x {a.cols} PEs x 2 x {a.clock_hz:,} Hz is not "

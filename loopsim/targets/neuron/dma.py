@@ -21,12 +21,13 @@ to Avoid Under-Utilizing DMA Bandwidth": below 256 B "Severely overhead-bound"; 
 "Improving but still below peak"; from 2 KiB "(minimum recommended): Approaches peak bandwidth";
 from 4 KiB "(target for full saturation)". :data:`BANDS` holds them.
 
-``estimate_s`` is *not* a bound: the same bytes at the relative throughput read off the bar
-heights of the figure "DMA Throughput varying Bytes per Partition for p_dim = 128" in [S10]
-"Introduction to DMA with NKI" (the figure has no y-axis numbers and names no generation;
-hardware-sources.md §5.3 reads 32 B 1.6% ... 2 KiB 81.5%, 4 KiB 96.5%, 32 KiB 100%, assuming the
-axis starts at 0), interpolated linearly in log2(bytes per partition), 100% above 32 KiB and
-proportional below 32 B. It says how far small transfers could pull a kernel below the ceiling.
+``estimate_s`` is *not* a bound: the same bytes at the relative throughput of the sheet's
+``[dma] throughput`` curve (sheet data with its source: on the bundled sheets the bar heights of
+the figure "DMA Throughput varying Bytes per Partition for p_dim = 128" in [S10] "Introduction to
+DMA with NKI", which has no y-axis numbers and names no generation; hardware-sources.md §5.3 reads
+32 B 1.6% ... 2 KiB 81.5%, 4 KiB 96.5%, 32 KiB 100%, assuming the axis starts at 0), interpolated
+linearly in log2(bytes per partition), 100% past the last point and proportional below the first;
+None on a sheet without the curve. It says how far small transfers could pull a kernel below the ceiling.
 
 Examples
 --------
@@ -59,19 +60,11 @@ BANDS: tuple[tuple[float, str, str], ...] = (
 SMALL = 2048
 BANDS_SOURCE = "[S11] Guideline to Avoid Under-Utilizing DMA Bandwidth (hardware-sources.md §5.3)"
 
-#: (bytes per partition, throughput relative to the 32 KiB point) read from the [S10] figure's bars
-FIGURE_CURVE: tuple[tuple[int, float], ...] = (
-    (32, 0.016), (64, 0.029), (128, 0.053), (256, 0.105), (512, 0.209), (1024, 0.423),
-    (2048, 0.815), (4096, 0.965), (8192, 0.983), (16384, 0.990), (32768, 1.0),
-)
-FIGURE_SOURCE = ("[S10] Introduction to DMA with NKI, figure 'DMA Throughput varying Bytes per "
-                 "Partition for p_dim = 128' (bar heights; the figure has no y-axis numbers)")
-
-
-def relative_throughput(bytes_per_partition: float) -> float:
-    """Throughput relative to peak read from the [S10] figure (see module docstring), in (0, 1]."""
-    xs = [b for b, _ in FIGURE_CURVE]
-    ys = [y for _, y in FIGURE_CURVE]
+def relative_throughput(bytes_per_partition: float, curve) -> float:
+    """Throughput relative to peak by transfer size, from a sheet's ``dma_curve`` ((bytes per
+    partition, relative) points; see the module docstring), in (0, 1]."""
+    xs = [b for b, _ in curve]
+    ys = [y for _, y in curve]
     if bytes_per_partition >= xs[-1]:
         return 1.0
     if bytes_per_partition <= xs[0]:
@@ -113,6 +106,7 @@ class DmaReport:
     dma_bw: int | None  # bytes/s of the scope
     T: float | None
     estimate_s: float | None
+    estimate_source: str  # where the sheet's dma.throughput curve comes from ("" without one)
     cores: int
     busiest_core_bytes: int | float  # a float only when shared read-backs do not divide evenly
 
@@ -148,7 +142,7 @@ class DmaReport:
             "bytes_per_partition": [{"bytes": s, "transfers": n, "total_bytes": b}
                                     for s, n, b in self.partition_bytes],
             "small_transfer_estimate_s": self.estimate_s,
-            "small_transfer_estimate_source": FIGURE_SOURCE,
+            "small_transfer_estimate_source": self.estimate_source,
             "statements": [s.as_dict() for s in self.statements],
         }
 
@@ -185,13 +179,38 @@ def _executions(stmt, loops: tuple[Loop, ...], kernel: Kernel, edges: dict, hw, 
     t = kernel.tensor_map[acc.tensor]
     ext, exists, weight, core, shape = executions(stmt, loops, (acc,), kernel, cores, edges, grouped=True)
     ext = ext[id(acc)]
-    elems = np.ones(shape, dtype=np.int64)
-    for e in ext:
-        elems = elems * e
-    nbytes = elems * t.elem_bytes
-    per_part = np.broadcast_to(np.asarray(hw.tile_cost(list(ext), t), dtype=np.int64), shape)
     core = np.zeros(shape, dtype=np.int64) if core is None else np.broadcast_to(core, shape)
-    return per_part[exists], nbytes[exists], np.broadcast_to(weight, shape)[exists], core[exists]
+    weight = np.broadcast_to(weight, shape)
+    pp_o, nb_o, w_o, c_o = [], [], [], []
+    for axes, n in transfer_parts(ext, getattr(stmt, "chunks", lambda _: ())(t.partition_axis), shape):
+        keep = exists & (n > 0)
+        nb = np.ones(shape, dtype=np.int64) * t.elem_bytes
+        for e in axes:
+            nb = nb * e
+        per_part = np.broadcast_to(np.asarray(hw.tile_cost(list(axes), t), dtype=np.int64), shape)
+        pp_o.append(per_part[keep])
+        nb_o.append(nb[keep])
+        w_o.append((weight * n)[keep])
+        c_o.append(core[keep])
+    return tuple(np.concatenate(x) for x in (pp_o, nb_o, w_o, c_o))
+
+
+def transfer_parts(ext, chunk: tuple[int, ...], shape):
+    """The transfers one execution of a load makes: (extents per axis, transfers of that shape)
+    pairs of arrays broadcast over the executions. ``chunk``: :meth:`Load.chunks` (() one transfer
+    of the tile); a chunked axis of extent E gives E // c transfers of c and one of E % c."""
+    parts = [(list(ext), np.ones(shape, dtype=np.int64))]
+    for axis, c in enumerate(chunk):
+        if not c:
+            continue
+        nxt = []
+        for axes, n in parts:
+            e = np.broadcast_to(axes[axis], shape)
+            full, rest = axes.copy(), axes.copy()
+            full[axis], rest[axis] = np.minimum(e, c), e % c
+            nxt += [(full, n * (e // c)), (rest, n * (e % c > 0))]
+        parts = nxt
+    return parts
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> int:
@@ -263,10 +282,12 @@ def report(kernel: Kernel, hw) -> DmaReport:
             T = busiest / (bw / hw.physical_cores)
         else:
             T = total / bw
-        slow = sum(b / relative_throughput(s) for s, _, b in dist)  # bytes at full-speed equivalent
-        est = T * slow / total if total else 0.0
+        curve = getattr(hw, "dma_curve", ())
+        if curve:
+            slow = sum(b / relative_throughput(s, curve) for s, _, b in dist)  # full-speed equivalent
+            est = T * slow / total if total else 0.0
     return DmaReport(kernel.name, hw.name, sum(s.transfers for s in per_stmt), total, tuple(per_stmt),
-                     tuple(dist), bw, T, est, cores, busiest)
+                     tuple(dist), bw, T, est, getattr(hw, "dma_curve_source", ""), cores, busiest)
 
 
 def _partial_sums(k: Kernel, hw):

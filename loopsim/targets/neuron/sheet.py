@@ -30,9 +30,17 @@ from fractions import Fraction
 from loopsim.base.errors import HardwareError
 from loopsim.base.limits import MAX_MM_INIT_CYCLES
 from loopsim.targets.base import Roofs
-from loopsim.targets.hardware import DTYPES, ENGINES, FLOPS_PER_MAC, _MISSING, Measured, Value, _short
+from loopsim.base.vocab import OTHER_ENGINES as ENGINES  # a sheet's [engines.NAME]: vector, scalar, gpsimd
+from loopsim.targets.hardware import DTYPES, _MISSING, Measured, Value, _short
 
-TOP_KEYS = {"tensor", "sbuf", "psum", "hbm", "dma", "engines", "link"}
+TOP_KEYS = {"tensor", "sbuf", "psum", "hbm", "dma", "engines", "link", "timeline"}
+FLOPS_PER_MAC = 2  # one multiply-accumulate of the PE array is two FLOPs
+#: the ``[timeline]`` constants a sheet may give (each sourced, or ``assumed`` with a reason), units
+TIMELINE_KEYS = {
+    "dma_fixed_ns": "ns per DMA transfer (descriptor setup, synchronisation, semaphore to start)",
+    "engine_min_cycles": "engine cycles: the shortest Vector/Scalar/GpSimd instruction (MIN_II)",
+    "te_fill_cycles": "TensorE cycles from a matmul's issue until its PSUM result can be read",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +82,12 @@ class NeuronCore(Roofs):
     measured: Measured | None = None
     notes: tuple[str, ...] = ()
     dma_bw: int | None = None  # bytes/s, aggregate of every DMA engine in the scope; None if unsourced
+    #: the timeline's constants (``[timeline]``, see :data:`TIMELINE_KEYS`): (key, value, assumed)
+    timeline: tuple[tuple[str, int, bool], ...] = ()
     _spec_flops: tuple[tuple[str, int], ...] = field(default=(), repr=False, compare=False)
+    #: (bytes per partition, DMA throughput relative to peak), ascending, ending at 1 (dma.throughput)
+    dma_curve: tuple[tuple[int, float], ...] = ()
+    dma_curve_source: str = ""
     family: str = "neuron"
     _rate_name = "documented Tensor Engine rate"
 
@@ -115,6 +128,10 @@ class NeuronCore(Roofs):
         """fp32 values one PSUM bank holds per partition (512 on NeuronCore)."""
         return self.psum_bank_bytes // 4
 
+    def timeline_value(self, key: str) -> int | None:
+        """A ``[timeline]`` constant of the sheet (units in :data:`TIMELINE_KEYS`), None if absent."""
+        return next((v for k, v, _ in self.timeline if k == key), None)
+
     @property
     def mm_init_seconds(self) -> float:
         return self.mm_init_cycles / self.clock_hz
@@ -150,10 +167,6 @@ class NeuronCore(Roofs):
         k = min(self.partitions, self.pe_rows) if self.partitions else self.pe_rows
         return {"K": k, "M": self.pe_cols, "N": self.moving_max}
 
-    @property
-    def k_tile_max(self) -> int:
-        return self.tile_limits()["K"]
-
     def cannot_run(self, kernel) -> list[str]:
         """Why ``kernel``'s matmul tiles exceed this core's limits, one line each."""
         from loopsim.count.counts import tile_reasons
@@ -177,6 +190,15 @@ class NeuronCore(Roofs):
         (the measured BW already is the memory side as achieved) or on a sheet without one."""
         return self.dma_bw if self.dma_bw and self.roofs != "measured" else None
 
+    def dma_efficiency(self, bytes_per_partition: float) -> float:
+        """DMA throughput relative to peak for a transfer of that many bytes per partition (the
+        sheet's ``[dma] throughput`` curve), in (0, 1]; 1 on a sheet without one."""
+        if not self.dma_curve:
+            return 1.0
+        from loopsim.targets.neuron.dma import relative_throughput
+
+        return relative_throughput(bytes_per_partition, self.dma_curve)
+
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]:
         """(source line, statement, seconds) of each load/store with a source line: its bytes over
         the DMA engines' bandwidth (its share of the DMA ceiling); () without a DMA bandwidth."""
@@ -186,6 +208,13 @@ class NeuronCore(Roofs):
 
         r = dma.report(kernel, self)
         return tuple((s.line, s.text, s.bytes / self.dma_bw) for s in r.statements if s.line)
+
+    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]:
+        """(source line, statement, seconds) of each matmul with a source line: its Tensor Engine
+        instruction time (:func:`loopsim.targets.neuron.ceilings.matmul_lines`)."""
+        from loopsim.targets.neuron.ceilings import matmul_lines
+
+        return matmul_lines(kernel, self, dtype)
 
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:
@@ -202,6 +231,13 @@ class NeuronCore(Roofs):
         work = m * n * k
         cycles = max(work / (kt * mt), self.mm_init_cycles * work / (kt * mt * nt)) / cores
         return cycles * cycle_s * slow
+
+    def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
+                run: bool = True):
+        """The engine timeline of one stage (:mod:`.timeline`), added to ``times``/``details``."""
+        from loopsim.targets.neuron import timeline
+
+        return timeline.attach(stage, op_map, counts, self, dtype, times, details, run=run)
 
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None:
         """The DMA engines' ceiling (:mod:`.dma`): bytes over the scope's aggregate DMA bandwidth,
@@ -289,7 +325,7 @@ def build(b) -> NeuronCore:
 
     # DMA
     dm = b.table(d.get("dma", _MISSING), "dma")
-    b.known(dm, "dma", {"engines", "core_bw"})
+    b.known(dm, "dma", {"engines", "core_bw", "throughput"})
     dma = b.number(dm.get("engines", _MISSING), "dma.engines", unit="DMA engines per physical core").value
     dma_bw = None
     if "core_bw" in dm:
@@ -299,6 +335,8 @@ def build(b) -> NeuronCore:
         b.derived("dma.bw", dma_bw, "bytes/s (scope)",
                      f"dma.core_bw {core_bw:_} × physical_cores {cores} (each physical core has "
                      "its own DMA engines)")
+
+    curve, curve_src = _dma_curve(b, dm["throughput"]) if "throughput" in dm else ((), "")
 
     # engines
     engines = []
@@ -329,6 +367,14 @@ def build(b) -> NeuronCore:
         engines.append((ename, eclock, tuple(widths)))
 
     link = b.link()
+    timeline = []
+    if "timeline" in d:
+        tl = b.table(d["timeline"], "timeline")
+        b.known(tl, "timeline", set(TIMELINE_KEYS))
+        for key, unit in TIMELINE_KEYS.items():
+            if key in tl:
+                v = b.number(tl[key], f"timeline.{key}", positive=False, unit=unit, assumed_ok=True)
+                timeline.append((key, v.value, v.assumed))
     measured = b.measured(d.get("measured", _MISSING))
 
     return NeuronCore(
@@ -337,5 +383,36 @@ def build(b) -> NeuronCore:
         psum_bank_bytes=bank_bytes, mm_init_cycles=mm.value, mm_init_assumed=mm.assumed,
         dma_engines=dma, link_bw=link, roofs="spec",
         flops=tuple(flops), engines=tuple(engines), values=tuple(b.values), measured=measured,
-        dma_bw=dma_bw, _spec_flops=tuple(flops),
+        dma_bw=dma_bw, _spec_flops=tuple(flops), dma_curve=curve, dma_curve_source=curve_src,
+        timeline=tuple(timeline),
     )
+
+
+def _dma_curve(b, node) -> tuple[tuple[tuple[int, float], ...], str]:
+    """``[dma] throughput = { permille = [[BYTES_PER_PARTITION, PERMILLE], ...], source = ... }``:
+    DMA throughput relative to peak by transfer size, ascending, its last point 1000 (the peak)."""
+    path = "dma.throughput"
+    node = b.table(node, path)
+    b.known(node, path, {"permille", "source", "quote", "paraphrase", "defined", "note"})
+    pts = node.get("permille", _MISSING)
+    if not isinstance(pts, list) or len(pts) < 2:
+        b.fail(f"{path}.permille", pts, "must be a list of at least two [bytes per partition, permille] pairs")
+    out, last = [], 0
+    for i, pt in enumerate(pts):
+        where = f"{path}.permille[{i}]"
+        if not (isinstance(pt, list) and len(pt) == 2):
+            b.fail(where, pt, "must be a pair [bytes per partition, permille]")
+        x = b.scalar(pt[0], f"{where}[0]")
+        y = b.scalar(pt[1], f"{where}[1]")
+        if x <= last:
+            b.fail(f"{where}[0]", x, "must be larger than the point before (ascending sizes)")
+        if y > 1000:
+            b.fail(f"{where}[1]", y, "must be <= 1000 (permille of peak)")
+        out.append((x, y / 1000))
+        last = x
+    if out[-1][1] != 1:
+        b.fail(f"{path}.permille[{len(pts) - 1}][1]", pts[-1][1], "must be 1000: the curve ends at the peak")
+    src = b.source(node, path)
+    shown = ", ".join(f"{x} B {y:.1%}" for x, y in out)
+    b.values.append(Value(path, shown, "of peak DMA throughput, by bytes per partition", src))
+    return tuple(out), str(src)

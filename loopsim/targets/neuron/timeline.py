@@ -1,0 +1,823 @@
+"""A NeuronCore timeline: the kernel's instructions on the engines' queues, costed from the sheet.
+
+The nest runs in program order, loop iteration by loop iteration. Every statement execution becomes
+instructions (:mod:`loopsim.targets.schedule` schedules them):
+
+- ``load`` / ``store``: one DMA transfer per execution (per chunk of ``load A[...] by R``), on a
+  queue of its own statement, sharing the core's DMA engines (a pipe). It starts
+  ``timeline.dma_fixed_ns`` after what it waits for (descriptor setup, synchronisation and
+  semaphore-to-start latency, [S11]; queued transfers hide it) and holds the engines for
+  ``bytes / (e × dma.core_bw / dma.engines × eff)``: e = min(dma.engines, partitions it touches)
+  engines (ASSUMED from [S1]'s "16 DMA transfers (one per DMA engine)" for a 128-row tile), eff =
+  the throughput the [S10] figure shows for its bytes per partition
+  (:func:`loopsim.targets.neuron.dma.relative_throughput`).
+- ``matmul``: one Tensor Engine instruction per batch value, max(N_t, MM_INIT) cycles × the dtype's
+  cycle factor (fp32 4x) at the TensorE clock [S1]; its PSUM result is readable
+  ``timeline.te_fill_cycles`` later (ASSUMED). An accumulation group (the matmuls into one output
+  tile) holds ceil(N_t × 4 B / psum.bank_bytes) PSUM banks from its first matmul until its tile is
+  read out; a group waits for free banks.
+- reading a PSUM tile out (the copy to SBUF before a store of a matmul output, an ``acc``, an op
+  reading a matmul output) and every op: an instruction on its engine of max(MIN_II cycles,
+  elements / the engine's roof) (``timeline.engine_min_cycles``, [S30]'s ``max(MIN_II, N)``);
+  an op on several engines runs on each in turn.
+
+Dependencies: an instruction waits for the last writer of every tile it reads (RAW); a load or
+an op output into a buffer waits until every reader of what the buffer held has finished (WAR):
+execution j of a statement inside a loop uses buffer j mod ``buffers`` (:func:`buffers_of`), so
+one buffer serialises a load behind the previous tile's compute and two let them overlap. A store
+of a tile nothing wrote on chip (the copy idiom) writes out the last load's buffer.
+
+An LNC split kernel runs each physical core's share on its own engines (its own DMA engines, PSUM
+and queues); T is the busiest core's.
+
+Large kernels: each loop longer than a few iterations is cut to its first iterations and its last
+(interior iterations are alike), the cut nest run at 2^j corner sizes and every figure (makespan,
+busy time, gap parts) extrapolated multilinearly in the trip counts
+(:func:`loopsim.targets.schedule.multilinear`): cost grows with the loop structure, not the trip
+count. Where the whole kernel fits the instruction budget it runs exactly.
+
+Units: seconds, bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from loopsim.base.errors import HardwareError
+from loopsim.count.counts import buffers_of
+from loopsim.ir.kernel import Accumulate, Kernel, Load, Loop, Matmul, Store
+from loopsim.ir.tiles import full_extent, matmul_roles
+from loopsim.targets import schedule as tl
+from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
+
+#: instructions one run of the (cut) nest may have, over all corner runs
+BUDGET = 24_000
+#: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
+#: runs again with one more
+KEEP = 4
+ENGINE_ORDER = ("dma", "tensor", "vector", "scalar", "gpsimd")
+#: the Day-7 causes of a gap, in the order reports list them
+CAUSES = ("fixed_cost", "no_overlap", "slower_engine", "te_underfill", "small_transfers",
+          "dma_rate", "extra_bytes")
+CAUSE_TEXT = {
+    "fixed_cost": "fixed cost: before the first and after the last instruction of the binding engine, "
+                  "and DMA start latency it waits through",
+    "no_overlap": "no overlap: the binding engine waits for the other (DMA for data, or compute for a buffer)",
+    "slower_engine": "slower engine: the binding engine waits for a Vector/Scalar/GpSimd instruction",
+    "te_underfill": "Tensor Engine busy but below P (tile fill, MM_INIT issue rate, dtype)",
+    "small_transfers": "DMA below peak: transfers under the size the DMA engines need (and fewer engines)",
+    "dma_rate": "the DMA engines' peak is below BW",
+    "extra_bytes": "bytes the DMA moves beyond Q",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The predicted run of one kernel. ``T``: makespan (s); ``serial``: every instruction one after
+    another (s); ``busy``: (engine, seconds) of the busiest core; ``instructions``: (engine, count)
+    over every core; ``gap``: (cause, seconds) splitting T - T_best (when T >= T_best);
+    ``reference``: the engine the gap is measured on (``tensor`` when W/P binds the roofline, else
+    ``dma``); ``critical``: the engine kind holding most of the critical path; ``exact``: the whole
+    nest ran (else extrapolated from ``runs`` cut runs of at most ``simulated`` instructions);
+    ``notes``: what the model left out."""
+
+    kernel: str
+    T: float
+    T_best: float
+    serial: float
+    busy: tuple[tuple[str, float], ...]
+    instructions: tuple[tuple[str, int], ...]
+    gap: tuple[tuple[str, float], ...]
+    reference: str
+    critical: str
+    exact: bool
+    runs: int
+    simulated: int
+    cut: tuple[tuple[str, int, int], ...]  # (loop var, trips, iterations run)
+    constants: tuple[tuple[str, str], ...]  # (constant, value and source) the costs used
+    notes: tuple[str, ...] = ()
+    sched: object = None  # the largest run's Scheduler (for pictures), not compared
+
+    @property
+    def busy_map(self) -> dict[str, float]:
+        return dict(self.busy)
+
+    def busy_share(self) -> dict[str, float]:
+        return {k: (v / self.T if self.T else 0.0) for k, v in self.busy}
+
+    @property
+    def count(self) -> int:
+        return sum(n for _, n in self.instructions)
+
+    def summary(self) -> str:
+        """One line: T, the binding engine and busy shares."""
+        sh = ", ".join(f"{k} {v:.0%}" for k, v in self.busy_share().items())
+        how = "" if self.exact else f"; extrapolated from {self.runs} cut runs"
+        return (f"timeline: {self.count:,} instructions, critical path on {self.critical}; "
+                f"busy {sh}{how}")
+
+    def as_dict(self) -> dict:
+        return {"T": self.T, "T_best": self.T_best, "T_serial": self.serial,
+                "reference": self.reference, "critical": self.critical,
+                "engines": {k: {"busy_s": v, "busy_share": (v / self.T if self.T else 0.0),
+                                "instructions": dict(self.instructions).get(k, 0)}
+                            for k, v in self.busy},
+                "instructions": dict(self.instructions),
+                "gap": {k: v for k, v in self.gap}, "gap_total": max(0.0, self.T - self.T_best),
+                "exact": self.exact, "runs": self.runs, "simulated_instructions": self.simulated,
+                "cut_loops": [{"loop": v, "trips": t, "run": r} for v, t, r in self.cut],
+                "constants": dict(self.constants), "notes": list(self.notes)}
+
+
+# ---------------------------------------------------------------------------------------------
+# costs from the sheet
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """Per-core cost constants from the sheet (seconds, bytes/s, cycles)."""
+
+    dma_fixed: float
+    dma_engine_bw: float  # bytes/s of one DMA engine
+    dma_engines: int
+    partitions: int | None
+    te_cycle: float  # s per TensorE cycle
+    mm_init: int
+    te_slow: float  # cycles per instruction relative to bf16
+    te_fill: float  # s
+    min_cycles: int
+    psum_banks: int
+    psum_bank_bytes: int
+    roofs: tuple[tuple[str, float, float], ...]  # (engine, elements/s of one core, clock Hz)
+    dma_curve: tuple[tuple[int, float], ...] = ()  # the sheet's [dma] throughput curve
+
+    def engine(self, name: str, dtype: str, hw) -> tuple[float, float]:
+        """(elements/s, clock) of one core's ``name`` engine for ``dtype``; HardwareError if none."""
+        roof = hw.engine_roof(name, dtype) / hw.physical_cores
+        clock = next(c for e, c, _ in hw.engines if e == name)
+        return roof, clock
+
+
+def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]]:
+    notes = []
+    fixed_ns = hw.timeline_value("dma_fixed_ns")
+    min_c = hw.timeline_value("engine_min_cycles")
+    fill_c = hw.timeline_value("te_fill_cycles")
+    if not hw.timeline:
+        notes.append(f"{hw.name} has no [timeline] constants: no DMA fixed cost, engine overhead "
+                     "or Tensor Engine fill (throughput only)")
+    core_dma = (hw.dma_bw or hw.bw) / hw.physical_cores
+    if hw.roofs == "measured":
+        core_dma = hw.bw / hw.physical_cores
+        notes.append(f"measured roofs: the DMA engines' peak is the measured BW ({hw.bw / 1e9:.4g} GB/s)")
+    elif not hw.dma_bw:
+        notes.append(f"{hw.name} has no DMA bandwidth: DMA at the core's share of BW")
+    spec = hw.with_roofs("spec")
+    f = spec.P(dtype) / spec.P("bf16")
+    c = Costs(dma_fixed=(fixed_ns or 0) * 1e-9, dma_engine_bw=core_dma / hw.dma_engines,
+              dma_engines=hw.dma_engines, partitions=hw.partitions, te_cycle=1.0 / hw.clock_hz,
+              mm_init=hw.mm_init_cycles, te_slow=max(1.0, f) / f,
+              te_fill=(fill_c or 0) / hw.clock_hz, min_cycles=min_c or 0,
+              psum_banks=hw.psum_banks, psum_bank_bytes=hw.psum_bank_bytes, roofs=(),
+              dma_curve=hw.dma_curve)
+    used = (("dma_fixed_ns", f"{fixed_ns} ns" if fixed_ns is not None else "absent (0)"),
+            ("dma_engine_bw", f"{core_dma / hw.dma_engines / 1e9:.4g} GB/s = dma.core_bw / dma.engines "
+                              f"({hw.dma_engines})"),
+            ("dma_efficiency", f"by bytes per partition, the sheet's [dma] throughput ({hw.dma_curve_source})"),
+            ("mm_init_cycles", f"{hw.mm_init_cycles}" + (" (ASSUMED)" if hw.mm_init_assumed else "")),
+            ("te_fill_cycles", f"{fill_c} (ASSUMED)" if fill_c is not None else "absent (0)"),
+            ("engine_min_cycles", f"{min_c}" if min_c is not None else "absent (0)"))
+    return c, used, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# the run of a (possibly cut) nest
+
+
+class _Core:
+    """One physical core's queues, buffers and PSUM."""
+
+    def __init__(self, sched: tl.Scheduler, core: int, c: Costs):
+        self.sched = sched
+        self.core = core
+        self.pipe = f"dma{core}"
+        self.writers: dict[str, list] = {}  # tensor -> [(starts, ends, instr, slot)], newest last
+        self.exact: dict[tuple, tuple] = {}  # (tensor, starts, ends) -> its newest writer
+        self.cover: dict[tuple, tuple] = {}  # (tensor, region) -> (version, writers found)
+        self.version: dict[str, int] = {}  # tensor -> writes so far
+        self.slot_free: dict = {}  # slot -> (time, instr): readers of its content finish
+        self.execs: dict[int, int] = {}  # statement -> executions so far
+        self.bank_free = [(0.0, -1)] * c.psum_banks
+        self.bank_held = [False] * c.psum_banks
+        self.groups: dict[tuple, list] = {}  # (tensor, starts) -> [banks, last matmul, ends]
+        self.last_load: tuple | None = None
+        self.queues: dict[str, int] = {}
+
+    def q(self, name: str, kind: str) -> int:
+        key = f"{name}@{self.core}"
+        if key not in self.queues:
+            self.queues[key] = self.sched.queue_id(key if self.core else name, kind)
+        return self.queues[key]
+
+
+_GEOM: dict = {}
+
+
+def _region(acc, loops, t, env):
+    """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
+    the tensor's edge (the execution does not run)."""
+    key = (id(acc), id(loops[-1]) if loops else 0)
+    geom = _GEOM.get(key)
+    if geom is None or geom[0] is not acc:
+        geom = _GEOM[key] = (acc, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
+                                        for axis, terms in enumerate(acc.index)))
+    st, en = [], []
+    for terms, ext, dim in geom[1]:
+        s = 0
+        for v in terms:
+            s += env[v]
+        if s >= dim:
+            return None
+        st.append(s)
+        en.append(min(dim, s + ext))
+    return tuple(st), tuple(en)
+
+
+def _overlap(a, b) -> bool:
+    (s1, e1), (s2, e2) = a, b
+    return all(x < w and y < z for x, z, y, w in zip(s1, e1, s2, e2))
+
+
+class _Run:
+    def __init__(self, kernel: Kernel, hw, dtype: str, c: Costs, keep: dict, work_of):
+        self.k = kernel
+        self.hw = hw
+        self.dtype = dtype
+        self.c = c
+        self.keep = keep
+        self.work_of = work_of
+        self.tm = kernel.tensor_map
+        self.sched = tl.Scheduler()
+        self.cores: dict[int, _Core] = {}
+        self.mm_out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
+        self.stmt_id: dict[int, int] = {id(s): i for i, (s, _) in enumerate(kernel.statements())}
+        self.loops_of = {id(s): ls for s, ls in kernel.statements()}
+        self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
+        self.engine_cache: dict = {}
+        self.eff: dict[int, float] = {}
+        self.dma_bytes = 0
+        self.dma_bytes_core: dict[int, int] = {}
+        self.latency = 0.0  # every DMA's fixed cost and every PSUM read's fill (the serial sum's share)
+        self.notes: set[str] = set()
+
+    # -- walking the nest ---------------------------------------------------------------------
+    def run(self):
+        self._body(self.k.body, {}, 0)
+        return self
+
+    def _body(self, body, env, core):
+        for node in body:
+            if isinstance(node, Loop):
+                n = node.trips
+                kept = self.keep.get(id(node), n)
+                its = range(n) if kept >= n else list(range(kept - 1)) + [n - 1]
+                for i in its:
+                    env[node.var] = i * node.step
+                    self._body(node.body, env, i if node.spmd else core)
+                del env[node.var]
+            else:
+                self._stmt(node, env, core)
+
+    def _core(self, core: int) -> _Core:
+        if core not in self.cores:
+            self.cores[core] = _Core(self.sched, core, self.c)
+        return self.cores[core]
+
+    # -- costs ----------------------------------------------------------------------------------
+    def _dma_cost(self, shape_ext, t, core: int) -> tuple[float, int, int]:
+        """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent."""
+        nbytes = math.prod(shape_ext) * t.elem_bytes
+        rows = shape_ext[t.partition_axis]
+        if self.c.partitions:
+            ppb = -(-rows // self.c.partitions) * (nbytes // rows)
+            e = min(self.c.dma_engines, min(rows, self.c.partitions))
+        else:
+            ppb, e = nbytes, self.c.dma_engines
+        eff = self.eff.get(ppb)
+        if eff is None:
+            eff = self.eff[ppb] = relative_throughput(ppb, self.c.dma_curve)
+        rate = e * self.c.dma_engine_bw * eff
+        self.dma_bytes += nbytes
+        self.latency += self.c.dma_fixed
+        self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
+        return nbytes / rate, nbytes, ppb
+
+    def _engine_time(self, engine: str, elements: int, passes: float, dtype: str) -> float:
+        key = (engine, dtype)
+        if key not in self.engine_cache:
+            self.engine_cache[key] = self.c.engine(engine, dtype, self.hw)
+        roof, clock = self.engine_cache[key]
+        return max(self.c.min_cycles / clock, passes * elements / roof)
+
+    def _evac_engine(self):
+        for e in ("vector", "scalar"):
+            try:
+                self.hw.engine_roof(e, "fp32")
+                return e
+            except HardwareError:
+                continue
+        return None
+
+    # -- dependencies ---------------------------------------------------------------------------
+    def _writers(self, cs: _Core, tensor: str, region):
+        """The newest writer of ``region`` when one wrote exactly it, else the newest writer of each
+        region that overlaps it (among the last 32 writes of the tensor; remembered until the
+        tensor is written again)."""
+        ent = cs.exact.get((tensor, region[0], region[1]))
+        if ent is not None:
+            return [ent]
+        key = (tensor, region)
+        hit = cs.cover.get(key)
+        ver = cs.version.get(tensor, 0)
+        if hit is not None and hit[0] == ver:
+            return hit[1]
+        out, seen = [], set()
+        for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+            r = (ent[0], ent[1])
+            if r not in seen and _overlap(r, region):
+                out.append(ent)
+                seen.add(r)
+        if len(cs.cover) > 1 << 16:
+            cs.cover.clear()
+        cs.cover[key] = (ver, out)
+        return out
+
+    def _write(self, cs: _Core, tensor: str, region, instr: int, slot) -> None:
+        lst = cs.writers.setdefault(tensor, [])
+        ent = (region[0], region[1], instr, slot)
+        lst.append(ent)
+        cs.exact[(tensor, region[0], region[1])] = ent
+        cs.version[tensor] = cs.version.get(tensor, 0) + 1
+        if len(lst) > 256:
+            del lst[:128]
+
+    def _read_done(self, cs: _Core, ents, i: int) -> None:
+        end = self.sched.end[i]
+        for ent in ents:
+            slot = ent[3]
+            if slot is not None and cs.slot_free.get(slot, (0.0, -1))[0] < end:
+                cs.slot_free[slot] = (end, i)
+
+    def _slot(self, cs: _Core, stmt, tensor: str, loops, sub: int = 0):
+        """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
+        sid = self.stmt_id[id(stmt)]
+        j = cs.execs.get(sid, 0)
+        b = buffers_of(self.k, tensor) if loops else 1
+        return (sid, j % b, sub)
+
+    def _groups_in(self, cs: _Core, tensor: str, region):
+        return [(k, g) for k, g in cs.groups.items() if k[0] == tensor and _overlap((k[1], g[2]), region)]
+
+    def _drain(self, cs: _Core, tensor, region, engine, elements, extra_waits, label):
+        """Read the open PSUM groups of ``tensor`` in ``region`` on ``engine`` (one instruction per
+        group), free their banks; returns the instructions (empty when none is open)."""
+        out = []
+        for key, g in self._groups_in(cs, tensor, region):
+            waits = list(extra_waits)
+            last = g[1]
+            waits.append((self.sched.end[last] + self.c.te_fill, last, self.c.te_fill))
+            n = math.prod(e - s for s, e in zip(key[1], g[2]))
+            dur = self._engine_time(engine, n, 1, "fp32") if engine else 0.0
+            i = self.sched.add(cs.q(engine or "vector", engine or "vector"), dur, waits, label=label)
+            self.latency += self.c.te_fill
+            for b in g[0]:
+                cs.bank_free[b] = (self.sched.end[i], i)
+                cs.bank_held[b] = False
+            del cs.groups[key]
+            out.append(i)
+        return out
+
+    # -- statements -----------------------------------------------------------------------------
+    def _stmt(self, stmt, env, core):
+        cs = self._core(core)
+        loops = self.loops_of[id(stmt)]
+        label = self.stmt_id[id(stmt)]
+        if isinstance(stmt, Load):
+            self._load(cs, stmt, loops, env, label)
+        elif isinstance(stmt, Store):
+            self._store(cs, stmt, loops, env, label)
+        elif isinstance(stmt, Matmul):
+            self._matmul(cs, stmt, loops, env, label)
+        elif isinstance(stmt, Accumulate):
+            self._acc(cs, stmt, loops, env, label)
+        elif hasattr(stmt, "inputs"):
+            self._op(cs, stmt, loops, env, label)
+
+    def _load(self, cs, stmt, loops, env, label):
+        t = self.tm[stmt.tile.tensor]
+        reg = _region(stmt.tile, loops, t, env)
+        if reg is None:
+            return
+        q = cs.q(f"dma:{stmt}", "dma")
+        chunk = stmt.chunks(t.partition_axis)
+        subs = _chunks(reg, chunk)
+        for n, (s0, e0) in enumerate(subs):
+            slot = self._slot(cs, stmt, t.name, loops, n)
+            free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
+            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core)
+            i = self.sched.add(q, dur, [(free_t + self.c.dma_fixed, free_by, self.c.dma_fixed)],
+                               pipe=cs.pipe, label=label)
+            cs.slot_free[slot] = (0.0, -1)
+            self._write(cs, t.name, (s0, e0), i, slot)
+            cs.last_load = (i, slot)
+        cs.execs[label] = cs.execs.get(label, 0) + 1
+
+    def _store(self, cs, stmt, loops, env, label):
+        t = self.tm[stmt.tile.tensor]
+        reg = _region(stmt.tile, loops, t, env)
+        if reg is None:
+            return
+        waits = []
+        if t.name in self.mm_out:  # PSUM -> SBUF staging copy first
+            slot = self._slot(cs, stmt, t.name, loops)
+            free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
+            eng = self._evac_engine()
+            if eng is None:
+                self.notes.add("no Vector/Scalar roof on the sheet: PSUM evacuation costs nothing")
+            for i in self._drain(cs, t.name, reg, eng, 0, [(free_t, free_by, 0.0)], label):
+                self._write(cs, t.name, reg, i, slot)
+            cs.slot_free[slot] = (0.0, -1)
+        ents = self._writers(cs, t.name, reg)
+        if not ents and cs.last_load is not None:  # the copy idiom: write out the last load's buffer
+            i0, slot0 = cs.last_load
+            ents = [(None, None, i0, slot0)]
+        for ent in ents:
+            waits.append((self.sched.end[ent[2]] + self.c.dma_fixed, ent[2], self.c.dma_fixed))
+        if not waits:
+            waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
+        dur, _, _ = self._dma_cost([e - s for s, e in zip(*reg)], t, cs.core)
+        i = self.sched.add(cs.q(f"dma:{stmt}", "dma"), dur, waits, pipe=cs.pipe, label=label)
+        self._read_done(cs, ents, i)
+        cs.execs[label] = cs.execs.get(label, 0) + 1
+
+    def _matmul(self, cs, stmt, loops, env, label):
+        tm = self.tm
+        regs = []
+        for a in (stmt.stationary, stmt.moving, stmt.out):
+            r = _region(a, loops, tm[a.tensor], env)
+            if r is None:
+                return
+            regs.append(r)
+        rs, rm, ro = regs
+        ro_key = (stmt.out.tensor, ro[0])
+        waits, ents = [], []
+        for a, r in ((stmt.stationary, rs), (stmt.moving, rm)):
+            for ent in self._writers(cs, a.tensor, r):
+                ents.append(ent)
+                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+        roles = self.roles[id(stmt)]
+        n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
+        batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
+        g = cs.groups.get(ro_key)
+        if g is None:  # a new accumulation group: PSUM banks
+            need = min(self.c.psum_banks, max(1, -(-n_t * 4 // self.c.psum_bank_bytes)) * batch)
+            free = [b for b in range(self.c.psum_banks) if not cs.bank_held[b]]
+            if len(free) < need:
+                self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
+                               "run as written): the timeline lets them share")
+                free = list(range(self.c.psum_banks))
+            free.sort(key=lambda b: cs.bank_free[b][0])
+            banks = free[:need]
+            for b in banks:
+                t_b, by = cs.bank_free[b]
+                waits.append((t_b, by, 0.0))
+                cs.bank_held[b] = True
+            g = [banks, -1, ro[1]]
+            cs.groups[ro_key] = g
+        cyc = max(n_t, self.c.mm_init) * self.c.te_slow * batch
+        i = self.sched.add(cs.q("tensor", "tensor"), cyc * self.c.te_cycle, waits, label=label)
+        g[1] = i
+        self._read_done(cs, ents, i)
+
+    def _acc(self, cs, stmt, loops, env, label):
+        t_out, t_src = self.tm[stmt.out.tensor], self.tm[stmt.src.tensor]
+        ro = _region(stmt.out, loops, t_out, env)
+        rs = _region(stmt.src, loops, t_src, env)
+        if ro is None or rs is None:
+            return
+        slot = ("acc", stmt.out.tensor, ro[0])
+        waits = []
+        prev = self._writers(cs, t_out.name, ro)
+        for ent in prev:
+            waits.append((self.sched.end[ent[2]], ent[2], 0.0))
+        ft, fb = cs.slot_free.get(slot, (0.0, -1))
+        waits.append((ft, fb, 0.0))
+        eng = self._evac_engine()
+        drained = self._drain(cs, t_src.name, rs, eng, 0, waits, label)
+        for i in drained:
+            self._write(cs, t_out.name, ro, i, slot)
+        cs.slot_free[slot] = (0.0, -1)
+
+    def _op(self, cs, stmt, loops, env, label):
+        tm = self.tm
+        ro = _region(stmt.out, loops, tm[stmt.out.tensor], env)
+        if ro is None:
+            return
+        waits, ents, regs = [], [], []
+        for a in stmt.inputs:
+            r = _region(a, loops, tm[a.tensor], env)
+            if r is None:
+                return
+            regs.append((a, r))
+        work = self.work_of(stmt)
+        first_engine = work[0][0]
+        for a, r in regs:
+            if a.tensor in self.mm_out and self._groups_in(cs, a.tensor, r):
+                for i in self._drain(cs, a.tensor, r, first_engine, 0, [], label):
+                    waits.append((self.sched.end[i], i, 0.0))
+                continue
+            for ent in self._writers(cs, a.tensor, r):
+                ents.append(ent)
+                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+        slot = self._slot(cs, stmt, stmt.out.tensor, loops)
+        ft, fb = cs.slot_free.get(slot, (0.0, -1))
+        waits.append((ft, fb, 0.0))
+        a0, r0 = regs[0]
+        n = math.prod(e - s for s, e in zip(*r0))
+        dtype = tm[stmt.out.tensor].dtype
+        i = -1
+        for engine, passes in work:
+            if engine == "tensor":
+                engine = "tensor"
+                dur = self.c.te_cycle * max(self.c.mm_init, 128) * -(-n // (128 * 128))
+            else:
+                dur = self._engine_time(engine, n, passes, dtype)
+            i = self.sched.add(cs.q(engine, engine), dur, waits, label=label)
+            waits = [(self.sched.end[i], i, 0.0)]
+        self._read_done(cs, ents, i)
+        cs.slot_free[slot] = (0.0, -1)
+        self._write(cs, stmt.out.tensor, ro, i, slot)
+        cs.execs[label] = cs.execs.get(label, 0) + 1
+
+
+def ent_lag(run: _Run, ent) -> float:
+    """The latency after a writer's end before its tile can be read: the TE fill for a matmul."""
+    return run.c.te_fill if run.sched.kind[ent[2]] == "tensor" else 0.0
+
+
+def _chunks(reg, chunk):
+    """The sub-regions (starts, ends) of ``reg`` that a chunked load moves, one per transfer."""
+    if not chunk:
+        return [reg]
+    axes = []
+    for a, (s, e) in enumerate(zip(*reg)):
+        c = chunk[a] if a < len(chunk) else 0
+        if not c:
+            axes.append([(s, e)])
+        else:
+            axes.append([(x, min(e, x + c)) for x in range(s, e, c)])
+    out = [((), ())]
+    for opts in axes:
+        out = [(st + (a,), en + (b,)) for st, en in out for a, b in opts]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# figures of one run, and the extrapolation
+
+
+def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict[str, float]:
+    """Additive figures of one run: makespan, busy per engine (critical core), counts, gap parts."""
+    s = run.sched
+    out: dict[str, float] = {"T": s.makespan, "serial": sum(e - b for b, e in zip(s.start, s.end))
+                             + run.latency, "dma_bytes": float(run.dma_bytes)}
+    for k, n in s.counts().items():
+        out["n." + k] = float(n)
+    # the busiest core
+    by_core: dict[int, list[int]] = {}
+    qcore = {}
+    for cs in run.cores.values():
+        for qid in cs.queues.values():
+            qcore[qid] = cs.core
+    for i, q in enumerate(s.queue):
+        by_core.setdefault(qcore.get(q, 0), []).append(i)
+    crit = max(by_core, key=lambda c: max(s.end[i] for i in by_core[c])) if by_core else 0
+    mine = set(by_core.get(crit, []))
+    sub = _Sub(s, mine)
+    for k, v in sub.busy().items():
+        out["busy." + k] = v
+    ref = "tensor" if W_P >= Q_BW and out.get("n.tensor") else "dma"
+    out["ref_tensor"] = 1.0 if ref == "tensor" else 0.0
+
+    def cause_of(i, gap):
+        p, lag = s.pred[i], s.lag[i]
+        fixed = min(gap, lag) if s.why[i] == tl.DEP else 0.0
+        rest = gap - fixed
+        kind = s.kind[p] if p >= 0 else ""
+        if kind in ("dma", "tensor") and kind != s.kind[i]:
+            c = "no_overlap"
+        elif kind in ("vector", "scalar", "gpsimd"):
+            c = "slower_engine"
+        elif kind == s.kind[i] == "dma":
+            c = "fixed_cost"
+        else:
+            c = "no_overlap"
+        return (("fixed_cost", fixed), (c, rest))
+
+    first, busy, post, idle = tl.idle_causes(sub, ref, cause_of)
+    gap = {c: 0.0 for c in CAUSES}
+    gap["fixed_cost"] = first + post
+    for c, t in idle.items():
+        gap[c] = gap.get(c, 0.0) + t
+    if ref == "tensor":
+        gap["te_underfill"] = busy - W_P
+    else:
+        B = run.dma_bytes_core.get(crit, 0)
+        dma_peak = run.c.dma_engine_bw * run.c.dma_engines
+        gap["small_transfers"] = busy - B / dma_peak
+        gap["dma_rate"] = B / dma_peak - B / bw_core
+        gap["extra_bytes"] = B / bw_core - Q_BW
+    for c, t in gap.items():
+        out["gap." + c] = t
+    return out
+
+
+class _Sub:
+    """A view of a Scheduler's instructions on one core (for the busy time and gap)."""
+
+    def __init__(self, s: tl.Scheduler, keep: set[int]):
+        idx = sorted(keep)
+        self.kind = [s.kind[i] if i in keep else "" for i in range(len(s.kind))]
+        self.start, self.end = s.start, s.end
+        self.pred, self.lag, self.why = s.pred, s.lag, s.why
+        self.makespan = max((s.end[i] for i in idx), default=0.0)
+        self._idx = idx
+
+    def busy(self) -> dict[str, float]:
+        out: dict[str, list] = {}
+        for i in self._idx:
+            if self.end[i] > self.start[i]:
+                out.setdefault(self.kind[i], []).append((self.start[i], self.end[i]))
+        return {k: tl.union_length(v) for k, v in out.items()}
+
+
+def _plan(kernel: Kernel, budget: int) -> list[Loop]:
+    """The loops to cut (outermost first, in program order) so the corner runs stay within
+    ``budget`` instructions."""
+    loops = [n for n, _ in _walk_loops(kernel.body)]
+    keep = {id(l): l.trips for l in loops}
+
+    def size() -> int:
+        total = 0
+        for stmt, ls in kernel.statements():
+            n = 1
+            for l in ls:
+                n *= keep[id(l)]
+            ch = 1
+            if isinstance(stmt, Load) and stmt.chunk:
+                t = kernel.tensor_map[stmt.tile.tensor]
+                for a, c in enumerate(stmt.chunks(t.partition_axis)):
+                    if c:
+                        ch *= -(-full_extent(stmt.tile, a, ls, t) // c)
+            total += n * (ch + (1 if isinstance(stmt, Store) else 0))
+        return total
+
+    cut: list[Loop] = []
+    while True:
+        j = len(cut)
+        if size() * (2 ** j) <= budget:
+            return cut
+        # outermost first: an outer iteration holds the whole inner structure, so cutting it keeps
+        # the balance of the stages inside (cutting an inner loop first can move the bottleneck)
+        cands = [l for l in loops if not l.spmd and keep[id(l)] > KEEP + 1]
+        if not cands:
+            return cut
+        keep[id(cands[0])] = KEEP
+        cut.append(cands[0])
+
+
+def _walk_loops(body):
+    for n in body:
+        if isinstance(n, Loop):
+            yield n, None
+            yield from _walk_loops(n.body)
+
+
+def _default_work(stmt):
+    from loopsim.ir.ops import KINDS
+
+    k = KINDS.get(stmt.kind)
+    return tuple(k.work) if k is not None else (("vector", 1),)
+
+
+def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int, work_of=None,
+             budget: int = BUDGET) -> Timeline:
+    """The predicted run of ``kernel`` on one NeuronCore (each physical core of a split kernel on
+    its own engines): see the module docstring. ``W_P``, ``Q_BW``: the roofline's two times (s),
+    ``Q``: bytes as written, for the gap's reference; ``work_of(stmt)``: (engine, passes) of an op
+    statement (default its kind's)."""
+    from loopsim.count import lnc
+
+    if lnc.split_loop(kernel) is not None:
+        kernel = lnc.cores_nest(kernel)
+    c, used, notes = costs(hw, dtype)
+    work_of = work_of or _default_work
+    bw_core = hw.bw / hw.physical_cores
+    cut = _plan(kernel, budget)
+    base = tuple(KEEP for _ in cut)
+    samples: dict[tuple[int, ...], dict[str, float]] = {}
+    biggest = None
+    sim = 0
+    for mask in range(1 << len(cut)):
+        corner = tuple(KEEP + (mask >> i & 1) for i in range(len(cut)))
+        keep = {id(l): n for l, n in zip(cut, corner)}
+        run = _Run(kernel, hw, dtype, c, keep, work_of).run()
+        notes += sorted(run.notes - set(notes))
+        samples[corner] = _figures(run, W_P, Q_BW, Q, bw_core)
+        sim += len(run.sched)
+        if biggest is None or len(run.sched) > len(biggest.sched):
+            biggest = run
+    target = tuple(l.trips for l in cut)
+    fig = tl.multilinear(samples, base, target) if cut else samples[()]
+    T = fig["T"]
+    busy = tuple((k, fig["busy." + k]) for k in ENGINE_ORDER if fig.get("busy." + k, 0.0) > 0)
+    top = max((v for _, v in busy), default=0.0)
+    if cut and T < top:
+        # a cut inner loop can shift the bottleneck (its loads stay whole while its compute
+        # shrinks), so the makespan's extrapolation can fall below an engine's busy time, which is
+        # exact (a sum of durations): the kernel takes at least that
+        notes.append(f"the extrapolated makespan {T:.4g} s fell below the {max(busy, key=lambda b: b[1])[0]} "
+                     f"engine's busy time (a cut loop moved the bottleneck): T is the busy time")
+        T = fig["T"] = top
+        rate = ("te_underfill",) if fig.get("ref_tensor", 0.0) >= 0.5 else \
+            ("small_transfers", "dma_rate", "extra_bytes")
+        for c in CAUSES:
+            if c not in rate:
+                fig["gap." + c] = 0.0
+        fig["gap.no_overlap"] = T - max(W_P, Q_BW) - sum(fig.get("gap." + c, 0.0) for c in rate)
+    counts = tuple((k, int(round(fig["n." + k]))) for k in ENGINE_ORDER if fig.get("n." + k, 0.0) >= 0.5)
+    ref = "tensor" if fig.get("ref_tensor", 0.0) >= 0.5 else "dma"
+    T_best = max(W_P, Q_BW)
+    gap = tuple((k, fig.get("gap." + k, 0.0)) for k in CAUSES if abs(fig.get("gap." + k, 0.0)) > T * 1e-9) \
+        if T >= T_best else ()
+    cp = biggest.sched.critical_path()
+    share: dict[str, float] = {}
+    for i in cp:
+        share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
+            biggest.sched.end[i] - biggest.sched.start[i]
+    critical = max(share, key=share.get) if share else ref
+    return Timeline(kernel.name, T, T_best, fig["serial"], busy, counts, gap, ref, critical,
+                    not cut, len(samples), sim, tuple((l.var, l.trips, KEEP) for l in cut), used,
+                    tuple(dict.fromkeys(notes)), biggest.sched)
+
+
+def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
+    """Seconds the core's DMA engines take at least for the kernel's transfers at the rate their
+    sizes reach (bytes / (dma.core_bw x the [S10] figure's efficiency), the busiest core of a split
+    kernel), which the timeline's DMA pipe cannot beat; and a line saying so. None without a DMA
+    bandwidth (or with measured roofs: the measured BW already is the memory side as achieved)."""
+    if not hw.dma_bw or hw.roofs == "measured":
+        return None
+    from loopsim.targets.neuron import dma
+
+    d = dma.report(kernel, hw)
+    if d.estimate_s is None:
+        return None
+    return d.estimate_s, (f"DMA transfers at the rate their sizes reach ([S10] figure, bytes per "
+                          f"partition): {d.transfers:,} transfers, {d.bytes:,} bytes")
+
+
+def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
+           run: bool = True) -> Timeline | None:
+    """The timeline of one kernel of a program, added to a verdict's ``times``/``details`` as
+    ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
+    (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
+    when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
+    so)."""
+    kernel = stage.kernel
+    fl = transfers_floor(kernel, hw)
+    if fl is not None:
+        times["dma_transfers"], details["dma_transfers"] = fl
+    if not run:
+        return None
+    maker = {op_map[n].out: op_map[n] for n in stage.ops} if stage.ops else {}
+
+    def work_of(stmt):
+        op = maker.get(stmt.out.tensor)
+        return tuple(op.work()) if op is not None else _default_work(stmt)
+
+    try:
+        t = timeline(kernel, hw, dtype=dtype, W_P=counts.flops / hw.P(dtype),
+                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of)
+    except HardwareError:
+        return None
+    times["timeline"] = max(t.T, fl[0] if fl else 0.0)
+    parts = ", ".join(f"{CAUSE_SHORT[k]} {v / t.T:.0%}" for k, v in t.gap if abs(v) >= 0.005 * t.T) if t.T else ""
+    details["timeline"] = t.summary() + (f"; the gap to T_best: {parts}" if parts else "")
+    return t
+
+
+CAUSE_SHORT = {"fixed_cost": "fixed cost", "no_overlap": "no overlap", "slower_engine": "slower engine",
+               "te_underfill": "Tensor Engine under-fill", "small_transfers": "small transfers",
+               "dma_rate": "DMA peak below BW", "extra_bytes": "extra bytes"}

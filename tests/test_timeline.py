@@ -1,0 +1,304 @@
+"""The engine timeline (loopsim.targets.neuron.timeline over loopsim.targets.schedule): makespans
+derived by hand from the sheet's constants, single vs double buffering, an op on the critical
+path, PSUM banks serialising groups, the extrapolation of cut runs, and the verdict's use of it.
+
+Constants used by hand (trn2-core sheet): DMA fixed cost F = 1300 ns [S11]; 16 DMA engines at
+368 GB/s / 16 = 23 GB/s each; DMA efficiency from the [S10] figure at the bytes per partition of
+the transfer (256 B: 0.105, 1 KiB: 0.423, 2 KiB: 0.815, 4 KiB: 0.965); TensorE 2.4 GHz,
+MM_INIT 64 cycles, fill 128 cycles; Vector fp32 256 lanes x 0.96 GHz; Scalar 128 x 1.2 GHz;
+MIN_II 64 engine cycles.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from loopsim.cli.main import main
+from loopsim.frontends import spec
+from loopsim.model import pipeline
+from loopsim.targets import schedule as tl
+from loopsim.targets import hardware
+from loopsim.targets.neuron import timeline as ntl
+
+HW = hardware.load("trn2-core")
+F = 1300e-9
+DMA = 368e9
+
+
+def dma_s(nbytes: int, eff: float) -> float:
+    return nbytes / (DMA * eff)
+
+
+def predict(name_or_path, hw=HW, sets=None, buffers=None, **kw):
+    prog = pipeline.load(str(name_or_path), sets or {}, buffers=buffers)
+    a = pipeline.analyze(prog, hw)
+    k = prog.stages[0].kernel
+    return ntl.timeline(k, hw, dtype=a.dtype, W_P=a.W / hw.P(a.dtype), Q_BW=a.Q / hw.bw, Q=a.Q, **kw), a
+
+
+def write_spec(tmp_path, name, tensors, body, params=""):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(f'[kernel]\nname = "{name}"\n' + (f"[params]\n{params}\n" if params else "")
+                 + "[tensors]\n" + tensors + "\n[nest]\nbody = '''\n" + body + "'''\n")
+    return p
+
+
+# -- the copy kernel: fixed cost + bytes at the rate its size reaches ------------------------------
+
+
+@pytest.mark.parametrize("tc,ppb,eff", [(128, 256, 0.105), (512, 1024, 0.423), (2048, 4096, 0.965)])
+def test_one_tile_copy_is_two_dependent_dmas(tc, ppb, eff):
+    """One 128 x TC bf16 tile: the load (F + its bytes at eff), then the store of the same buffer
+    (F + the same): T = 2 (F + 256 TC / (368 GB/s x eff))."""
+    t, _ = predict("copy", sets=dict(R=128, C=tc, TR=128, TC=tc))
+    assert t.T == pytest.approx(2 * (F + dma_s(128 * tc * 2, eff)), rel=1e-12)
+    assert dict(t.instructions) == {"dma": 2} and t.exact
+
+
+def test_copy_stream_single_vs_double_buffered():
+    """8 tiles of 128 x 4096 bf16 (8 KiB per partition: d = 1 MiB / (368 GB/s x 0.983) = 2.9 us,
+    more than F). One buffer: each load waits for the store of the tile before, which waits for
+    its load: 8 x 2 (F + d). Two buffers: every wait (F after its producer) is hidden behind a
+    transfer in flight but the last store's, so the DMA engines idle only for the first and the
+    last F: 2F + 16 d."""
+    d = dma_s(128 * 4096 * 2, 0.983)
+    sets = dict(R=1024, C=4096, TR=128, TC=4096)
+    one, _ = predict("copy", sets=sets, buffers=(("*", 1),))
+    two, _ = predict("copy", sets=sets, buffers=(("*", 2),))
+    assert one.T == pytest.approx(8 * 2 * (F + d), rel=1e-12)
+    assert two.T == pytest.approx(2 * F + 16 * d, rel=1e-12)
+    assert dict(two.gap)["fixed_cost"] == pytest.approx(2 * F, rel=1e-9)
+
+
+# -- a matmul: serial sum with one buffer, the slowest stage with two --------------------------------
+
+
+def matmul_spec(tmp_path, n):
+    return write_spec(tmp_path, "mm", 'A = { shape = ["K", 128], dtype = "bf16" }\n'
+                      'B = { shape = ["K", 512], dtype = "bf16" }\n'
+                      'C = { shape = [128, 512], dtype = "bf16", output = true }',
+                      "for k in K by 128:\n  load A[k, :]\n  load B[k, :]\n"
+                      "  matmul C[:, :] += A[k, :] @ B[k, :]\nstore C[:, :]\n", f"K = {128 * n}")
+
+
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_matmul_single_buffered_is_the_serial_sum(tmp_path, n):
+    """Per k: A (32 KiB, 256 B/partition) and B (128 KiB, 1 KiB) wait for the matmul before them
+    (+F), share the DMA engines, then the matmul (512 cycles at 2.4 GHz); after the last: the PSUM
+    copy (fill 128 cycles, then 65,536 fp32 elements on the Vector Engine at 256 x 0.96 GHz) and
+    the store (F + 128 KiB at 0.423). T = n (F + dA + dB + t_mm) + fill + t_ev + F + dC."""
+    dA, dB, dC = dma_s(32768, 0.105), dma_s(131072, 0.423), dma_s(131072, 0.423)
+    t_mm, fill, t_ev = 512 / 2.4e9, 128 / 2.4e9, 65536 / (256 * 0.96e9)
+    t, _ = predict(matmul_spec(tmp_path, n), buffers=(("*", 1),))
+    assert t.T == pytest.approx(n * (F + dA + dB + t_mm) + fill + t_ev + F + dC, rel=1e-12)
+
+
+def test_matmul_double_buffered_runs_at_the_dma_stage(tmp_path):
+    """Two buffers: the load of tile k+1 waits only for the matmul of k-1; the DMA stage per k
+    (dA + dB = 1.69 us) exceeds F + t_mm (1.51 us), so the DMA engines never idle after the first
+    F: T = F + n (dA + dB) + t_mm + fill + t_ev + F + dC, the slowest stage, not the sum."""
+    n = 6
+    dA, dB, dC = dma_s(32768, 0.105), dma_s(131072, 0.423), dma_s(131072, 0.423)
+    t_mm, fill, t_ev = 512 / 2.4e9, 128 / 2.4e9, 65536 / (256 * 0.96e9)
+    assert dA + dB > F + t_mm
+    t, _ = predict(matmul_spec(tmp_path, n), buffers=(("*", 2),))
+    assert t.T == pytest.approx(F + n * (dA + dB) + t_mm + fill + t_ev + F + dC, rel=1e-12)
+    one, _ = predict(matmul_spec(tmp_path, n), buffers=(("*", 1),))
+    assert t.T < one.T
+
+
+# -- an op on the critical path --------------------------------------------------------------------
+
+
+def test_scalar_op_between_load_and_store(tmp_path):
+    """load x (128 x 512 fp32: 2 KiB per partition, eff 0.815), exp on the Scalar Engine (65,536
+    elements at 128 x 1.2 GHz, above MIN_II), store y: F + dX + t_exp + F + dY."""
+    p = write_spec(tmp_path, "e", 'x = { shape = [128, 512], dtype = "fp32" }\n'
+                   'y = { shape = [128, 512], dtype = "fp32", output = true }',
+                   "load x[:, :]\nexp y[:, :] = x[:, :]\nstore y[:, :]\n")
+    t, _ = predict(p)
+    d = dma_s(262144, 0.815)
+    assert t.T == pytest.approx(F + d + 65536 / (128 * 1.2e9) + F + d, rel=1e-12)
+    assert dict(t.instructions) == {"dma": 2, "scalar": 1}
+
+
+# -- PSUM banks ------------------------------------------------------------------------------------
+
+
+def _fast_dma_sheet(banks: int):
+    """trn2-core with no DMA fixed cost and DMA engines so fast that transfers take ~0 s."""
+    text = hardware.locate_text("trn2-core") if hasattr(hardware, "locate_text") else \
+        open(hardware.load("trn2-core").path, encoding="utf-8").read()
+    text = text.replace("banks = { value = 8,", f"banks = {{ value = {banks},", 1)
+    text = text.replace("core_bw = { value = 368000000000,", "core_bw = { value = 4000000000000000000,", 1)
+    text = text.replace("dma_fixed_ns = { value = 1300,", "dma_fixed_ns = { value = 0,", 1)
+    return hardware.loads(text, "fast.toml")
+
+
+def test_psum_banks_serialise_groups(tmp_path):
+    """16 accumulation groups of one matmul each (128 x 128 @ 128 x 512, 512 cycles), each read
+    out of PSUM by the Vector Engine (65,536 fp32 elements, 0.267 us, slower than the matmul),
+    DMA ~free, 16 staging buffers. With 8 banks the Tensor Engine runs ahead and the Vector
+    Engine is the stage: t_mm + fill + 16 t_ev. With one bank each matmul waits for the previous
+    group's copy: 16 (t_mm + fill + t_ev)."""
+    p = write_spec(tmp_path, "g", 'A = { shape = ["K", "M"], dtype = "bf16" }\n'
+                   'B = { shape = ["K", "N"], dtype = "bf16" }\n'
+                   'C = { shape = ["M", "N"], dtype = "bf16", output = true }',
+                   "load A[:, :]\nload B[:, :]\nfor n in N by 512:\n"
+                   "  matmul C[:, n] += A[:, :] @ B[:, n]\n  store C[:, n]\n",
+                   "K = 128\nM = 128\nN = 8192")
+    t_mm, fill, t_ev = 512 / 2.4e9, 128 / 2.4e9, 65536 / (256 * 0.96e9)
+    many, _ = predict(p, hw=_fast_dma_sheet(8), buffers=(("*", 16),))
+    one, _ = predict(p, hw=_fast_dma_sheet(1), buffers=(("*", 16),))
+    assert many.T == pytest.approx(t_mm + fill + 16 * t_ev, rel=1e-6)
+    assert one.T == pytest.approx(16 * (t_mm + fill + t_ev), rel=1e-6)
+
+
+# -- the scheduler ---------------------------------------------------------------------------------
+
+
+def test_pipe_fills_earlier_gaps():
+    """Two queues sharing a pipe: A (0-1 s) and a later-ready B (3-4 s) leave 1-3 free; C, ready
+    at 1 on another queue and lasting 1.5 s, takes it rather than going after B."""
+    s = tl.Scheduler()
+    q1, q2, q3 = s.queue_id("a", "dma"), s.queue_id("b", "dma"), s.queue_id("c", "dma")
+    s.add(q1, 1.0, pipe="p")
+    s.add(q2, 1.0, [(3.0, -1, 0.0)], pipe="p")
+    i = s.add(q3, 1.5, [(1.0, -1, 0.0)], pipe="p")
+    assert (s.start[i], s.end[i]) == (1.0, 2.5)
+    assert s.pipe_busy("p") == [(0.0, 2.5), (3.0, 4.0)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.floats(0.0, 2.0), st.integers(-1, 30)), max_size=30))
+@settings(max_examples=80, deadline=None)
+def test_schedule_respects_every_wait_and_queue_order(ops):
+    """Whatever the instructions: each starts after what it waits for and after its queue's last
+    end; the makespan is at most the sum of the durations and waits' latencies (serial)."""
+    s = tl.Scheduler()
+    qs = [s.queue_id(str(i), "dma" if i else "tensor") for i in range(3)]
+    for q, d, dep in ops:
+        waits = [(s.end[dep] + 0.5, dep, 0.5)] if 0 <= dep < len(s.start) else []
+        i = s.add(qs[q], d, waits, pipe="p" if q else None)
+        for t, _, _ in waits:
+            assert s.start[i] >= t
+    for q in qs:
+        mine = [i for i in range(len(s.start)) if s.queue[i] == q]
+        assert all(s.start[b] >= s.end[a] for a, b in zip(mine, mine[1:]))
+    assert s.makespan <= sum(d for _, d, _ in ops) + 0.5 * len(ops) + 1e-9
+
+
+def test_multilinear_is_exact_on_multilinear_values():
+    f = lambda x, y: 3 + 2 * x - y + 0.5 * x * y  # noqa: E731
+    samples = {(a, b): {"v": f(a, b)} for a in (4, 5) for b in (4, 5)}
+    assert tl.multilinear(samples, (4, 4), (1000, 37))["v"] == pytest.approx(f(1000, 37))
+
+
+# -- extrapolation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,sets,b,budget", [
+    ("matmul", {}, 2, 200), ("matmul", {}, 1, 200), ("copy", dict(R=2048, C=4096, TC=512), 2, 200),
+    ("nki_tutorial/4_fully_optimized", dict(N=16384), 2, 6000)])
+def test_cut_runs_extrapolate_to_the_exact_run(name, sets, b, budget):
+    """A small budget cuts the outermost long loop to a few iterations (run at 4 and 5); the
+    extrapolated figures agree with the whole run's."""
+    ref = spec.locate(name) if "/" in name else name
+    exact, _ = predict(ref, sets=sets, buffers=(("*", b),), budget=10**6)
+    cut, _ = predict(ref, sets=sets, buffers=(("*", b),), budget=budget)
+    assert exact.exact and not cut.exact and len(cut.sched) < len(exact.sched)
+    assert cut.T == pytest.approx(exact.T, rel=1e-3)
+    for (k1, v1), (k2, v2) in zip(exact.busy, cut.busy):
+        assert k1 == k2 and v2 == pytest.approx(v1, rel=1e-3)
+    assert dict(cut.instructions) == dict(exact.instructions)
+
+
+def test_a_cut_inner_loop_never_predicts_below_an_engines_busy_time():
+    """Cutting the fully optimized kernel's inner m-tile loop keeps its block loads whole while its
+    matmuls shrink: the cut runs are DMA-bound, the whole kernel is not. T is floored at the
+    Tensor Engine's busy time (exact: a sum of instruction times)."""
+    ref = spec.locate("nki_tutorial/4_fully_optimized")
+    t, _ = predict(ref, budget=200)
+    assert not t.exact and t.T >= dict(t.busy)["tensor"] * (1 - 1e-12)
+
+
+def test_a_huge_kernel_runs_in_seconds():
+    """matmul at M = N = K = 65,536 is 2^24 matmul and 2^25 load instructions: the cut runs stay
+    within the budget, and the counts are the hand counts."""
+    t, _ = predict("matmul", sets=dict(M=65536, N=65536, K=65536))
+    m = 512 * 128 * 512
+    assert dict(t.instructions) == {"dma": 2 * m + 512 * 128, "tensor": m, "vector": 512 * 128}
+    assert t.simulated <= ntl.BUDGET and not t.exact
+
+
+# -- the verdict and the command -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["matmul", "copy", "nki_tutorial/2_hoist_load", "layernorm",
+                                  "mlp_fused"])
+def test_verdict_T_is_the_timeline_never_below_the_roofline(name):
+    ref = str(spec.locate(name)) if "/" in name else name
+    a = pipeline.analyze(pipeline.load(ref), HW)
+    r = pipeline.analyze(pipeline.load(ref), HW, model="roofline")
+    assert "timeline" not in r.times and r.T >= a.entitlement.T_best * (1 - 1e-12)
+    assert a.T == max(r.T, a.times["timeline"])
+    for st_ in a.stages:
+        assert st_.timeline.T <= st_.timeline.serial * (1 + 1e-12)
+
+
+def test_decode_rmsnorm_takes_microseconds(tmp_path):
+    """A decode-time RMSNorm, 4 tokens of width 4096 (bf16): Q = 32,768 (x) + 8,192 (gamma) +
+    32,768 (y) = 73,728 bytes, Q/BW = 197 ns. As a timeline: gamma (4096 rows of 2 B on 128
+    partitions: 64 B per partition, eff 0.029, 16 engines) and x (4 rows of 8 KiB: eff 0.983, on
+    4 engines) share the DMA engines after F; the Vector Engine's 2 passes over 16,384 elements
+    (512 lanes x 0.96 GHz: 66.7 ns), the Scalar Engine's 1 (128 x 1.2 GHz: 106.7 ns); the store
+    (F + like x). T = F + d_g + d_x + t_v + t_s + F + d_x: microseconds."""
+    p = write_spec(tmp_path, "rms", 'x = { shape = ["B", "D"], dtype = "bf16" }\n'
+                   'gamma = { shape = ["D"], dtype = "bf16" }\n'
+                   'y = { shape = ["B", "D"], dtype = "bf16", output = true }',
+                   "load gamma[:]\nload x[:, :]\nrmsnorm y[:, :] = x[:, :], gamma[:]\nstore y[:, :]\n",
+                   "B = 4\nD = 4096")
+    t, a = predict(p)
+    assert a.Q == 73728 and a.Q / HW.bw < 200e-9
+    d_g = 8192 / (DMA * 0.029)
+    d_x = 32768 / (4 * DMA / 16 * 0.983)
+    t_v, t_s = 2 * 16384 / (512 * 0.96e9), 16384 / (128 * 1.2e9)
+    assert t.T == pytest.approx(F + d_g + d_x + t_v + t_s + F + d_x, rel=1e-9)
+    assert pipeline.analyze(pipeline.load(str(p)), HW).T == t.T > 2 * F
+
+
+def test_timeline_command_json_and_png(tmp_path, capsys):
+    png = tmp_path / "t.png"
+    assert main(["timeline", "matmul", "--hardware", "trn2-core", "--json", "-o", str(png)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    s = d["stages"][0]
+    assert d["T"] == pytest.approx(s["T"]) and d["limit"] == "timeline"
+    assert set(s["engines"]) == {"dma", "tensor", "vector"}
+    assert s["instructions"] == {"dma": 272, "tensor": 128, "vector": 16}
+    assert sum(s["gap"].values()) == pytest.approx(s["gap_total"], rel=1e-9)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_timeline_command_text(capsys):
+    assert main(["timeline", "copy", "--hardware", "trn2-core"]) == 0
+    out = capsys.readouterr().out
+    assert "T (predicted)" in out and "gap T - T_best" in out and "dma_fixed_ns 1300 ns" in out
+
+
+def test_timeline_refuses_a_policy(capsys):
+    assert main(["timeline", "matmul", "--hardware", "trn2-core", "--policy", "lru"]) == 2
+    assert "--policy lru" in capsys.readouterr().err
+
+
+def test_an_lnc2_pair_runs_each_half_on_its_own_engines():
+    """matmul at M = 2048 split over the two physical cores of trn2-lnc2 (--lnc 2, the m loop):
+    each core runs the M = 1024 kernel on its own DMA engines, Tensor Engine and PSUM, with the
+    same per-core constants as trn2-core, so T is the single core's T at M = 1024; the pair runs
+    twice the instructions."""
+    pair = pipeline.analyze(pipeline.load("matmul", {"M": 2048}, lnc_cores=2), hardware.load("trn2-lnc2"))
+    one = pipeline.analyze(pipeline.load("matmul", {"M": 1024}), HW)
+    tp, t1 = pair.stages[0].timeline, one.stages[0].timeline
+    assert tp.T == pytest.approx(t1.T, rel=1e-12)
+    assert {k: 2 * n for k, n in t1.instructions} == dict(tp.instructions)
