@@ -91,3 +91,15 @@ def searched_copy(x):
             t = nl.load(x[r * P:(r + 1) * P, c * W:(c + 1) * W])
             nl.store(out[r * P:(r + 1) * P, c * W:(c + 1) * W], value=t)
     return out
+
+
+@nki.jit
+def cast_copy(x, dt=nl.bfloat16):
+    """out = x cast to ``dt`` (an NKI dtype argument: ``--kwarg dt=float32``)."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=dt, buffer=nl.shared_hbm)
+    for r in nl.affine_range(R // P):
+        t = nl.ndarray((P, C), dtype=dt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r * P:(r + 1) * P, :])
+        nisa.dma_copy(dst=out[r * P:(r + 1) * P, :], src=t)
+    return out
