@@ -200,7 +200,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     body, lifted = build(rec.root, 0)
     body = [s for s, _ in lifted] + body
-    for g in reversed(rec.grid + whole):
+    for g in reversed((rec.grid if rec.pids is None else []) + whole):
         st = step.get(g, 1)
         body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
     if not body:

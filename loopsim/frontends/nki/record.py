@@ -25,6 +25,10 @@ from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, 
 from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, NeedsConcrete, Sym
 from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
+#: the site of a launch-grid axis (+ (axis,)): in ``concrete`` when the grid runs program by
+#: program (a kernel branching on ``nl.program_id``)
+GRID_SITE = ("<grid>",)
+
 _PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
@@ -57,6 +61,8 @@ class Recorder:
         self.sites: set = set()
         self.notes: list[str] = []  # what the trace assumed or stubbed, for the report
         self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
+        self.pids: list | None = None  # the program ids, when the grid runs program by program
+        self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -116,12 +122,23 @@ class Recorder:
         return _LoopIter(self, var, start, step)
 
     def grid_var(self, axis: int, trips: int) -> LoopVar:
-        v = LoopVar(f"pid{axis}", trips, "grid", 0)
+        v = LoopVar(f"pid{axis}", trips, "grid", 0, GRID_SITE + (axis,))
         self.grid.append(v)
         return v
 
     # -- tensors and buffers --------------------------------------------------------------
     def hbm(self, name: str, shape, dtype, *, line: int = 0, buffer: str = "hbm") -> HbmTensor:
+        if self.pids is not None and self.running:
+            # programs of a grid run one by one share what they allocate in HBM (shared_hbm)
+            f = user_frame()
+            key = (f.f_code.co_filename, f.f_lineno, name) if f is not None else (name,)
+            if key in self.shared:
+                return self.shared[key]
+            t = self.shared[key] = self._hbm(name, shape, dtype, line, buffer)
+            return t
+        return self._hbm(name, shape, dtype, line, buffer)
+
+    def _hbm(self, name, shape, dtype, line, buffer) -> HbmTensor:
         lg = Logical("hbm", self.unique(name), dtype_name(dtype), tuple(int(d) for d in shape), line)
         self.logicals.append(lg)
         return HbmTensor(self, lg, dtype, buffer)
