@@ -462,6 +462,7 @@ class Recorder:
         out = self.alloc(shape, dtype or tiles[0].dtype, "sbuf", self.assigned_name(name))
         self.op(name, "vector", out, args)
         out.buf.fresh_op = (name, list(args))
+        out.buf.compared = name in _COMPARISONS  # its truth is a data-dependent branch
         return out
 
     def op(self, name: str, engine: str, dst: Tile, inputs: list, *, reduce: bool = False) -> None:
@@ -591,6 +592,9 @@ def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
         return lg.sources
     return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
                                           for x in s.starts), s.sizes) for s in lg.sources)
+
+
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 
 
 def _squeezed(shape) -> list:
