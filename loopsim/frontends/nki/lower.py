@@ -340,6 +340,19 @@ def _fold_unit_dims(events, notes: list) -> None:
             return
 
 
+def _renumber_free(mms, lg, d: int, e: int) -> None:
+    """The matmuls' M and N dimensions of ``lg`` after its dimension ``e`` merged into ``d``."""
+    def re(x: int) -> int:
+        return d - (d > e) if x == e else x - (x > e)
+    for ev in mms:
+        md, nn = ev.free_dims
+        if ev.stationary.logical.find() is lg:
+            md = re(md)
+        if ev.moving.logical.find() is lg:
+            nn = re(nn)
+        ev.free_dims = (md, nn)
+
+
 def _multi_k(mms) -> dict:
     """id(logical) -> its dimensions that are a matmul's free (M or N) dimension, for the
     operands of matmuls contracting over more than one dimension of an operand."""
@@ -390,13 +403,7 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                     pa = getattr(lg, attr)
                     if pa is not None:
                         setattr(lg, attr, d if pa == e else pa - (pa > e))
-                for ev in mms:
-                    md, nn = ev.free_dims
-                    if ev.stationary.logical.find() is lg:
-                        md -= md > e
-                    if ev.moving.logical.find() is lg:
-                        nn -= nn > e
-                    ev.free_dims = (md, nn)
+                _renumber_free(mms, lg, d, e)
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
                              "over both); the same tiles and bytes")
                 return True
@@ -432,6 +439,7 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                     pa = getattr(lg, attr)
                     if pa is not None:
                         setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
+                _renumber_free(mms, lg, d, e)
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
                              f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
                              f"tiles by {c} and others' by {big}); the same tiles and bytes")
