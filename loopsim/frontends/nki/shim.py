@@ -247,6 +247,8 @@ def program_id(axis=0, axes=None):
     ``lnc_id = nl.program_id(0) if nl.num_programs(axes=0) > 1 else 0``)."""
     rec = _rec()
     axis = axis if axes is None else axes
+    if rec.pids is not None and axis < len(rec.pids):  # the grid runs program by program
+        return rec.pids[axis]
     if axis >= len(rec.grid):
         return 0
     return Sym({rec.grid[axis]: 1}, 0)

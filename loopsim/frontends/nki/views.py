@@ -601,7 +601,14 @@ class Tile(_Viewable):
                          f"values of a {list(self.shape)} tile; loopsim traces shapes, never tensor "
                          "values")
 
-    __bool__ = __int__ = __float__ = __index__ = __iter__ = __len__ = _data
+    __int__ = __float__ = __index__ = __iter__ = __len__ = _data
+
+    def __bool__(self):
+        """A tile tested for presence (``if bias_tile:``, as NKI's tensor objects are truthy) is
+        True; the truth of a comparison (``if nl.max(t) > 0:``) needs data: refused."""
+        if getattr(self.buf, "compared", False):
+            self._data()
+        return True
 
     def __repr__(self):
         return f"tile {self.buf.name}{list(self.shape)}"
