@@ -402,3 +402,23 @@ def test_vector_read_again_into_a_tile_of_its_size():
     b = bytes_of(traced("vector_twice", {"vec": ((1024,), "bf16")}))
     # 1024 x 2 B read twice (two DMAs), the (128, 8) tile stored once
     assert b["vec"] == (4_096, 0) and b["out"] == (0, 2_048)
+
+
+@pytest.mark.parametrize("body,match", [
+    ("x.ap(pattern=[[512, 0]])", r"non-positive count"),
+    ("x.ap(pattern=5)", r"must be a list of \[stride, num\] pairs"),
+    ("x.reshape((3, 5))", r"reshape of HBM tensor x \(65536 elements\) to \[3, 5\]"),
+    ("nl.load(x).broadcast_to((128, 3))", r"only size-1 dimensions repeat"),
+    ("nl.arange(0, 8, 0)", r"nl.arange step 0 must be a positive integer"),
+    ("nisa.dma_transpose(dst=nl.ndarray((4, 4, 4), dtype=x.dtype, buffer=nl.sbuf), "
+     "src=nl.ndarray((4, 4, 4), dtype=x.dtype, buffer=nl.sbuf))", r"3-D access .* is not modelled"),
+])
+def test_bad_api_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
+    f = tmp_path / "bad_api.py"
+    f.write_text("import nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                 f"def k(x):\n    y = {body}\n    return x\n")
+    with pytest.raises(SpecError) as e:
+        load_kernel(str(f), "k", args={"x": ((128, 512), "bf16")})
+    msg = str(e.value)
+    assert "\n" not in msg and f"{f}:6: kernel k: " in msg
+    assert __import__("re").search(match, msg), msg
