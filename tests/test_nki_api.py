@@ -422,3 +422,21 @@ def test_bad_api_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
     msg = str(e.value)
     assert "\n" not in msg and f"{f}:6: kernel k: " in msg
     assert __import__("re").search(match, msg), msg
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(2, 4), min_size=1, max_size=3), st.integers(1, 8), st.randoms())
+def test_an_axis_walked_in_pieces_in_any_order_is_the_whole_axis(pieces, cols, rnd):
+    """Property: split a row axis into pieces (mixed radix), walk them in any order: the pattern
+    decomposes into the whole [rows, cols] box, each run stepping its piece's scale."""
+    rows = 1
+    runs = []
+    for n in reversed(pieces):
+        runs.append((rows * cols, n))  # stride in elements, count
+        rows *= n
+    rnd.shuffle(runs)
+    pattern = [list(r) for r in runs] + [[1, cols]]
+    dims, view, order = access.decompose((rows, cols), pattern, 0, "t")
+    assert [(n, k) for _, n, k in dims][0] == (rows, True)
+    if order and isinstance(order[0], tuple):  # walked in pieces (not merged into one run)
+        assert sorted(sc for a, sc in order if a == 0) == sorted(s // cols for s, _ in runs)
