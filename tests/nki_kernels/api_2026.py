@@ -406,3 +406,18 @@ def vector_twice(vec):
     nisa.dma_copy(dst=t, src=vec)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def gather_rows(table, idx):
+    """Rows of a table gathered by index tiles (an indirect DMA, vector_offset=), a block of 128
+    per iteration: the bytes of the rows are known, which rows are data."""
+    rows_n, cols = table.shape
+    out = nl.ndarray(table.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    for g in nl.affine_range(rows_n // 128):
+        ids = nl.load(idx[nl.ds(g * 128, 128), :])
+        rows = nl.ndarray((128, cols), dtype=table.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=table.ap(pattern=[[cols, 128], [1, cols]], offset=g * 128 * cols,
+                                             vector_offset=ids, indirect_dim=0))
+        nl.store(out[nl.ds(g * 128, 128), :], value=rows)
+    return out

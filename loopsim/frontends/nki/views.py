@@ -263,19 +263,36 @@ def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+def _note(t, text: str) -> None:
+    """Add ``FILE:LINE: text`` to the trace's notes (shown with the report)."""
+    from loopsim.frontends.nki import work
+
+    rec = t._rec if isinstance(t, HbmTensor) else t.tensor._rec if isinstance(t, HbmView) else \
+        t.buf.rec
+    notes = getattr(rec, "notes", None)
+    if notes is not None:
+        line = f"{work.call_site(rec)}: {text}"
+        if line not in notes:
+            notes.append(line)
+
+
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
     what = f".ap of {t!r}"
-    if kw.get("vector_offset") is not None:
-        raise TraceError(f"{what}: vector_offset= makes the address depend on tensor data (an "
-                         "indirect access): loopsim cannot know which elements are read; not modelled")
+    so = kw.get("scalar_offset")
+    data_offset = kw.get("vector_offset") is not None or (
+        so is not None and not (isinstance(so, (int, Sym)) and not isinstance(so, bool)))
+    if data_offset:
+        # an indirect access (rows chosen by a tile or a register at run time): the bytes are
+        # known, which rows are not; counted as the pattern's box at its static offset, ASSUMED
+        _note(t, f"{what} with {'vector_offset' if kw.get('vector_offset') is not None else 'scalar_offset'}= "
+                 "(an indirect access: the rows it reads are data): its bytes counted as the "
+                 "pattern's box at its static offset (ASSUMED: which rows, and so their reuse, is "
+                 "not known)")
+        so = None
     if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
         raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
                          "not modelled")
-    so = kw.get("scalar_offset")
     if so is not None:  # a known scalar offset along indirect_dim (an int or a loop index)
-        if not isinstance(so, (int, Sym)) or isinstance(so, bool):
-            raise TraceError(f"{what}: scalar_offset={so!r} is read at run time (a register): the "
-                             "address depends on data; not modelled")
         d = kw.get("indirect_dim") or 0
         offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
     try:
