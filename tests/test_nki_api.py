@@ -84,6 +84,8 @@ def test_ap_pattern_that_is_not_a_box_is_one_line_naming_it():
         assert v.shape == (128, 512) and any("indirect access" in n and "ASSUMED" in n
                                              for n in rec.notes)
         assert mods["nki.isa.constants"].oob_mode.error != mods["nki.isa.constants"].oob_mode.skip
+        one = x.ap(pattern=[[512, 1], [1, 1]], offset=3 * 512 + 7)  # a single element
+        assert one.shape == () and [(a.const, n) for a, n, _ in one.dims] == [(3, 1), (7, 1)]
 
 
 @settings(max_examples=60, deadline=None)

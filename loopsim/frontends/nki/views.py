@@ -190,8 +190,8 @@ class HbmView(_Viewable):
         self.tensor, self.dims = t, dims
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
-        self.order = None if order is None or (not isinstance(order[0], tuple) and list(order) ==
-                                               sorted(order)) else list(order)
+        self.order = None if not order or (not isinstance(order[0], tuple) and list(order) ==
+                                           sorted(order)) else list(order)
         self._shape = shape  # the shape the kernel sees when it differs by size-1 dimensions
 
     @property
