@@ -85,6 +85,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     _fold_unit_dims(events, rec.notes)
     whole = _whole_dims(events)
     _fold_unit_dims(events, rec.notes)
+    _shift_on_chip(events)
     step: dict = {}
     for ev in events:
         for r in refs(ev):
@@ -276,6 +277,32 @@ def _extent(lg, rs, d: int) -> int:
         return lg.shape[d]
     return max(sum(c * (v.trips - 1) for v, c in r.starts[d].terms.items()) + r.starts[d].const +
                r.sizes[d] for r in rs)
+
+
+def _shift_on_chip(events) -> None:
+    """An on-chip tensor (an accumulator or op value) every access of which starts at least c
+    elements into a dimension (the accumulators of a pipelined loop's later stages) has its
+    origin moved by c: where a tensor made on chip sits is the trace's choice, not the kernel's."""
+    raw, seen = [], set()
+    for ev in events:
+        for r in _raw_refs(ev):
+            if id(r) not in seen:
+                seen.add(id(r))
+                raw.append(r)
+    groups: dict = {}
+    for r in raw:
+        lg = r.logical.find()
+        if lg.kind != "hbm":
+            groups.setdefault(id(lg), []).append(r)
+    for rs in groups.values():
+        nd = len(rs[0].starts)
+        if any(len(r.starts) != nd for r in rs):
+            continue
+        for d in range(nd):
+            m = min(r.starts[d].const for r in rs)
+            if m > 0:
+                for r in rs:
+                    r.starts = tuple(x - m if i == d else x for i, x in enumerate(r.starts))
 
 
 def _drop_unit_dims(events) -> None:
