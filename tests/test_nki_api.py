@@ -453,3 +453,12 @@ def test_indirect_gather_counts_its_rows_bytes_assumed(capsys):
     # the index tiles 256 x 4 B; out written once
     assert b["table"] == (131_072, 0) and b["idx"] == (1_024, 0) and b["out"] == (0, 131_072)
     assert any("indirect access" in n for n in k.notes)
+
+
+def test_an_op_on_a_window_view_follows_the_views_steps():
+    k = traced("window_scale", {"x": ((128, 512), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 512 x 2 B read once; the (128, 256, 2) result (the same elements) written once
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "exp" and [a.tensor for a in op.inputs] == ["x"]

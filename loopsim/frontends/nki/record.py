@@ -493,6 +493,10 @@ class Recorder:
                     raise TraceError(f"{name} of a loop index is not modelled")
                 continue
             ref, axes = self.resolve(x, name)
+            if getattr(x, "grid", None) and len(axes) != sum(1 for k in dst.kept if k):
+                # an index-tile view (a window, a stride) of another rank: its axes walk the
+                # tensor by their own steps
+                axes = x.grid_axes(x.buf.binding) or axes
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg

@@ -325,7 +325,8 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                          "dimensions")
     complex_index = False
     view: list = []  # the view's own shape, entry by entry (a grid index adds its axes)
-    seen: set = set()
+    grid: list = []  # per view axis, the (buffer position, elements per step) it walks
+    seen: dict = {}  # index-grid axis key -> its view axis
     for pos, k in zip(positions, key):
         base, size, _ = out[pos]
         if isinstance(k, slice):
@@ -341,6 +342,7 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                     raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
                 out[pos] = (base + lo, n.const, True)
                 view.append(-(-n.const // k.step))
+                grid.append([(pos, k.step)])
                 complex_index = True
                 continue
             lo = Sym.of(0 if k.start is None else k.start)
@@ -350,9 +352,11 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                 raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
             out[pos] = (base + lo, n.const, True)
             view.append(n.const)
+            grid.append([(pos, 1)])
         elif isinstance(k, DS):
             out[pos] = (base + k.start, k.size, True)
             view.append(k.size)
+            grid.append([(pos, 1)])
         elif isinstance(k, access.Index) and not k.simple:
             if hbm:
                 raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
@@ -360,24 +364,32 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                                  "than once): not modelled; load the box once and index the "
                                  "window on chip")
             out[pos] = (base + k.low, k.extent, True)
-            for a, _, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
+            for a, c, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
                 if a is None or a not in seen:
-                    seen.add(a)
+                    if a is not None:
+                        seen[a] = len(view)
                     view.append(n)
+                    grid.append([(pos, c)])
+                else:
+                    grid[seen[a]].append((pos, c))
             complex_index = True
         elif isinstance(k, IndexTile):
             out[pos] = (base + k.offset, k.size, True)
-            if isinstance(k, access.Index) and k.terms[0][0] in seen:
+            a = k.terms[0][0] if isinstance(k, access.Index) else None
+            if a is not None and a in seen:
+                grid[seen[a]].append((pos, 1))
                 continue
-            seen.add(k.axis if isinstance(k, access.Index) else None)
+            if a is not None:
+                seen[a] = len(view)
             view.append(k.size)
+            grid.append([(pos, 1)])
         elif isinstance(k, (int, Sym)) and not isinstance(k, bool):
             out[pos] = (base + Sym.of(k), 1, False)
         else:
             raise TraceError(f"index {k!r} is not modelled (slices, nl.ds, nl.arange, ints and "
                              "loop indices are)")
     if complex_index and shaped is not None:
-        shaped.append(tuple(view))
+        shaped.append((tuple(view), tuple(tuple(g) for g in grid) if len(grid) == len(view) else None))
     return out
 
 
@@ -478,6 +490,24 @@ class Tile(_Viewable):
         self.kept = kept if kept is not None else [True] * n
         self.view_shape = None if view_shape is None else tuple(view_shape)
         self.view_dtype = view_dtype  # the dtype a reinterpreting access pattern reads as
+        self.grid = None  # an index-tile view: per view axis ((buffer axis, step), ...)
+
+    def grid_axes(self, binding):
+        """Per axis of an index-tile view, the tensor dimension it walks and its step there
+        ((dim, elements), for :meth:`Recorder.bind`), from ``binding``; None where a view axis
+        walks two buffer axes or one holding no dimension."""
+        if self.grid is None:
+            return None
+        out = []
+        for steps in self.grid:
+            if len(steps) != 1:
+                return None
+            a, c = steps[0]
+            hit = [(d, sc) for d, dm in enumerate(binding.dims) for b, sc in dm.axes if b == a]
+            if len(hit) != 1:
+                return None
+            out.append((hit[0][0], hit[0][1] * c))
+        return out
 
     @property
     def shape(self):
@@ -515,8 +545,10 @@ class Tile(_Viewable):
         shaped: list = []
         dims = _slice_dims(self.sizes, self.offsets, self.kept, key, shaped=shaped)
         # a slice of a tile is relative to the tile's own start
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
-                    shaped[0] if shaped else None)
+        t = Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                 shaped[0][0] if shaped else None)
+        t.grid = shaped[0][1] if shaped else None
+        return t
 
     def reshape(self, *shape) -> "Tile":
         """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
