@@ -462,3 +462,12 @@ def test_an_op_on_a_window_view_follows_the_views_steps():
     assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
     (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
     assert op.kind == "exp" and [a.tensor for a in op.inputs] == ["x"]
+
+
+def test_an_unmodelled_language_call_is_elementwise_assumed_work():
+    k = traced("language_unknown", {"x": ((128, 512), "bf16"), "y": ((128, 512), "bf16")})
+    (w,) = [x for x in k.work if x.assumed]
+    # one element-op per output element: 128 x 512
+    assert (w.call, w.engine, w.element_ops) == ("nki.language.where", "vector", 128 * 512)
+    b = bytes_of(k)
+    assert b["x"] == b["y"] == (131_072, 0) and b["out"] == (0, 131_072)

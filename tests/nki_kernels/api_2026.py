@@ -434,3 +434,15 @@ def window_scale(x):
     s = nl.exp(t[i_p, 2 * i_y + i_x])
     nl.store(out, value=s)
     return out
+
+
+@nki.jit
+def language_unknown(x, y):
+    """nl.where (not modelled) on two tiles: an elementwise language call, costed as ASSUMED
+    Vector work of its output's elements; its output holds x's tile."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.load(x)
+    b = nl.load(y)
+    w = nl.where(nl.greater(a, b), a, b)
+    nl.store(out, value=w)
+    return out

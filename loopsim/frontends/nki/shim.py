@@ -112,11 +112,15 @@ def _assumed(name: str, short: str, args, kwargs):
         if not ins:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim (and has no tile "
                              "argument to cost it by)")
-        if short not in _SAME_SHAPE:
+        # nki.language calls without an axis= are elementwise (the language reference's math
+        # functions): the output has the largest input's shape
+        elementwise = name.startswith("nki.language.") and "axis" not in kwargs
+        if short not in _SAME_SHAPE and not elementwise:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
                              f"not known: pass dst= (an output tile) so it can be costed as generic "
                              "work, or rewrite it with modelled calls")
-        dst = rec.alloc(ins[0].shape, kwargs.get("dtype") or ins[0].dtype, "sbuf",
+        big = max(ins, key=lambda t: t.size)
+        dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
                         rec.assigned_name(short))
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
