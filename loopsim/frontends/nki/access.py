@@ -102,17 +102,6 @@ class Index(IndexTile):
         return id(self)
 
 
-def grid_shape(keys) -> tuple[int, ...]:
-    """The shape of the element grid a tuple of index tiles spans: each grid axis once, in axis
-    order (unplaced ones in the position they are used)."""
-    axes: dict = {}
-    for pos, k in enumerate(keys):
-        if isinstance(k, Index):
-            for a, _, n in k.terms:
-                axes.setdefault(pos if a is None else a, n)
-    return tuple(axes[a] for a in sorted(axes, key=lambda a: (a if isinstance(a, int) else 0)))
-
-
 def row_major(shape) -> tuple[int, ...]:
     """Element strides of ``shape`` laid out row-major."""
     out, s = [], 1
@@ -262,10 +251,6 @@ def covered(shape, pattern, offset, what: str):
             raise TraceError(f"{what}: offset {off} moves with loop {v.name} across axes: not modelled")
         dims[nz[0]][0] = dims[nz[0]][0] + Sym({v: digits[nz[0]]}, 0)
     return [tuple(d) for d in dims]
-
-
-def elements(shape) -> int:
-    return math.prod(shape)
 
 
 def reshape_groups(old, new, what: str) -> list[tuple[list[int], list[int]]]:
