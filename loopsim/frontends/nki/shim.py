@@ -1,9 +1,11 @@
 """The recording stand-in for the NKI modules (``nki``, ``nki.language``, ``nki.isa``,
-``nki.typing``, ``nki.compiler`` and the ``neuronxcc.nki...`` spellings).
+``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler`` and the
+``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each modelled call counts.
 
 Each call records into the active :class:`loopsim.frontends.nki.record.Recorder`; nothing computes a value.
-A name the shim does not model is an :class:`Unmodelled` placeholder: calling it stops the trace
-with the call's name. :func:`installed` puts the modules in ``sys.modules`` for one trace and
+A name the shim does not model is an :class:`Unmodelled` placeholder: called on tiles whose output
+shape is known it is costed as ASSUMED generic work on its engine (:mod:`.work`), else it stops the
+trace with the call's name. :func:`installed` puts the modules in ``sys.modules`` for one trace and
 restores whatever was there before, even when the trace fails.
 """
 
