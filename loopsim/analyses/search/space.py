@@ -59,7 +59,7 @@ class Template:
     @property
     def is_reference(self) -> bool:
         """A kernel reference ``PATH.py::FUNCTION`` (traced; only its parameters are searched)."""
-        return "nki" in self.spec.data
+        return self.spec.tracer is not None
 
     @property
     def kernels(self) -> tuple[tuple[Kernel, tuple[tuple[str, str, str], ...]], ...]:
@@ -102,7 +102,7 @@ def template(ref: str, sets: Mapping[str, int], kernel_args: Mapping | None = No
         from loopsim.model import pipeline
 
         sf = pipeline.read(ref, kernel_args, dict(sets))
-        if "nki" in sf.data:
+        if sf.tracer is not None:
             params = spec_mod.bind_params(sf, dict(sets))
             prog = pipeline.build(sf, params)
             raw = dict(sf.params)
