@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import random
 import re
 import signal
@@ -181,8 +182,8 @@ def copy(a, T={T}, offset=0):
 def search_case(rng: random.Random) -> Case:
     """``search matmul`` over a small random space with random flags (some out of bounds)."""
     tiles = [16, 32, 64, 128, 256, 512, 0, 3, 2**63]
-    space = []
-    for name in rng.sample(["TM", "TN", "TK"], rng.randint(0, 3)):
+    space = []  # every tile parameter given (1-2 values): a default space is thousands of candidates
+    for name in rng.sample(["TM", "TN", "TK"], 3):
         how = rng.random()
         if how < 0.6:
             space.append(f"{name}={','.join(str(v) for v in rng.sample(tiles[:6], rng.randint(1, 2)))}")
@@ -193,7 +194,7 @@ def search_case(rng: random.Random) -> Case:
     argv = ["search", "matmul", "-H", "trn2-core", "--json", "--quiet", "--jobs", "1"]
     for s in space:
         argv += ["--space", s]
-    if len(space) < 3:
+    if rng.random() < 0.7:
         argv += ["--keep-order"]
     top = rng.choice([1, 3, 10]) if rng.random() < 0.85 else rng.choice([0, 10**9, -1])
     argv += ["--top", str(top)]
@@ -211,7 +212,7 @@ def search_case(rng: random.Random) -> Case:
         if len(rows) > top:
             return f"{len(rows)} rows for --top {top}"
         ts = [r["T"] for r in rows if r["feasible"]]
-        if ts != sorted(ts):
+        if any(b < a * (1 - 1e-9) for a, b in zip(ts, ts[1:])):  # equal T (to rounding) may tie-break
             return f"the feasible rows are not ranked by T: {ts}"
         if check and rows and rows[0]["feasible"] and "--policy" not in argv and "--sbuf-bytes" not in argv \
                 and rows[0]["structure"]["order"] == ["m", "n", "k"] and "--keep-order" in argv:
@@ -220,7 +221,7 @@ def search_case(rng: random.Random) -> Case:
                 rc = main(["entitle", "matmul", "-H", "trn2-core", "--json",
                            *(f"--set={k}={v}" for k, v in rows[0]["params"].items())])
             got = json.loads(e.getvalue()) if rc == 0 else {}
-            if got.get("Q") != rows[0]["Q"] or got.get("T") != rows[0]["T"]:
+            if got.get("Q") != rows[0]["Q"] or not math.isclose(got.get("T") or 0, rows[0]["T"], rel_tol=1e-9):
                 return f"the best's Q, T = {rows[0]['Q']}, {rows[0]['T']} but entitle of its tiling gives " \
                        f"{got.get('Q')}, {got.get('T')}"
         return None

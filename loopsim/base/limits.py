@@ -93,6 +93,9 @@ def flag_int(text: str, where: str, error: type[Exception], *, limit: int = MAX_
 MAX_WORK_S = 600.0
 #: most tilings ``search --top`` lists (it keeps that many in memory and prints each).
 MAX_TOP = 1_000
+#: the most instructions one ``clockwork`` page animates (its slider has count x cycles per
+#: instruction steps); ``--k``, ``--n``, ``--m`` are bounded by the sheet's tile limits.
+MAX_CLOCKWORK_COUNT = 4096
 #: most ``check --examples`` (each is a full simulation).
 MAX_EXAMPLES = 100_000
 #: largest ``--jobs`` typed; more than the cores available is capped at the cores
@@ -146,8 +149,9 @@ MAX_JSON_DEPTH = 64
 #: longest number literal in a JSON input, characters (a float64 needs at most 24, an integer
 #: up to 2^62 19 digits); ``json`` refused 4,301 digits with ValueError and 401 overflowed float().
 MAX_JSON_NUMBER_CHARS = 100
-#: a measured time in seconds is in MIN_TIME_S .. MAX_TIME_S: one nanosecond is 1.4 cycles of
-#: the NeuronCore's 1.4 GHz base clock (hardware-sources, [S20]), shorter than any kernel; a week
-#: is longer than any profile. 5e-324 s (subnormal) made calibrate fit a bandwidth of 10^330.
-MIN_TIME_S = 1e-9
+#: a measured time in seconds is in MIN_TIME_S .. MAX_TIME_S: one picosecond is a bound of ours,
+#: far below one Tensor Engine cycle (0.36-0.42 ns at the sheets' 2.4-2.8 GHz), that keeps fitted
+#: roofs within float range; a week is longer than any profile. 5e-324 s (subnormal) made
+#: calibrate fit a bandwidth of 10^330. (calibrate and ``--measured`` both read these.)
+MIN_TIME_S = 1e-12
 MAX_TIME_S = 604_800.0

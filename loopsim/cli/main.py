@@ -40,6 +40,7 @@ COMMANDS = {
               "SBUF/PSUM, DMA, gap",
     "timeline": "predicted engine timeline of a kernel: T, busy share per engine, the gap's causes, "
                 "a picture",
+    "evaluate": "answer a batch of analysis requests (JSON lines in, JSON lines out) in one process",
 }
 
 

@@ -169,7 +169,7 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
             + "".join(f"{'r_' + n:>{rw}}" for n in inputs)
             + f" {'Q/Qc':>6} {'Q/LB':>6} {'I':>8} {'T_best':>10}  {'SBUF peak':>13} {'PSUM':>6}")
     lines = [f"{len(dicts)} tilings on {hw.name} ({hw.scope}); policy {policy}; "
-             "ranked: can run first, then by T (attainable), Q, SBUF peak", head]
+             "ranked: can run first, then by T (attainable); ties: transfers' time, instructions, Q, SBUF peak", head]
     for d in dicts:
         mark = "*" if d["best"] else ("!" if not d["feasible"] else " ")
         if d.get("error"):
