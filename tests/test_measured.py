@@ -329,3 +329,19 @@ def test_plot_point_percentage_is_against_its_own_point():
     assert pt.fraction != pytest.approx(c.fraction_of_entitlement)   # not T_best's
     assert pt.gap_s == pytest.approx(100e-6 - a.T)
     assert c.fraction_of_predicted == pt.fraction
+
+
+def test_a_rounded_timeline_t_leaves_no_phantom_part():
+    # the verdict keeps the timeline's T to 12 digits: its parts miss T - T_best by a rounding
+    # residue, which is folded into the largest part, not listed as a part of its own
+    from loopsim.model.verdict import Verdict
+
+    e = Entitlement(0, 10**6, 1e12, 1e9)                       # T_best = 1 ms
+    parts = (("fixed_cost", 3e-4), ("no_overlap", 1e-4))
+    T_pred = float(f"{1e-3 + 3e-4 + 1e-4 + 1e-16:.12g}")       # 1.4 ms, rounded
+    v = Verdict(T_pred, "timeline", "", (("memory", 1e-3), ("timeline", T_pred)))
+    c = measured.compare(e, measured.Profile(2e-3, "p"), verdict=v, predicted_parts=parts)
+    table = {g.cause: g.seconds for g in c.gap_table()}
+    assert set(table) == {"fixed cost", "no overlap", "unexplained"}
+    assert table["no overlap"] == 1e-4 and table["fixed cost"] == pytest.approx(3e-4, rel=1e-9)
+    assert sum(table.values()) == pytest.approx(c.gap, rel=1e-15)

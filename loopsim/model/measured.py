@@ -795,7 +795,13 @@ class Comparison:
                     parts[_TIMELINE_CAUSE[key]].append((sec, "predicted by the timeline"))
                     told += sec
             rest_p = dp - told
-            if abs(rest_p) > 1e-12 * max(dp, 1e-30) or not self.predicted_parts:
+            # the verdict keeps the timeline's T to 12 significant digits: a residue below 1e-9
+            # of T is that rounding, folded into the largest part (so the parts still add up)
+            if told and abs(rest_p) <= 1e-9 * self.T_predicted:
+                big = max((c for c in parts if parts[c]), key=lambda c: sum(x for x, _ in parts[c]))
+                x, note = parts[big][-1]
+                parts[big][-1] = (x + rest_p, note)
+            elif abs(rest_p) > 1e-9 * self.T_predicted or not self.predicted_parts:
                 parts[_cause_of_limit(self.limit)].append(
                     (rest_p, f"predicted: the verdict's {self.limit} ceiling is above T_best"
                      + (" (beyond the timeline's parts)" if self.predicted_parts else "")))
