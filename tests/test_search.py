@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from loopsim.base.errors import InputError
 from loopsim.targets import hardware
 from loopsim.frontends import spec
 from loopsim.cli.main import main
@@ -242,3 +243,13 @@ def test_cli_bad_input_one_line(capsys, argv, msg):
                         *argv)
     assert rc == 2
     assert msg in err and err.startswith("loopsim: error:") and err.count("\n") == 1
+
+
+def test_space_takes_the_shared_grammar_steps_and_keeps_bare_ranges_as_powers_of_two():
+    # --space shares base/values.py's explicit steps with --vary; a bare LO..HI stays the tile
+    # sizes search has always meant: the powers of two in the range and both ends
+    tpl = space.template("matmul", {"M": 512, "N": 1024, "K": 256})
+    got = space.parse_space(["TN=128..512:128", "TM=16..128:x2", "TK=48..256"], tpl)
+    assert got == {"TN": (128, 256, 384, 512), "TM": (16, 32, 64, 128), "TK": (48, 64, 128, 256)}
+    with pytest.raises(InputError, match="the step must be > 0"):
+        space.parse_space(["TN=128..512:0"], tpl)

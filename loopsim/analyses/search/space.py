@@ -521,8 +521,10 @@ MAX_POINTS = 10**8
 
 
 def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, ...]]:
-    """``--space TN=128,256,512`` (listed values) or ``--space TN=64..512`` (the powers of two
-    in that range and both ends). Names must be parameters of the spec not fixed by ``--set``."""
+    """``--space TN=128,256,512`` (listed values), ``--space TN=64..512`` (the powers of two in
+    that range and both ends: tile sizes), or the shared grammar's explicit steps
+    ``TN=128..512:128`` / ``TN=64..512:x2`` (:mod:`loopsim.base.values`). Names must be
+    parameters of the spec not fixed by ``--set``."""
     out: dict[str, tuple[int, ...]] = {}
     names = tpl.spec.params
     for item in items or ():
@@ -538,7 +540,11 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
         if name in out:
             raise InputError(f"--space {name}: given twice; list all its values in one --space")
         try:
-            if ".." in text:
+            if ":" in text:  # LO..HI:STEP or LO..HI:xN: the shared grammar (base/values.py)
+                from loopsim.base.values import listed, parse
+
+                vals = list(listed(parse(item, "--space")[1], "--space", name))
+            elif ".." in text:
                 lo_t, _, hi_t = text.partition("..")
                 lo, hi = int(lo_t.replace("_", "")), int(hi_t.replace("_", ""))
                 check_int(hi, f"--space {name}", InputError)
