@@ -22,9 +22,9 @@ def register(sub) -> None:
     p = sub.add_parser("search", help="find the tiling to write (tiles, blocks, loop orders, hoisting)",
                        description=__doc__)
     add_kernel_options(p, many=True, scope=False)
-    p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...|LO..HI",
+    p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...|LO..HI[:STEP|:x2]",
                    help="values of a parameter to search (LO..HI: the powers of two between, and "
-                        "both ends; NAME 'buffers': SBUF buffers per load); default: powers of two "
+                        "both ends; LO..HI:STEP and LO..HI:x2 as in compare --vary; NAME 'buffers': SBUF buffers per load); default: powers of two "
                         "within the sheet's tile limits (a kernel reference: default/8 .. default*8)")
     p.add_argument("--buffers", default=None, metavar="N|TENSOR=N,...",
                    help="SBUF buffers a load inside a loop rotates through, for every point "
