@@ -105,6 +105,32 @@ SHAPES: dict[str, dict] = {
            "kwargs": ["block_size=1024"]}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
+    # the dynamic-loop variant: conditions [N+1] (1 = a block with tokens, the last 0)
+    "blockwise_mm_baseline_shard_intermediate_hybrid": {
+        "args": ["conditions=9:int32", "hidden_states=1024x1024", "expert_affinities_masked=1024x8",
+                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+                 "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
+        "kwargs": ["block_size=1024"]},
+    # MX weights (docstrings): H = 1024 = 128 partitions x 2 tiles of 512 / x4 packing, I = 512
+    **{f: {"args": ["hidden_states=1025x1024", "expert_affinities_masked=8200x1",
+                    "gate_up_proj_weight=8x128x2x2x512:float8_e4m3fn_x4",
+                    "down_proj_weight=8x128x1x1024:float8_e4m3fn_x4",
+                    "token_position_to_id=4096:int32", "block_to_expert=8x1:int32",
+                    "gate_up_proj_scale=8x16x2x2x512:uint8", "down_proj_scale=8x16x1x1024:uint8"],
+           "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]}
+       for f in ("blockwise_mm_shard_intermediate_mx", "blockwise_mm_shard_intermediate_mx_hybrid")},
+    "bwmm_shard_on_block_mx": {
+        "args": ["hidden_states=1025x1024", "expert_affinities_masked=8200x1",
+                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+                 "token_position_to_id=4096:int32", "block_to_expert=8x1:int32"],
+        "kwargs": ["block_size=512", "n_static_blocks=8", "n_dynamic_blocks=0"]},
+    "blockwise_mm_bwd": {
+        "args": ["hidden_states=1024x1024", "expert_affinities_masked=8192x1",
+                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+                 "gate_up_proj_act_checkpoint_T=8x2x512x512", "down_proj_act_checkpoint=8x512x1024",
+                 "token_position_to_id=4096:int32", "block_to_expert=8x1:int32",
+                 "output_hidden_states_grad=1024x1024"],
+        "kwargs": ["block_size=512"]},
 }
 
 
@@ -132,6 +158,16 @@ def launch():
                                                                       num_programs=1))
     return rotational_topk(inp, cfg)
 """,
+    # all-gather of a [128, 512] slice per rank over 4 ranks (the docstring's example)
+    **{f: """
+import nki.language as nl
+from nki.collectives import ReplicaGroup
+from {module} import %s
+
+def launch():
+    inp = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    return %s(inp, ReplicaGroup([[0, 1, 2, 3]]), 4)
+""" % (f, f) for f in ("allgather_sb2sb", "allgather_sb2sb_tiled")},
     "moe_cte": """
 import nki.language as nl
 from {module} import moe_cte, MoECTESpec, MoECTEImplementation

@@ -471,3 +471,12 @@ def test_an_unmodelled_language_call_is_elementwise_assumed_work():
     assert (w.call, w.engine, w.element_ops) == ("nki.language.where", "vector", 128 * 512)
     b = bytes_of(k)
     assert b["x"] == b["y"] == (131_072, 0) and b["out"] == (0, 131_072)
+
+
+def test_op_output_with_an_extra_unit_axis_holds_its_input_column():
+    # column_scale: x [128, 512] bf16 read once (128*512*2 = 131,072 B), each column scaled into a
+    # [128, 1] tile (input t[0:128, j] has one axis fewer) and written to its column of out:
+    # 131,072 B written; Q = 262,144 B
+    b = bytes_of(traced("column_scale", {"x": ((128, 512), "bf16")}))
+    assert b["Q"] == 262_144
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)

@@ -446,3 +446,19 @@ def language_unknown(x, y):
     w = nl.where(nl.greater(a, b), a, b)
     nl.store(out, value=w)
     return out
+
+
+@nki.jit
+def column_scale(x):
+    """Each column of an SBUF tile, read with an integer index (t[0:128, j], one axis fewer),
+    scaled into a [128, 1] tile and stored back: the op's output and input differ only by an axis
+    of one element."""
+    p, f = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    for j in nl.affine_range(f):
+        col = nl.ndarray((p, 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=col, data=t[0:p, j], op0=nl.multiply, operand0=3.0)
+        nisa.dma_copy(dst=out[0:p, nl.ds(j, 1)], src=col)
+    return out

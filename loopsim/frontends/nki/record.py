@@ -547,7 +547,7 @@ class Recorder:
         fref, faxes = first
         ref = TileRef(val, fref.starts, fref.sizes)
         val.home = ref  # where the value was made: its sources are at these loop indices
-        if len([k for k in dst.kept if k]) != len(faxes):
+        if len([k for k in dst.kept if k]) != len(faxes) and not _same_but_unit(dst, fref, faxes):
             raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
         self.bind(dst, ref, faxes)
         self.body.append(OpEv(val, ref, line))
@@ -607,6 +607,15 @@ def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
 
 
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+
+def _same_but_unit(dst: Tile, ref: TileRef, axis_of: list) -> bool:
+    """Whether an op's output tile and its input (``ref`` read along ``axis_of``) have the same
+    shape once their axes of one element are dropped (``dst[128, 1]`` from ``src[0:128, j]``, an
+    integer index dropping the column): :meth:`Recorder.bind` squeezes those axes."""
+    dims = [d[0] if isinstance(d, tuple) else d for d in axis_of]
+    src = [ref.sizes[d] for d in dims if d is not None and ref.sizes[d] != 1]
+    return src == [n for n, k in zip(dst.sizes, dst.kept) if k and n != 1]
 
 
 def _squeezed(shape) -> list:
