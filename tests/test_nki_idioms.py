@@ -240,3 +240,12 @@ def test_a_branch_on_the_program_id_runs_the_grid_program_by_program():
     assert [t.name for t in k.tensors if t.output] == ["out"]
     assert [lp.extent // lp.step for lp in loops(k.body)] == [4, 2]
     assert any("ASSUMED" in n and "pid0" in n for n in rec.notes)
+
+
+def test_an_optional_tile_compared_with_none_is_a_python_bool():
+    """x 512 x 1024 bf16 scaled by s 128 x 1024 (loaded once) in a helper that tests
+    ``scale != None``: x read once (1,048,576 B), s once (262,144 B), out written once
+    (1,048,576 B): Q = 2,359,296."""
+    q, k, rec = q_of(KERNELS / "idioms.py", "optionally_scaled",
+                     args={"x": ((512, 1024), "bf16"), "s": ((128, 1024), "bf16")})
+    assert q == 2 * (512 * 1024 + 128 * 1024 + 512 * 1024) == 2_359_296

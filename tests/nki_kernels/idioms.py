@@ -120,3 +120,25 @@ def first_program_exp(x):
             t = nl.exp(t)
         nl.store(out[lo:lo + P, :], value=t)
     return out
+
+
+def _maybe_scaled(t, scale=None):
+    """t * scale where an optional scale tile is given: tested with ``!= None``, as production
+    helpers test optional tiles."""
+    if scale != None:  # noqa: E711 (the idiom under test)
+        return nl.multiply(t, scale)
+    return t
+
+
+@nki.jit
+def optionally_scaled(x, s):
+    """out = x * s, row tile by row tile (s is one [128, C] tile, loaded once), through a helper
+    that tests its optional tile against None; a second call without one copies."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    sc = nl.load(s)
+    assert not (sc == None)  # noqa: E711
+    for k in nl.affine_range(R // P):
+        t = _maybe_scaled(nl.load(x[k * P:(k + 1) * P, :]), sc)
+        nl.store(out[k * P:(k + 1) * P, :], value=_maybe_scaled(t))
+    return out

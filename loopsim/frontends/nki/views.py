@@ -639,7 +639,14 @@ class Tile(_Viewable):
     __truediv__, __rtruediv__ = _binop("divide"), _binop("divide", True)
     __lt__, __le__ = _binop("less"), _binop("less_equal")
     __gt__, __ge__ = _binop("greater"), _binop("greater_equal")
-    __eq__, __ne__ = _binop("equal"), _binop("not_equal")
+    def __eq__(self, other):
+        """Elementwise equality; against None (``if bias != None:``, as production kernels
+        test an optional tile) a Python bool: a tile is never None."""
+        return False if other is None else self.buf.rec.elementwise("equal", [self, other])
+
+    def __ne__(self, other):
+        return True if other is None else self.buf.rec.elementwise("not_equal", [self, other])
+
     __hash__ = object.__hash__
 
     def __neg__(self):
