@@ -102,7 +102,9 @@ SHAPES: dict[str, dict] = {
     **{f: {"args": ["hidden_states=1024x1024", "expert_affinities_masked=1024x8",
                     "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
                     "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
-           "kwargs": ["block_size=1024"]}
+           "kwargs": ["block_size=1024"],
+           # shard-on-I splits a block between the two cores of a TRN2 LNC (sendrecv between them)
+           **({"grid": "2"} if "intermediate" in f else {})}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
     # the dynamic-loop variant: conditions [N+1] (1 = a block with tokens, the last 0)
@@ -110,20 +112,19 @@ SHAPES: dict[str, dict] = {
         "args": ["conditions=9:int32", "hidden_states=1024x1024", "expert_affinities_masked=1024x8",
                  "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
                  "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
-        "kwargs": ["block_size=1024"]},
-    # MX weights (docstrings): H = 1024 = 128 partitions x 2 tiles of 512 / x4 packing, I = 512
-    **{f: {"args": ["hidden_states=1025x1024", "expert_affinities_masked=8200x1",
-                    "gate_up_proj_weight=8x128x2x2x512:float8_e4m3fn_x4",
-                    "down_proj_weight=8x128x1x1024:float8_e4m3fn_x4",
+        "kwargs": ["block_size=1024"], "grid": "2"},
+    # MX weights (docstrings): H = 1024 = 128 partitions x 2 tiles of 512 / x4 packing, I = 1024
+    **{f: {"args": (["conditions=9:int32"] if "hybrid" in f else []) + [
+                    "hidden_states=1025x1024", "expert_affinities_masked=8200x1",
+                    "gate_up_proj_weight=8x128x2x2x1024:float8_e4m3fn_x4",
+                    "down_proj_weight=8x128x2x1024:float8_e4m3fn_x4",
                     "token_position_to_id=4096:int32", "block_to_expert=8x1:int32",
-                    "gate_up_proj_scale=8x16x2x2x512:uint8", "down_proj_scale=8x16x1x1024:uint8"],
-           "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]}
-       for f in ("blockwise_mm_shard_intermediate_mx", "blockwise_mm_shard_intermediate_mx_hybrid")},
-    "bwmm_shard_on_block_mx": {
-        "args": ["hidden_states=1025x1024", "expert_affinities_masked=8200x1",
-                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
-                 "token_position_to_id=4096:int32", "block_to_expert=8x1:int32"],
-        "kwargs": ["block_size=512", "n_static_blocks=8", "n_dynamic_blocks=0"]},
+                    "gate_up_proj_scale=8x16x2x2x1024:uint8", "down_proj_scale=8x16x2x1024:uint8"],
+           "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]
+           + (["n_static_blocks=8", "n_dynamic_blocks=0"] if f.startswith("bwmm") else []),
+           "grid": "2"}  # both shard between the two cores of a TRN2 LNC
+       for f in ("blockwise_mm_shard_intermediate_mx", "blockwise_mm_shard_intermediate_mx_hybrid",
+                 "bwmm_shard_on_block_mx")},
     "blockwise_mm_bwd": {
         "args": ["hidden_states=1024x1024", "expert_affinities_masked=8192x1",
                  "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
