@@ -480,3 +480,11 @@ def test_op_output_with_an_extra_unit_axis_holds_its_input_column():
     b = bytes_of(traced("column_scale", {"x": ((128, 512), "bf16")}))
     assert b["Q"] == 262_144
     assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+
+
+def test_stride_zero_pattern_broadcasts_into_an_output_of_its_rank():
+    # repeated_columns: x [128, 64] bf16 read once (128*64*2 = 16,384 B); out [128, 64, 4]
+    # written once (128*64*4*2 = 65,536 B); Q = 81,920 B
+    b = bytes_of(traced("repeated_columns", {"x": ((128, 64), "bf16")}))
+    assert b["Q"] == 16_384 + 65_536 == 81_920
+    assert b["x"] == (16_384, 0) and b["out"] == (0, 65_536)

@@ -462,3 +462,19 @@ def column_scale(x):
         nisa.tensor_scalar(dst=col, data=t[0:p, j], op0=nl.multiply, operand0=3.0)
         nisa.dma_copy(dst=out[0:p, nl.ds(j, 1)], src=col)
     return out
+
+
+@nki.jit
+def repeated_columns(x):
+    """Each element of an SBUF tile repeated 4 times along a new last axis by an on-chip access
+    pattern with a stride-0 entry ([[f, p], [1, f], [0, 4]]), scaled into a [p, f, 4] tile and
+    stored: the op's output has the pattern's rank, one axis more than the box it reads."""
+    p, f = x.shape
+    out = nl.ndarray((p, f, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((p, f, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=r, data=t.ap(pattern=[[f, p], [1, f], [0, 4]], offset=0),
+                       op0=nl.multiply, operand0=4.0)
+    nisa.dma_copy(dst=out, src=r)
+    return out

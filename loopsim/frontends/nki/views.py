@@ -500,6 +500,9 @@ class Tile(_Viewable):
             return None
         out = []
         for steps in self.grid:
+            if not steps:  # an axis walking no buffer axis (a stride-0 repeat): a broadcast
+                out.append(None)
+                continue
             if len(steps) != 1:
                 return None
             a, c = steps[0]
@@ -589,8 +592,11 @@ class Tile(_Viewable):
         # a pattern walking the axes permuted: the kernel sees the pattern's shape, the ops read
         # the box it covers
         permuted = isinstance(view, tuple)
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
-                    view if permuted else None)
+        t = Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                 view if permuted else None)
+        if permuted and any(int(p[0]) == 0 and int(p[1]) > 1 for p in pattern):
+            t.grid = _repeat_grid(self.buf.shape, pattern)
+        return t
 
     def _reinterpreted(self, pattern, offset, new, kw) -> "Tile":
         """An on-chip access pattern in units of another element size: the box of this buffer
@@ -668,6 +674,23 @@ class Tile(_Viewable):
 
     def __repr__(self):
         return f"tile {self.buf.name}{list(self.shape)}"
+
+
+def _repeat_grid(shape, pattern):
+    """Per axis of an on-chip access pattern that repeats (a stride-0 entry), the buffer axis it
+    walks and its step there (``[(axis, step)]``; ``[]`` for a repeated or one-element axis: a
+    broadcast), the buffer laid out row-major; None where an entry walks no single axis."""
+    strides = access.row_major(shape)
+    grid = []
+    for st, n in ((int(p[0]), int(p[1])) for p in pattern):
+        if st == 0 or n == 1:
+            grid.append([])
+            continue
+        hit = [a for a, s in enumerate(strides) if st % s == 0 and st // s * (n - 1) < shape[a]]
+        if not hit:
+            return None
+        grid.append([(hit[0], st // strides[hit[0]])])
+    return tuple(tuple(g) for g in grid)
 
 
 def _broadcast(self, dim, size):
