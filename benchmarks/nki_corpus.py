@@ -169,6 +169,31 @@ def launch():
     inp = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     return %s(inp, ReplicaGroup([[0, 1, 2, 3]]), 4)
 """ % (f, f) for f in ("allgather_sb2sb", "allgather_sb2sb_tiled")},
+    # moe_tkg MX weight loaders: one expert's HBM weights (a TensorView of them, as their callers
+    # pass) into SBUF; one local expert (a fixed slice of several is an IR limit), H = 1024 (128
+    # partitions x 2 tiles of 512 / x4 packing), I = 1024
+    "load_gate_up_weight_scale_bias": """
+import nki.language as nl
+from {module} import load_gate_up_weight_scale_bias, TensorView
+
+def launch():
+    w = nl.ndarray((1, 128, 2, 2, 1024), dtype=nl.float8_e4m3fn_x4, buffer=nl.shared_hbm)
+    s = nl.ndarray((1, 16, 2, 2, 1024), dtype=nl.uint8, buffer=nl.shared_hbm)
+    return load_gate_up_weight_scale_bias(TensorView(w), TensorView(s), None, expert_idx=0,
+                                          gate_or_up_idx=0, H=1024, n_I512_tiles_local=2,
+                                          I_local=1024, I_offset=0)
+""",
+    "load_broadcast_down_weight_scale_bias": """
+import nki.language as nl
+from {module} import load_broadcast_down_weight_scale_bias, TensorView
+
+def launch():
+    w = nl.ndarray((1, 128, 2, 1024), dtype=nl.float8_e4m3fn_x4, buffer=nl.shared_hbm)
+    s = nl.ndarray((1, 16, 2, 1024), dtype=nl.uint8, buffer=nl.shared_hbm)
+    return load_broadcast_down_weight_scale_bias(TensorView(w), TensorView(s), None, expert_idx=0,
+                                                 H=1024, tile_I=128, n_I512_tiles=2,
+                                                 tile_offset=0, tile_T=128)
+""",
     "moe_cte": """
 import nki.language as nl
 from {module} import moe_cte, MoECTESpec, MoECTEImplementation

@@ -488,3 +488,11 @@ def test_stride_zero_pattern_broadcasts_into_an_output_of_its_rank():
     b = bytes_of(traced("repeated_columns", {"x": ((128, 64), "bf16")}))
     assert b["Q"] == 16_384 + 65_536 == 81_920
     assert b["x"] == (16_384, 0) and b["out"] == (0, 65_536)
+
+
+def test_tile_view_reinterprets_its_bytes():
+    # viewed_copies: x [128, 512] bf16 read once (131,072 B); out16 [128, 512] fp16 and out32
+    # [128, 256] int32 written once each (131,072 B each): Q = 393,216 B
+    b = bytes_of(traced("viewed_copies", {"x": ((128, 512), "bf16")}))
+    assert b["Q"] == 3 * 131_072 == 393_216
+    assert b["x"] == (131_072, 0) and b["out16"] == (0, 131_072) and b["out32"] == (0, 131_072)

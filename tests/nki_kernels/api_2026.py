@@ -478,3 +478,21 @@ def repeated_columns(x):
                        op0=nl.multiply, operand0=4.0)
     nisa.dma_copy(dst=out, src=r)
     return out
+
+
+@nki.jit
+def viewed_copies(x):
+    """An SBUF tile read back through ``.view``: as float16 (the same element size) into one
+    output and as int32 (two bf16 per element, half as many columns) into another."""
+    p, f = x.shape
+    out16 = nl.ndarray((p, f), dtype=nl.float16, buffer=nl.shared_hbm)
+    out32 = nl.ndarray((p, f // 2), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    h = t.view(nl.float16)
+    assert h.dtype == nl.float16 and h.shape == (p, f)
+    nisa.dma_copy(dst=out16, src=h)
+    w = t.view(nl.int32)
+    assert w.dtype == nl.int32 and w.shape == (p, f // 2)
+    nisa.dma_copy(dst=out32, src=w)
+    return out16, out32

@@ -620,6 +620,29 @@ class Tile(_Viewable):
         return Tile(self.buf, [a for a, _, _ in dims], [n for _, n, _ in dims], [k for *_, k in dims],
                     tuple(int(p[1]) for p in pattern), new)
 
+    def view(self, dtype) -> "Tile":
+        """``t.view(dtype)``: the tile's bytes read as ``dtype`` (a reinterpreting cast). Of the
+        same element size: the same box in another dtype; of another size: the whole buffer's
+        row-major access pattern read as ``dtype`` (:meth:`ap`)."""
+        new = nki_dtype(dtype)
+        if new.itemsize == self.dtype.itemsize:
+            if new == self.dtype:
+                return self
+            t = Tile(self.buf, self.offsets, self.sizes, self.kept, self.view_shape, new)
+            t.grid = self.grid
+            return t
+        if not self._whole():
+            raise TraceError(f"{self!r}.view({new}): reinterpreting a slice of buffer "
+                             f"{self.buf.name} as another element size is not modelled; view the "
+                             "whole buffer")
+        shape = list(self.buf.shape)
+        last = shape[-1] * self.dtype.itemsize
+        if last % new.itemsize:
+            raise TraceError(f"{self!r}.view({new}): its last dimension of {last} bytes is not a "
+                             f"whole number of {new.itemsize}-byte elements")
+        shape[-1] = last // new.itemsize  # the pattern counts elements of the new dtype
+        return self.ap([[s, n] for s, n in zip(access.row_major(shape), shape)], 0, new)
+
     def __setitem__(self, key, value):
         target = self[key]
         if isinstance(value, LoopReduce):  # dst[...] = nl.loop_reduce(x, op, [k]): dst op= x over k
@@ -645,6 +668,7 @@ class Tile(_Viewable):
     __truediv__, __rtruediv__ = _binop("divide"), _binop("divide", True)
     __lt__, __le__ = _binop("less"), _binop("less_equal")
     __gt__, __ge__ = _binop("greater"), _binop("greater_equal")
+
     def __eq__(self, other):
         """Elementwise equality; against None (``if bias != None:``, as production kernels
         test an optional tile) a Python bool: a tile is never None."""
