@@ -213,6 +213,52 @@ def launch():
 }
 
 
+def _on_chip(func: str, tiles: dict, call: str, after: str = "") -> str:
+    """Launcher text for a subkernel taking on-chip tiles: each named tile ``(shape, dtype)``
+    DMA'd into SBUF from an HBM input of its shape (``psum``: allocated in PSUM, not loaded),
+    then ``call`` (and ``after``, e.g. a store of the result)."""
+    lines = ["import nki.isa as nisa", "import nki.language as nl", f"from {{module}} import {func}",
+             "", "def launch():"]
+    for name, (shape, dt) in tiles.items():
+        if dt == "psum":
+            lines.append(f"    {name} = nl.ndarray({shape}, dtype=nl.float32, buffer=nl.psum)")
+            continue
+        lines += [f"    {name}_hbm = nl.ndarray({shape}, dtype=nl.{dt}, buffer=nl.shared_hbm)",
+                  f"    {name} = nl.ndarray({shape}, dtype=nl.{dt}, buffer=nl.sbuf)",
+                  f"    nisa.dma_copy(dst={name}, src={name}_hbm)"]
+    lines.append(f"    res = {call}")
+    lines += [f"    {ln}" for ln in after.strip().splitlines()]
+    lines.append("    return res")
+    return "\n".join(lines) + "\n"
+
+
+# moe_tkg MX subkernels on SBUF tiles: H = 1024 (128 partitions x 2 tiles of 512, x4-packed),
+# T = 128 tokens, I = 512
+_MX = "float8_e4m3fn_x4"
+LAUNCHERS.update({
+    "_clamp_tensor": _on_chip(
+        "_clamp_tensor", {"t": ((128, 512), "bfloat16")}, "_clamp_tensor(t, 1.0, -1.0)",
+        "out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)\n"
+        "nisa.dma_copy(dst=out, src=t)\nres = out"),
+    "_matmul_mx_accumulate": _on_chip(
+        "_matmul_mx_accumulate",
+        {"acc": ((128, 4, 128), "psum"), "w": ((128, 2, 512), _MX), "ws": ((128, 2, 512), "uint8"),
+         "x": ((128, 2, 128), _MX), "xs": ((128, 2, 128), "uint8")},
+        "_matmul_mx_accumulate(acc, w, ws, x, xs, tile_i=0, tile_T_slice=nl.ds(0, 128), "
+        "tile_T_actual=128, n_H512_tiles=2, cur_I128_tile_sz=128)",
+        "r = nl.ndarray((128, 4, 128), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "nisa.tensor_copy(dst=r, src=acc)\n"
+        "out = nl.ndarray((128, 4, 128), dtype=nl.bfloat16, buffer=nl.shared_hbm)\n"
+        "nisa.dma_copy(dst=out, src=r)\nres = out"),
+    "gate_up_projection_mx_shard_I": _on_chip(
+        "gate_up_projection_mx_shard_I",
+        {"x": ((128, 2, 128), _MX), "xs": ((128, 2, 128), "uint8"),
+         "g": ((128, 2, 512), _MX), "u": ((128, 2, 512), _MX),
+         "gs": ((128, 2, 512), "uint8"), "us": ((128, 2, 512), "uint8")},
+        "gate_up_projection_mx_shard_I(x, xs, g, u, gs, us, None, None)"),
+})
+
+
 def _launcher(path: Path, func: str, scratch: Path):
     """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
     p, parts = path.resolve(), []
