@@ -215,13 +215,17 @@ def launch():
 
 def _on_chip(func: str, tiles: dict, call: str, after: str = "") -> str:
     """Launcher text for a subkernel taking on-chip tiles: each named tile ``(shape, dtype)``
-    DMA'd into SBUF from an HBM input of its shape (``psum``: allocated in PSUM, not loaded),
+    DMA'd into SBUF from an HBM input of its shape (``psum``: allocated in PSUM, ``out:DTYPE``:
+    allocated in SBUF, neither loaded),
     then ``call`` (and ``after``, e.g. a store of the result)."""
     lines = ["import nki.isa as nisa", "import nki.language as nl", f"from {{module}} import {func}",
              "", "def launch():"]
     for name, (shape, dt) in tiles.items():
         if dt == "psum":
             lines.append(f"    {name} = nl.ndarray({shape}, dtype=nl.float32, buffer=nl.psum)")
+            continue
+        if dt.startswith("out:"):  # an output: allocated, not loaded
+            lines.append(f"    {name} = nl.ndarray({shape}, dtype=nl.{dt[4:]}, buffer=nl.sbuf)")
             continue
         lines += [f"    {name}_hbm = nl.ndarray({shape}, dtype=nl.{dt}, buffer=nl.shared_hbm)",
                   f"    {name} = nl.ndarray({shape}, dtype=nl.{dt}, buffer=nl.sbuf)",
@@ -256,6 +260,15 @@ LAUNCHERS.update({
          "g": ((128, 2, 512), _MX), "u": ((128, 2, 512), _MX),
          "gs": ((128, 2, 512), "uint8"), "us": ((128, 2, 512), "uint8")},
         "gate_up_projection_mx_shard_I(x, xs, g, u, gs, us, None, None)"),
+    # T = 128 tokens, one local expert, I = 512, H = 1024, the output spilled to HBM
+    "down_projection_mx": _on_chip(
+        "down_projection_mx",
+        {"a": ((128, 1, 128), _MX), "as_": ((128, 1, 128), "uint8"),
+         "w": ((128, 1, 1024), _MX), "ws": ((128, 1, 1024), "uint8"),
+         "aff": ((128, 1), "bfloat16"), "o": ((128, 1, 1024), "out:bfloat16")},
+        "down_projection_mx(a, as_, w, ws, None, aff, 0, o, "
+        "out_hbm=nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm), "
+        "is_first_expert=True, is_last_expert=True, shard_on_I=False)"),
 })
 
 
