@@ -269,6 +269,31 @@ LAUNCHERS.update({
         "down_projection_mx(a, as_, w, ws, None, aff, 0, o, "
         "out_hbm=nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm), "
         "is_first_expert=True, is_last_expert=True, shard_on_I=False)"),
+    # the all-expert MX MoE token-generation kernel, launched through moe_tkg (its caller, which
+    # builds the MLPParameters): T = 128, one local expert, H = 1024, I = 512
+    "_all_expert_moe_tkg_mx": """
+import nki.language as nl
+from {package}.moe_tkg import moe_tkg
+from {package}.down_projection_mx import TensorView
+from {package}.moe_tkg import ExpertAffinityScaleMode
+
+def launch():
+    hbm = nl.shared_hbm
+    x = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    gu = nl.ndarray((1, 128, 2, 2, 512), dtype=nl.float4_e2m1fn_x4, buffer=hbm)
+    dn = nl.ndarray((1, 128, 1, 1024), dtype=nl.float4_e2m1fn_x4, buffer=hbm)
+    gus = nl.ndarray((1, 16, 2, 2, 512), dtype=nl.uint8, buffer=hbm)
+    dns = nl.ndarray((1, 16, 1, 1024), dtype=nl.uint8, buffer=hbm)
+    aff = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=hbm)
+    idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=hbm)
+    rank = nl.ndarray((1, 1), dtype=nl.int32, buffer=hbm)
+    # the weights as TensorViews, as the library's own tests pass them
+    gu, dn, gus, dns = (TensorView(t) for t in (gu, dn, gus, dns))
+    return moe_tkg(x, gu, dn, aff, idx, is_all_expert=True, rank_id=rank,
+                   expert_gate_up_weights_scale=gus,
+                   expert_down_weights_scale=dns,
+                   expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE)
+""",
 })
 
 
