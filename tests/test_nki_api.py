@@ -496,3 +496,11 @@ def test_tile_view_reinterprets_its_bytes():
     b = bytes_of(traced("viewed_copies", {"x": ((128, 512), "bf16")}))
     assert b["Q"] == 3 * 131_072 == 393_216
     assert b["x"] == (131_072, 0) and b["out16"] == (0, 131_072) and b["out32"] == (0, 131_072)
+
+
+def test_store_through_a_pattern_walking_rows_in_pieces():
+    # rows_in_pieces: x [512, 64] bf16 read once (65,536 B) and out written once (65,536 B)
+    # through the same [[64, 128], [8192, 4], [1, 64]] pattern: Q = 131,072 B
+    b = bytes_of(traced("rows_in_pieces", {"x": ((512, 64), "bf16")}))
+    assert b["Q"] == 2 * 512 * 64 * 2 == 131_072
+    assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)

@@ -496,3 +496,18 @@ def viewed_copies(x):
     assert w.dtype == nl.int32 and w.shape == (p, f // 2)
     nisa.dma_copy(dst=out32, src=w)
     return out16, out32
+
+
+@nki.jit
+def rows_in_pieces(x):
+    """x [512, 64] read and written through one access pattern that walks its rows in pieces
+    (tile [128, 4, 64]: row p + 128 t), exponentiated on chip in between."""
+    s, d = x.shape
+    n = s // 128
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[d, 128], [128 * d, n], [1, d]], offset=0))
+    e = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out.ap(pattern=[[d, 128], [128 * d, n], [1, d]], offset=0), src=e)
+    return out

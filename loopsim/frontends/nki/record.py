@@ -291,7 +291,12 @@ class Recorder:
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
         dkept = [d for d, (_, _, k) in enumerate(dst.dims) if k]
-        if _squeezed([dref.sizes[d] for d in dkept]) != _squeezed(src.shape):
+        order = getattr(dst, "order", None)
+        # an access pattern walking a tensor axis in pieces ([[D, 128], [128 * D, 4], [1, D]]:
+        # rows p + 128 t): the view's shape is the tile's; the store writes the box it covers
+        pieces = bool(order) and isinstance(order[0], tuple)
+        if (_squeezed(list(dst.shape)) if pieces else
+                _squeezed([dref.sizes[d] for d in dkept])) != _squeezed(src.shape):
             raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
         lg.output = True
         st = ref.logical.find() if ref is not None else None
@@ -308,7 +313,7 @@ class Recorder:
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
             src_lg = ref.logical.find()
-            if src_lg.kind in ("acc", "op", "sum") and src_lg is not lg:
+            if src_lg.kind in ("acc", "op", "sum") and src_lg is not lg and not pieces:
                 same = len(ref.starts) == len(dref.starts) and all(
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
                     a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
@@ -321,7 +326,7 @@ class Recorder:
                         lg.pa_weak = src_lg.pa_weak
                     if src_lg.pa_strong is not None:
                         lg.pa_strong = src_lg.pa_strong
-        if lg.pa_weak is None:
+        if lg.pa_weak is None and not pieces:
             kept = [a for a in range(len(src.offsets)) if src.kept[a]]
             if src.buf.pax in kept:
                 lg.pa_weak = dkept[kept.index(src.buf.pax)]
