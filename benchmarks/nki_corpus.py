@@ -297,6 +297,10 @@ def launch():
 })
 
 
+# launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
+LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
+
+
 def _launcher(path: Path, func: str, scratch: Path):
     """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
     p, parts = path.resolve(), []
@@ -346,7 +350,8 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
         if func in LAUNCHERS:
             with tempfile.TemporaryDirectory() as scratch:
                 launcher, root = _launcher(path, func, Path(scratch))
-                k, rec = trace_kernel(str(launcher), "launch", paths=(root,))
+                k, rec = trace_kernel(str(launcher), "launch", paths=(root,),
+                                      grid=LAUNCH_GRID.get(func, ()))
         else:
             opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
                 if entry else parse_options()
