@@ -103,8 +103,9 @@ SHAPES: dict[str, dict] = {
                     "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
                     "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
            "kwargs": ["block_size=1024"],
-           # shard-on-I splits a block between the two cores of a TRN2 LNC (sendrecv between them)
-           **({"grid": "2"} if "intermediate" in f else {})}
+           # shard-on-I splits a block between the two cores of a TRN2 LNC (sendrecv between them);
+           # shard-on-block deals blocks to them in turn
+           **({"grid": "2"} if "intermediate" in f or f == "bwmm_shard_on_block" else {})}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
     # the dynamic-loop variant: conditions [N+1] (1 = a block with tokens, the last 0)
