@@ -295,6 +295,27 @@ def launch():
                    expert_down_weights_scale=dns,
                    expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE)
 """,
+    # one token-generation attention block: B = 1, S_tkg = 4 new tokens, H = 1024, one q head of
+    # d_head = 128 (W_qkv holds q, k, v), a 512-token KV cache; no norms, RoPE, cache update
+    "attention_block_tkg": """
+import nki.language as nl
+from {module} import attention_block_tkg, QuantizationType
+
+def launch():
+    hbm = nl.shared_hbm
+    x = nl.ndarray((1, 4, 1024), dtype=nl.bfloat16, buffer=hbm)
+    w_qkv = nl.ndarray((1024, 384), dtype=nl.bfloat16, buffer=hbm)
+    k_cache = nl.ndarray((1, 512, 128), dtype=nl.bfloat16, buffer=hbm)
+    v_cache = nl.ndarray((1, 512, 128), dtype=nl.bfloat16, buffer=hbm)
+    mask = nl.ndarray((512, 1, 1, 4), dtype=nl.bfloat16, buffer=hbm)
+    w_out = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    none = QuantizationType.NONE
+    return attention_block_tkg(
+        x, None, False, None, None, w_qkv, None, none, None, None,
+        False, 0.0, None, None, None, None, True, False, 0.0, None, None,
+        False, None, k_cache, v_cache, mask, None, False, None,
+        w_out, None, none, None, None, False, False)
+""",
 })
 
 
