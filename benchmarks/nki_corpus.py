@@ -319,6 +319,42 @@ def launch():
 })
 
 
+# The all-expert MX internals take the config objects init_all_expert_mx_configs builds from
+# MLPParameters: the launcher builds those (the same inputs as _all_expert_moe_tkg_mx's launcher)
+# and calls the internal with them.
+_MX_PRELUDE = """
+import nki.isa as nisa
+import nki.language as nl
+from {module} import (MLPParameters, TensorView, init_all_expert_mx_configs, %s)
+from {package}.moe_tkg import ExpertAffinityScaleMode, MLPExpertParameters, QuantizationType
+
+def launch():
+    hbm = nl.shared_hbm
+    x = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    gu = TensorView(nl.ndarray((1, 128, 2, 2, 512), dtype=nl.float4_e2m1fn_x4, buffer=hbm))
+    dn = TensorView(nl.ndarray((1, 128, 1, 1024), dtype=nl.float4_e2m1fn_x4, buffer=hbm))
+    gus = TensorView(nl.ndarray((1, 16, 2, 2, 512), dtype=nl.uint8, buffer=hbm))
+    dns = TensorView(nl.ndarray((1, 16, 1, 1024), dtype=nl.uint8, buffer=hbm))
+    # the affinities on chip, as moe_tkg's masking step leaves them for the static path
+    aff_hbm = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=hbm)
+    aff = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=aff, src=aff_hbm)
+    idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=hbm)
+    out = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    experts = MLPExpertParameters(aff, idx, None, ExpertAffinityScaleMode.POST_SCALE)
+    mlp = MLPParameters(hidden_tensor=x, gate_proj_weights_tensor=gu, up_proj_weights_tensor=gu,
+                        down_proj_weights_tensor=dn, gate_w_scale=gus, up_w_scale=gus,
+                        down_w_scale=dns, quantization_type=QuantizationType.MX,
+                        shard_on_h_disabled=False, expert_params=experts)
+    tensors, cfg, dims, dyn = init_all_expert_mx_configs(mlp_params=mlp, output=out)
+"""
+LAUNCHERS.update({
+    "_all_expert_mx_static": _MX_PRELUDE % "_all_expert_mx_static"
+    + "    _all_expert_mx_static(tensors, cfg, dims)\n    return out\n",
+    "_load_expert": _MX_PRELUDE % "_load_expert" + "    return _load_expert(tensors, cfg, dims, 0)\n",
+    "_layout_adapter_qmx_hbm": _MX_PRELUDE % "_layout_adapter_qmx_hbm"
+    + "    return _layout_adapter_qmx_hbm(tensors.hidden_input, dims)\n",
+})
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
 LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
 
