@@ -346,14 +346,20 @@ def launch():
                         down_proj_weights_tensor=dn, gate_w_scale=gus, up_w_scale=gus,
                         down_w_scale=dns, quantization_type=QuantizationType.MX,
                         shard_on_h_disabled=False, expert_params=experts)
-    tensors, cfg, dims, dyn = init_all_expert_mx_configs(mlp_params=mlp, output=out)
+    tensors, cfg, dims, dyn = init_all_expert_mx_configs(mlp_params=mlp, output=out, %s)
 """
+_STATIC, _DYNAMIC = "is_all_expert_dynamic=False", "is_all_expert_dynamic=True, block_size=128"
 LAUNCHERS.update({
-    "_all_expert_mx_static": _MX_PRELUDE % "_all_expert_mx_static"
+    "_all_expert_mx_static": _MX_PRELUDE % ("_all_expert_mx_static", _STATIC)
     + "    _all_expert_mx_static(tensors, cfg, dims)\n    return out\n",
-    "_load_expert": _MX_PRELUDE % "_load_expert" + "    return _load_expert(tensors, cfg, dims, 0)\n",
-    "_layout_adapter_qmx_hbm": _MX_PRELUDE % "_layout_adapter_qmx_hbm"
+    "_load_expert": _MX_PRELUDE % ("_load_expert", _STATIC)
+    + "    return _load_expert(tensors, cfg, dims, 0)\n",
+    "_layout_adapter_qmx_hbm": _MX_PRELUDE % ("_layout_adapter_qmx_hbm", _STATIC)
     + "    return _layout_adapter_qmx_hbm(tensors.hidden_input, dims)\n",
+    "_all_expert_mx_dynamic": _MX_PRELUDE % ("_all_expert_mx_dynamic", _DYNAMIC)
+    + "    _all_expert_mx_dynamic(tensors, cfg, dims, dyn)\n    return out\n",
+    "_find_expert_routed_tokens": _MX_PRELUDE % ("_find_expert_routed_tokens", _DYNAMIC)
+    + "    return _find_expert_routed_tokens(tensors, dims, dyn, 0)\n",
 })
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
 LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
