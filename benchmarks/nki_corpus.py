@@ -325,41 +325,57 @@ def launch():
 _MX_PRELUDE = """
 import nki.isa as nisa
 import nki.language as nl
-from {module} import (MLPParameters, TensorView, init_all_expert_mx_configs, %s)
+from {module} import (MLPParameters, TensorView, init_all_expert_mx_configs, %(names)s)
 from {package}.moe_tkg import ExpertAffinityScaleMode, MLPExpertParameters, QuantizationType
 
 def launch():
     hbm = nl.shared_hbm
-    x = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    x = nl.ndarray((%(T)d, 1024), dtype=nl.bfloat16, buffer=hbm)
     gu = TensorView(nl.ndarray((1, 128, 2, 2, 512), dtype=nl.float4_e2m1fn_x4, buffer=hbm))
     dn = TensorView(nl.ndarray((1, 128, 1, 1024), dtype=nl.float4_e2m1fn_x4, buffer=hbm))
     gus = TensorView(nl.ndarray((1, 16, 2, 2, 512), dtype=nl.uint8, buffer=hbm))
     dns = TensorView(nl.ndarray((1, 16, 1, 1024), dtype=nl.uint8, buffer=hbm))
     # the affinities on chip, as moe_tkg's masking step leaves them for the static path
-    aff_hbm = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=hbm)
-    aff = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
+    aff_hbm = nl.ndarray((%(T)d, 1), dtype=nl.bfloat16, buffer=hbm)
+    aff = nl.ndarray((%(T)d, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.dma_copy(dst=aff, src=aff_hbm)
-    idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=hbm)
-    out = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=hbm)
+    idx = nl.ndarray((%(T)d, 1), dtype=nl.int32, buffer=hbm)
+    out = nl.ndarray((%(T)d, 1024), dtype=nl.bfloat16, buffer=hbm)
     experts = MLPExpertParameters(aff, idx, None, ExpertAffinityScaleMode.POST_SCALE)
     mlp = MLPParameters(hidden_tensor=x, gate_proj_weights_tensor=gu, up_proj_weights_tensor=gu,
                         down_proj_weights_tensor=dn, gate_w_scale=gus, up_w_scale=gus,
                         down_w_scale=dns, quantization_type=QuantizationType.MX,
                         shard_on_h_disabled=False, expert_params=experts)
-    tensors, cfg, dims, dyn = init_all_expert_mx_configs(mlp_params=mlp, output=out, %s)
+    tensors, cfg, dims, dyn = init_all_expert_mx_configs(mlp_params=mlp, output=out, %(mode)s)
 """
 _STATIC, _DYNAMIC = "is_all_expert_dynamic=False", "is_all_expert_dynamic=True, block_size=128"
+
+
+def _mx(names: str, mode: str) -> str:
+    """The prelude importing ``names``: T = 128 tokens static; dynamic, T = 1024 (its static
+    blocks leave tokens for the dynamic ones)."""
+    return _MX_PRELUDE % {"names": names, "mode": mode, "T": 128 if mode == _STATIC else 1024}
 LAUNCHERS.update({
-    "_all_expert_mx_static": _MX_PRELUDE % ("_all_expert_mx_static", _STATIC)
+    "_all_expert_mx_static": _mx("_all_expert_mx_static", _STATIC)
     + "    _all_expert_mx_static(tensors, cfg, dims)\n    return out\n",
-    "_load_expert": _MX_PRELUDE % ("_load_expert", _STATIC)
+    "_load_expert": _mx("_load_expert", _STATIC)
     + "    return _load_expert(tensors, cfg, dims, 0)\n",
-    "_layout_adapter_qmx_hbm": _MX_PRELUDE % ("_layout_adapter_qmx_hbm", _STATIC)
+    "_layout_adapter_qmx_hbm": _mx("_layout_adapter_qmx_hbm", _STATIC)
     + "    return _layout_adapter_qmx_hbm(tensors.hidden_input, dims)\n",
-    "_all_expert_mx_dynamic": _MX_PRELUDE % ("_all_expert_mx_dynamic", _DYNAMIC)
+    "_all_expert_mx_dynamic": _mx("_all_expert_mx_dynamic", _DYNAMIC)
     + "    _all_expert_mx_dynamic(tensors, cfg, dims, dyn)\n    return out\n",
-    "_find_expert_routed_tokens": _MX_PRELUDE % ("_find_expert_routed_tokens", _DYNAMIC)
-    + "    return _find_expert_routed_tokens(tensors, dims, dyn, 0)\n",
+    "_find_expert_routed_tokens": _mx("_find_expert_routed_tokens", _DYNAMIC)
+    + "    return _find_expert_routed_tokens(tensors, dims, dyn, 0)\n",    # the internals that take another internal's results get them from that internal
+    "_init_dynamic_block_indices_hbm": _mx("_find_expert_routed_tokens, _init_dynamic_block_indices_hbm", _DYNAMIC)
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    return _init_dynamic_block_indices_hbm(dims, dyn, routed, decision)\n",
+    "_compute_block": _mx("_find_expert_routed_tokens, _load_expert, _compute_block", _DYNAMIC)
+    + "    arange_4 = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+    + "    nisa.iota(arange_4, [[1, 4]], offset=0)\n"
+    + "    weights = _load_expert(tensors, cfg, dims, 0)\n"
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    _compute_block(tensors, cfg, dims, dyn, weights, routed, arange_4, 0, 0, False)\n"
+    + "    return out\n",
 })
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
 LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
