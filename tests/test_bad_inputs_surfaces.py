@@ -288,6 +288,19 @@ def test_named_json_case(tmp_path, capsys, name, reader):
     assert not (tmp_path / "out.toml").exists()
 
 
+def test_an_npz_claiming_a_zip_version_zipfile_lacks(tmp_path, capsys):
+    # found by the fuzz campaign (seed 1340679858): a damaged central directory naming zip
+    # version 12.3 made zipfile raise NotImplementedError, a traceback
+    p = tmp_path / "v.npz"
+    np.savez(p, obj=np.arange(4), size=np.full(4, 8))
+    raw = bytearray(p.read_bytes())
+    at = raw.find(b"PK\x01\x02")  # first central directory entry: "version needed to extract"
+    raw[at + 6:at + 8] = (123).to_bytes(2, "little")
+    p.write_bytes(bytes(raw))
+    refused(capsys, ["replay", p, "--capacity", "16", "--policy", "opt"],
+            r"v\.npz: not an \.npz archive .*NotImplementedError: zip file version 12\.3")
+
+
 def test_an_npy_header_with_a_negative_shape(tmp_path, capsys):
     import io
 
