@@ -95,26 +95,22 @@ def main() -> None:
     t_q = per_call(lambda s: ev.chain_q(m, s), ctx.structs)
     t_v = per_call(lambda s: ev.model_verdict(m, s), ctx.structs[:300])
     c = out.top[0]
+    mv = ev.model_verdict(ev.chain_model(ctx.chain, ctx.kernel(c.values), ctx.hw),
+                          ctx.structs[c.structure])  # the closed-form verdict confirm checks
     t_exact = per_call(lambda c: engine.confirm(ctx, engine.Cand(c.unit, c.structure, c.values,
-                                                                  ev.Verdict(**{**_fields(c.verdict),
-                                                                                "exact": False}))),
-                       [c], 3)
+                                                                  mv, c.shape)), [c], 3)
     rows = [("plan: tile-size groups in bound order", t_plan, 1),
             ("enumerate and screen bindings (per binding)", t_units, out.units),
             ("bind parameters (per binding evaluated)", t_bind, out.units),
             ("closed-form model (ceilings once per binding)", t_model, out.units),
             ("closed-form Q (per structure)", t_q, out.evaluated),
             ("full verdict from the closed forms", t_v, out.verdicts),
-            ("exact count confirming a reported tiling", t_exact,
-             len(out.top) + len(out.front_sbuf) + len(out.front_q))]
+            ("exact count and timeline confirming a tiling", t_exact,
+             engine.wide(10) + len(out.front_sbuf) + len(out.front_q) + engine.wide(3))]
     total = sum(t * k for _, t, k in rows)
     print(f"  where one process spends its time (CPU per call x calls; sum {total:.2f} s):")
     for name, t, k in rows:
         print(f"    {name:<50} {t * 1e6:>10.1f} us x {k:>8,} = {t * k:6.3f} s")
-
-
-def _fields(v: ev.Verdict) -> dict:
-    return {f: getattr(v, f) for f in ev.Verdict.__dataclass_fields__}
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ def test_profile_entries(tmp_path, capsys):
     ([{"W": 0, "Q": 10**30, "time_s": 1}], "[0].Q: an integer of 100 bits exceeds 2^62"),
     ([{"spec": "copy", "time_s": 10**400}], "a JSON number of 401 characters"),
     ('[{"spec": "copy", "time_s": 1' + "0" * 5000 + "}]", "a JSON number of 5,001 characters"),
-    ("[" * 100_000 + "]" * 100_000, "JSON nested 100,000 levels deep"),
+    ("[" * 100_000 + "]" * 100_000, "JSON nested 100,000 levels deep; loopsim reads at most 64"),
 ])
 def test_bad_measurement_files(tmp_path, capsys, entries, match):
     if isinstance(entries, str):  # raw text json.dumps would not make
@@ -329,7 +329,7 @@ def test_leave_one_out_over_the_four_tutorial_kernels():
     assert fit.loo_max == pytest.approx(0, abs=1e-12) and fit.warnings == ()
 
 
-@given(st.lists(st.tuples(st.integers(1, 10**12), st.integers(1, 10**10)), min_size=1, max_size=6))
+@given(st.lists(st.tuples(st.integers(1, 10**12), st.integers(10**3, 10**10)), min_size=1, max_size=6))
 def test_synthetic_times_are_recovered_whatever_the_kernels(kernels):
     # any kernels timed by one sheet (roofs below spec): the chosen fit reproduces every time
     hw = hardware.load("trn2-core")
@@ -459,3 +459,38 @@ def test_the_choice_is_never_beaten_by_a_simpler_assignment(kernels):
             assert best.rms <= c.rms + 1e-9
     fit = calibrate.fit(ms, hw)
     assert len(fit.rows) == len(ms) and all(r.predicted_s > 0 for r in fit.rows)
+
+
+def test_too_many_measurements_is_one_line():
+    hw = hardware.load("trn2-core")
+    ms = [calibrate.Measurement(f"k{i}", 0, 10**6, "bf16", 1e-5) for i in range(calibrate.MAX_MEASUREMENTS + 1)]
+    with pytest.raises(calibrate.InputError, match="501 measurements, more than the 500 it fits"):
+        calibrate.fit(ms, hw)
+
+
+def test_a_calibrated_sheet_gives_back_the_time_it_was_fitted_to(tmp_path, capsys):
+    # one memory-bound matmul at 200 µs: on the calibrated sheet's measured roofs entitle predicts
+    # 200 µs for it (bw = Q / t), not a timeline computed from the spec's DMA constants
+    f = _write(tmp_path, [{"spec": "matmul", "time_s": 200e-6}])
+    out = tmp_path / "one.toml"
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["entitle", "matmul", "-H", str(out), "--roofs", "measured", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["limit"] == "memory" and d["T"] == pytest.approx(200e-6, rel=1e-9)
+    assert "timeline" not in d["times"] and "dma" not in d["times"]
+
+
+def test_a_sheet_without_a_dma_throughput_curve_still_times(tmp_path, capsys):
+    # a calibrated sheet written before sheets had a [dma] throughput curve: the timeline runs
+    # without derating (as the sheet's dma_efficiency says), one verdict, no traceback
+    src = calibrate.base_text(hardware.load("trn2-core"))[0]
+    lines = src.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("throughput = "))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+    old = "\n".join(lines[:start] + lines[end:]).replace('name = "trn2-core"', 'name = "old"', 1)
+    (tmp_path / "old.toml").write_text(old + "\n")
+    assert hardware.load(str(tmp_path / "old.toml")).dma_curve == ()
+    assert main(["entitle", "matmul", "-H", str(tmp_path / "old.toml"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["T"] >= d["T_best"] and d["limit"] in d["times"]

@@ -43,16 +43,19 @@ def test_vary_expands_the_product_and_rows_match_hand_counts(capsys):
     assert sum(r["best"] for r in rows) == 1
 
 
-def test_ties_on_t_are_broken_by_q_then_sbuf_peak():
-    # two compute-bound rows share T = W/P and Q (everything crosses once); the one holding
-    # less SBUF ranks first, whatever order they were listed in
+def test_ties_on_t_are_broken_by_transfers_then_instructions_before_sbuf_peak():
+    # two compute-bound rows share T = W/P and Q (everything crosses once) and, by the roofline
+    # alone, the same DMA time; the one with fewer Tensor Engine instructions ranks first,
+    # whatever order they were listed in, though it holds more SBUF: (B/TB)(F/TF)(D/TD) =
+    # 16 x 8 x 32 = 4,096 instructions at TF = 512 against 16 x 32 x 32 = 16,384 at TF = 128
     for tf in ((128, 512), (512, 128)):
         rows = sweep.analyze_all(sweep.expand(["projection"], {}, {"B": (2048,), "TF": tf}), TRN2,
                                  model="roofline")
         a, b = rows[0].analysis, rows[1].analysis
         assert a.limit == b.limit == "compute" and a.T == pytest.approx(b.T) and a.Q == b.Q
-        assert a.sbuf_peak_bytes < b.sbuf_peak_bytes
-        assert dict(a.params)["TF"] == 128
+        assert (a.counts.instructions, b.counts.instructions) == (4096, 16384)
+        assert a.sbuf_peak_bytes > b.sbuf_peak_bytes
+        assert dict(a.params)["TF"] == 512
 
 
 def test_a_row_that_does_not_fit_ranks_below_every_row_that_does(capsys):

@@ -256,3 +256,20 @@ def test_a_flat_machine_has_no_dma_ceiling(capsys):
     assert main(["entitle", "matmul", "-H", "toy", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d["times"]) == {"compute", "memory"}
+
+
+@pytest.mark.parametrize("by,msg", [
+    ("0", "by 0: extents per transfer must be > 0"),
+    ("-4", "by -4: extents per transfer must be > 0"),
+    ("ZZ", "by: 'ZZ': unknown name ZZ"),
+    ("1, 2, 3", "give one extent (rows of the partition axis) or one per axis (2), not 3"),
+])
+def test_bad_transfer_extents_are_one_line_naming_file_and_line(tmp_path, capsys, by, msg):
+    from loopsim.cli.main import main
+
+    text = spec.locate("nki_tutorial/2_hoist_load").read_text(encoding="utf-8")
+    p = tmp_path / "bad.toml"
+    p.write_text(text.replace("load lhsT[:, m] by TILE_K", f"load lhsT[:, m] by {by}"), encoding="utf-8")
+    assert main(["dma", str(p), "-H", "trn2-core"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bad.toml: line 26:" in err and msg in err, err

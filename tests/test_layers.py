@@ -26,6 +26,7 @@ FOLDERS = [
     ("model", "the one pipeline, the entitlement, the verdict, measured profiles"),
     ("analyses", "questions over many analyses: sweeps, crossover, capacity, calibrate, check, search"),
     ("render", "text, JSON and plots of an analysis"),
+    ("api", "the Python API (one module): analyze, search, compare, calibrate and their results"),
     ("cli", "the command line"),
 ]
 ORDER = {f: i for i, (f, _) in enumerate(FOLDERS)}

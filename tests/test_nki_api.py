@@ -79,9 +79,13 @@ def test_ap_pattern_that_is_not_a_box_is_one_line_naming_it():
             x.ap(pattern=[[512, 128], [2, 256]])
         with pytest.raises(TraceError, match="wraps into the next row"):
             x.ap(pattern=[[512, 128], [1, 512]], offset=64)
-        with pytest.raises(TraceError, match="indirect access"):
-            x.ap(pattern=[[512, 128], [1, 512]], vector_offset=object())
+        rec.notes = []
+        v = x.ap(pattern=[[512, 128], [1, 512]], vector_offset=object())  # rows chosen by data
+        assert v.shape == (128, 512) and any("indirect access" in n and "ASSUMED" in n
+                                             for n in rec.notes)
         assert mods["nki.isa.constants"].oob_mode.error != mods["nki.isa.constants"].oob_mode.skip
+        one = x.ap(pattern=[[512, 1], [1, 1]], offset=3 * 512 + 7)  # a single element
+        assert one.shape == () and [(a.const, n) for a, n, _ in one.dims] == [(3, 1), (7, 1)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -377,3 +381,93 @@ def test_shuffling_reshape_holds_the_whole_tile_and_says_so():
     assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
     assert any("merges axes holding different dimensions of x" in n and "ASSUMED" in n
                for n in rec.notes)
+
+
+def test_trace_notes_reach_the_report(capsys):
+    ref = f"{API}::shuffled_store"
+    assert main(["entitle", ref, "--arg", "x=128x4x64", "-H", "trn2-core", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "merges axes holding different dimensions of x" in json.dumps(json.loads(text))
+
+
+def test_pattern_walking_an_axis_in_pieces_reads_the_box_once():
+    k = traced("split_rows", {"x": ((512, 128), "bf16")})
+    b = bytes_of(k)
+    # the whole 512 x 128 x 2 B tensor, read once; the (128, 4, 128) tile stored once
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    dims, view, order = access.decompose((512, 128), [[128, 128], [16384, 4], [1, 128]], 0, "t")
+    assert view == (128, 4, 128) and order == [(0, 1), (0, 128), (1, 1)]
+    assert [(n, kept) for _, n, kept in dims] == [(512, True), (128, True)]
+    with pytest.raises(access.NotABox):  # rows 0, 2, 4, ...: a stride, no box
+        access.decompose((512, 128), [[256, 128], [1, 128]], 0, "t")
+
+
+def test_vector_read_again_into_a_tile_of_its_size():
+    b = bytes_of(traced("vector_twice", {"vec": ((1024,), "bf16")}))
+    # 1024 x 2 B read twice (two DMAs), the (128, 8) tile stored once
+    assert b["vec"] == (4_096, 0) and b["out"] == (0, 2_048)
+
+
+@pytest.mark.parametrize("body,match", [
+    ("x.ap(pattern=[[512, 0]])", r"non-positive count"),
+    ("x.ap(pattern=5)", r"must be a list of \[stride, num\] pairs"),
+    ("x.reshape((3, 5))", r"reshape of HBM tensor x \(65536 elements\) to \[3, 5\]"),
+    ("nl.load(x).broadcast_to((128, 3))", r"only size-1 dimensions repeat"),
+    ("nl.arange(0, 8, 0)", r"nl.arange step 0 must be a positive integer"),
+    ("nisa.dma_transpose(dst=nl.ndarray((4, 4, 4), dtype=x.dtype, buffer=nl.sbuf), "
+     "src=nl.ndarray((4, 4, 4), dtype=x.dtype, buffer=nl.sbuf))", r"3-D access .* is not modelled"),
+])
+def test_bad_api_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
+    f = tmp_path / "bad_api.py"
+    f.write_text("import nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                 f"def k(x):\n    y = {body}\n    return x\n")
+    with pytest.raises(SpecError) as e:
+        load_kernel(str(f), "k", args={"x": ((128, 512), "bf16")})
+    msg = str(e.value)
+    assert "\n" not in msg and f"{f}:6: kernel k: " in msg
+    assert __import__("re").search(match, msg), msg
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(2, 4), min_size=1, max_size=3), st.integers(1, 8), st.randoms())
+def test_an_axis_walked_in_pieces_in_any_order_is_the_whole_axis(pieces, cols, rnd):
+    """Property: split a row axis into pieces (mixed radix), walk them in any order: the pattern
+    decomposes into the whole [rows, cols] box, each run stepping its piece's scale."""
+    rows = 1
+    runs = []
+    for n in reversed(pieces):
+        runs.append((rows * cols, n))  # stride in elements, count
+        rows *= n
+    rnd.shuffle(runs)
+    pattern = [list(r) for r in runs] + [[1, cols]]
+    dims, view, order = access.decompose((rows, cols), pattern, 0, "t")
+    assert [(n, k) for _, n, k in dims][0] == (rows, True)
+    if order and isinstance(order[0], tuple):  # walked in pieces (not merged into one run)
+        assert sorted(sc for a, sc in order if a == 0) == sorted(s // cols for s, _ in runs)
+
+
+def test_indirect_gather_counts_its_rows_bytes_assumed(capsys):
+    k = traced("gather_rows", {"table": ((256, 256), "bf16"), "idx": ((256, 1), "int32")})
+    b = bytes_of(k)
+    # 2 blocks of 128 gathered rows of 256 x 2 B, counted as the blocks' boxes: the table once;
+    # the index tiles 256 x 4 B; out written once
+    assert b["table"] == (131_072, 0) and b["idx"] == (1_024, 0) and b["out"] == (0, 131_072)
+    assert any("indirect access" in n for n in k.notes)
+
+
+def test_an_op_on_a_window_view_follows_the_views_steps():
+    k = traced("window_scale", {"x": ((128, 512), "bf16")})
+    b = bytes_of(k)
+    # x 128 x 512 x 2 B read once; the (128, 256, 2) result (the same elements) written once
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "exp" and [a.tensor for a in op.inputs] == ["x"]
+
+
+def test_an_unmodelled_language_call_is_elementwise_assumed_work():
+    k = traced("language_unknown", {"x": ((128, 512), "bf16"), "y": ((128, 512), "bf16")})
+    (w,) = [x for x in k.work if x.assumed]
+    # one element-op per output element: 128 x 512
+    assert (w.call, w.engine, w.element_ops) == ("nki.language.where", "vector", 128 * 512)
+    b = bytes_of(k)
+    assert b["x"] == b["y"] == (131_072, 0) and b["out"] == (0, 131_072)

@@ -215,3 +215,28 @@ def test_a_search_loop_that_returns_from_inside_runs_concretely():
     q, k, rec = q_of(KERNELS / "idioms.py", "searched_copy", args={"x": ((256, 1536), "bf16")})
     assert q == 2 * 256 * 1536 * 2
     assert [lp.extent // lp.step for lp in loops(k.body)] == [2, 3]
+
+
+@pytest.mark.parametrize("dt,out_bytes", [("float32", 4), ("nl.bfloat16", 2)])
+def test_kwarg_dtype_name_reaches_the_kernel(dt, out_bytes, capsys):
+    """cast_copy of x 256 x 512 bf16 into an output of ``dt``: Q = 256 x 512 x (2 + out_bytes)."""
+    import json
+
+    from loopsim.cli.main import main
+
+    assert main(["entitle", f"{KERNELS / 'idioms.py'}::cast_copy", "--arg", "x=256x512",
+                 "--kwarg", f"dt={dt}", "-H", "trn2-core", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["Q"] == 256 * 512 * (2 + out_bytes)
+
+
+def test_a_branch_on_the_program_id_runs_the_grid_program_by_program():
+    """Grid of 4 over x 1024 x 512 bf16: each program copies 256 rows in 2 tiles; program 0
+    also exps (noted ASSUMED). Q = 2 x 1024 x 512 x 2 = 2,097,152; the shared output is one
+    tensor; the IR has the grid loop (4) around the row loop (2)."""
+    q, k, rec = q_of(KERNELS / "idioms.py", "first_program_exp", args={"x": ((1024, 512), "bf16")},
+                     grid=(4,))
+    assert q == 2 * 1024 * 512 * 2
+    assert [t.name for t in k.tensors if t.output] == ["out"]
+    assert [lp.extent // lp.step for lp in loops(k.body)] == [4, 2]
+    assert any("ASSUMED" in n and "pid0" in n for n in rec.notes)

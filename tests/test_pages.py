@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from loopsim.analyses.clockwork import clockwork
+from loopsim.base.fmt import fmt_time
 from loopsim.cli.main import main
 from loopsim.targets import hardware
 from tests import browser
@@ -82,7 +83,7 @@ def test_clockwork_numbers_are_those_of_loopsim_ceilings_on_its_spec(capsys, tmp
     (["--json", "--count", "0"], "--count 0: must be 1 to 4096"),
     (["--json", "--dtype", "int4"], "--dtype int4: trn1-core has no Tensor Engine roof"),
     (["--json", "-H", "trn2-lnc2"], "the clockwork is one physical core's"),
-    (["--json", "-H", "toy"], "toy: the clockwork draws a NeuronCore's PE array; toy is a flat"),
+    (["--json", "-H", "toy"], "toy: its P is not derived from a PE array (a flat machine)"),
     ([], "give -o FILE.html"),
 ])
 def test_clockwork_bad_input_is_one_line(capsys, argv, words):
@@ -320,8 +321,8 @@ NKI_BLOCKED = ["tests/nki_kernels/matmul_isa.py::blocked", "--arg", "lhsT=1024x4
 @pytest.mark.parametrize("spec, extra, hw, measured", [
     (NKI4, [], "trn1-core", "summary"),                  # the tutorial's fully optimized kernel
     ("copy", [], "trn2-core", "time"),                   # W = 0; the DMA ceiling in the gap
-    ("mlp_unfused", [], "trn1-core", None),              # a program of three kernels
-    ("matmul_small_tiles", [], "trn1-core", None),       # lower ceilings bind
+    ("mlp_unfused", ["--set", "B=256"], "trn1-core", None),  # a program of three kernels
+    ("matmul_small_tiles", ["--set", "M=512"], "trn1-core", None),  # lower ceilings bind
     ("matmul_blocked", [], "toy", None),                 # cannot run: exit 3, the page written
     (NKI_BLOCKED[0], NKI_BLOCKED[1:], "trn2-core", None),  # an NKI kernel, traced
 ])
@@ -352,8 +353,12 @@ def test_report_page_in_chromium(chrome, capsys, tmp_path, spec, extra, hw, meas
         assert value == want, key
         assert_text_shows_value(key, value, t)
     assert page.eval("document.querySelectorAll('figure.roofline svg').length") == 1
-    if spec == NKI4:
-        assert text(page, "verdict").startswith("T = 187.2 µs, limited by compute")
+    assert text(page, "verdict").startswith(f"T = {fmt_time(ent['T'])}, limited by {ent['limit']}")
+    if spec == NKI4:  # T_best = W/P = 2 x 4096 x 2048 x 1024 / (128 x 128 x 2 x 2.8e9) = 187.2 µs
+        assert {k: t for k, _, t in nums}["T_best"] == "187.2 µs"
+    for name in ent.get("timeline") or {}:  # each predicted timeline: its numbers and its picture
+        assert f"timeline.{name}.T" in keys
+    assert page.eval("document.querySelectorAll('figure.timeline svg').length") == len(ent.get("timeline") or {})
     if not ent["feasible"]:
         assert "cannot run as written" in text(page, "verdict")
         assert ent["infeasible_reasons"][0] in text(page, "verdict")

@@ -71,9 +71,9 @@ class Measurement:
             raise InputError(f"{self.label}: W = Q = 0; a measurement must move bytes or do FLOPs")
         if not (isinstance(self.time_s, (int, float)) and math.isfinite(self.time_s) and self.time_s > 0):
             raise InputError(f"{self.label}: time_s={self.time_s!r} must be a positive number of seconds")
-        if self.time_s < MIN_TIME_S:
-            raise InputError(f"{self.label}: time_s={self.time_s!r} is below {MIN_TIME_S:g} s, shorter "
-                             "than one clock cycle (about 0.4 ns): not a time to fit")
+        if not MIN_TIME_S <= self.time_s <= MAX_TIME_S:
+            raise InputError(f"{self.label}: time_s={self.time_s!r} s is outside {MIN_TIME_S:g} .. "
+                             f"{MAX_TIME_S:g} s, the times loopsim takes (see docs/errors.md)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,13 +227,6 @@ class Fit:
 # the fit
 
 
-def _ls(pairs: list[tuple[int, float]]) -> int:
-    """Least squares in relative time of ``amount / rate = t``: rate = sum(x^2)/sum(x), x = amount/t,
-    in exact rationals (the times as given), rounded to an integer rate."""
-    xs = [Fraction(a) / Fraction(t) for a, t in pairs]
-    return round(sum(x * x for x in xs) / sum(xs))
-
-
 def _assign(ms, bw, P) -> list[str]:
     """The binding roof of each measurement under (bw, P by dtype); ties go to memory."""
     return ["compute" if m.W * bw > m.Q * P[m.dtype] else "memory" for m in ms]
@@ -245,6 +238,8 @@ def _predict(m: Measurement, bw: int, P: dict[str, int]) -> float:
 
 #: most assignments tried (the product over dtypes of measurements + 1)
 MAX_ASSIGNMENTS = 100_000
+#: most measurements fitted: the leave-one-out refits cost n^3
+MAX_MEASUREMENTS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,45 +257,63 @@ class _Candidate:
         return int(self.bw_fitted) + len(self.fitted)
 
 
-def _assignments(ms: list[Measurement]):
-    """Every threshold assignment: per dtype, the measurements with I above a cut are compute."""
+def _candidates(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int], *,
+                exact: bool = True) -> list[_Candidate]:
+    """Every threshold assignment, fitted and scored: per dtype, the measurements with I above a cut
+    are compute-bound (W = 0 never is, Q = 0 always is). Each roof's least squares comes from prefix
+    sums of x and x^2 over the measurements in order of I, so a candidate costs its O(n) RMS only.
+    ``exact``: the sums in exact rationals (the fit); else in floats (the leave-one-out refits,
+    n of them: a rate off by an ulp there moves a prediction by 1e-16)."""
     import itertools
 
+    num = Fraction if exact else float
+    xm = [num(m.Q) / num(m.time_s) for m in ms]
+    xc = [num(m.W) / num(m.time_s) for m in ms]
     per = {}
     for d in sorted({m.dtype for m in ms}):
         idx = [i for i, m in enumerate(ms) if m.dtype == d]
-        # by intensity: W = 0 first (never compute), Q = 0 last (never memory)
         idx.sort(key=lambda i: (Fraction(ms[i].W, ms[i].Q) if ms[i].Q else math.inf))
-        cuts = []
-        for k in range(len(idx) + 1):
-            comp = set(idx[k:])
-            if any(ms[i].W == 0 for i in comp) or any(ms[i].Q == 0 for i in idx[:k]):
-                continue
-            cuts.append(comp)
-        per[d] = cuts
+        pre = [(num(0), num(0))]
+        for i in idx:
+            pre.append((pre[-1][0] + xm[i], pre[-1][1] + xm[i] * xm[i]))
+        suf = [(num(0), num(0))]
+        for i in reversed(idx):
+            suf.append((suf[-1][0] + xc[i], suf[-1][1] + xc[i] * xc[i]))
+        suf.reverse()  # suf[k]: sums over idx[k:]
+        lo = sum(ms[i].W == 0 for i in idx)
+        hi = len(idx) - sum(ms[i].Q == 0 for i in idx)
+        per[d] = [(idx, k, pre[k], suf[k]) for k in range(lo, hi + 1)]
     n = math.prod(len(c) for c in per.values())
     if n > MAX_ASSIGNMENTS:
         raise InputError(f"calibrate: {n:,} roof assignments to try (more than {MAX_ASSIGNMENTS:,}); "
                          "calibrate each dtype apart")
+    import numpy as np
+
+    W = np.array([float(m.W) for m in ms])
+    Q = np.array([float(m.Q) for m in ms])
+    t = np.array([m.time_s for m in ms])
+    dts = sorted(per)
+    dti = np.array([dts.index(m.dtype) for m in ms])
+    out = []
     for combo in itertools.product(*per.values()):
-        comp = set().union(*combo) if combo else set()
-        yield tuple("compute" if i in comp else "memory" for i in range(len(ms)))
-
-
-def _score(ms, bound, spec_bw, spec_P) -> _Candidate:
-    mem = [(m.Q, m.time_s) for m, b in zip(ms, bound) if b == "memory"]
-    bw = _ls(mem) if mem else spec_bw
-    P = dict(spec_P)
-    fitted = set()
-    for d in {m.dtype for m in ms}:
-        comp = [(m.W, m.time_s) for m, b in zip(ms, bound) if b == "compute" and m.dtype == d]
-        if comp:
-            P[d] = _ls(comp)
-            fitted.add(d)
-    rms = math.sqrt(sum((_predict(m, bw, P) / m.time_s - 1) ** 2 for m in ms) / len(ms))
-    above = tuple((["bw"] if mem and bw > spec_bw else []) +
-                  [f"P.{d}" for d in sorted(fitted) if P[d] > spec_P[d]])
-    return _Candidate(bound, bw, P, bool(mem), frozenset(fitted), rms, above)
+        bound = ["memory"] * len(ms)
+        sx = sx2 = num(0)
+        P, fitted = dict(spec_P), set()
+        for d, (idx, k, (mx, mx2), (cx, cx2)) in zip(per, combo):
+            for i in idx[k:]:
+                bound[i] = "compute"
+            sx, sx2 = sx + mx, sx2 + mx2
+            if cx:
+                P[d] = round(cx2 / cx)
+                fitted.add(d)
+        bw = round(sx2 / sx) if sx else spec_bw
+        Pv = np.array([float(P[d]) for d in dts])[dti]
+        pred = np.maximum(W / Pv, Q / float(bw))  # the full model, both fitted roofs
+        rms = float(np.sqrt(np.mean((pred / t - 1) ** 2)))
+        above = tuple((["bw"] if sx and bw > spec_bw else []) +
+                      [f"P.{d}" for d in sorted(fitted) if P[d] > spec_P[d]])
+        out.append(_Candidate(tuple(bound), bw, P, bool(sx), frozenset(fitted), rms, above))
+    return out
 
 
 #: in-sample RMS errors this close count as a tie
@@ -311,13 +324,13 @@ _TIE = 1e-9
 GAIN = 0.5
 
 
-def _choose(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
+def _choose(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int], *, exact: bool = True):
     """(the chosen candidate, every candidate tried, best first) for ``ms``: among the assignments
     with the fewest fitted roofs above spec, per number of fitted roofs the lowest in-sample RMS
     (ties: the spec's assignment); one that fits more roofs is taken only when its RMS is at most
     :data:`GAIN` times the current one's (so a second roof is not fitted to noise)."""
     spec_bound = tuple(_assign(ms, spec_bw, spec_P))
-    cands = [_score(ms, b, spec_bw, spec_P) for b in _assignments(ms)]
+    cands = _candidates(ms, spec_bw, spec_P, exact=exact)
     fewest_above = min(len(c.above_spec) for c in cands)
     pool = [c for c in cands if len(c.above_spec) == fewest_above]
     best_of: dict[int, _Candidate] = {}
@@ -336,7 +349,7 @@ def _choose(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
 
 def _roofs(ms: list[Measurement], spec_bw: int, spec_P: dict[str, int]):
     """(bw, P by dtype, bw fitted?, dtypes fitted, binding roof per measurement)."""
-    c, _ = _choose(ms, spec_bw, spec_P)
+    c, _ = _choose(ms, spec_bw, spec_P, exact=False)
     return c.bw, c.P, c.bw_fitted, set(c.fitted), list(c.bound)
 
 
@@ -411,6 +424,9 @@ def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
     ms = list(measurements)
     if not ms:
         raise InputError("calibrate: no measurements")
+    if len(ms) > MAX_MEASUREMENTS:
+        raise InputError(f"calibrate: {len(ms):,} measurements, more than the {MAX_MEASUREMENTS} it "
+                         "fits (the leave-one-out refits grow as n^3); fit a family at a time")
     if not (isinstance(threshold, (int, float)) and math.isfinite(threshold) and threshold > 0):
         raise InputError(f"calibrate: --threshold={threshold!r} must be a positive fraction (0.1 = 10%)")
     spec_hw = hw.with_roofs("spec")

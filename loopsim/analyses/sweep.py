@@ -2,8 +2,8 @@
 
 ``--vary TN=128,256,512 --vary TM=64,128`` expands to the product of the listed values, applied
 to every spec that has the parameter. Every row goes through :func:`loopsim.model.pipeline.analyze` and
-rows are ranked by its verdict: feasible first, then the attainable time T, then Q, then SBUF peak
-(:func:`loopsim.model.pipeline.rank_key`). A point that is not a valid tiling (its spec refuses those
+rows are ranked by its verdict: feasible first, then the attainable time T, then the tie-breaks
+of :func:`loopsim.model.verdict.rank_key` (DMA estimate, instructions, Q, SBUF peak). A point that is not a valid tiling (its spec refuses those
 values) or cannot be counted stays in the table as a row with its reason, below every analysed row.
 """
 
@@ -99,7 +99,7 @@ class Row:
     @property
     def key(self) -> tuple:
         if self.analysis is None:
-            return (True, float("inf"), 0, 0, 1, self.variant.label)
+            return (True, float("inf"), 0.0, 0, 0, 0, 1, self.variant.label)
         return (*pipeline.rank_key(self.analysis), 0, self.variant.label)
 
     @property

@@ -40,6 +40,7 @@ COMMANDS = {
               "SBUF/PSUM, DMA, gap",
     "timeline": "predicted engine timeline of a kernel: T, busy share per engine, the gap's causes, "
                 "a picture",
+    "evaluate": "answer a batch of analysis requests (JSON lines in, JSON lines out) in one process",
 }
 
 
@@ -74,7 +75,7 @@ def _command_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status (docs/errors.md): 0 ok, 1 a check that failed (a formula
-    that does not match), 2 an error on one line (bad input, or a failure of the environment: out
+    that does not match; calibrate --strict that warned), 2 an error on one line (bad input, or a failure of the environment: out
     of memory, a full disk), 3 entitle of a kernel that cannot run, 130 interrupted. A reader that
     stops reading (a broken pipe) ends the run quietly with 0."""
     import errno

@@ -262,5 +262,5 @@ def check_scope(kernel: Kernel, hw, *, allow: bool = False) -> None:
             f"{k}-core sheet, or pass --allow-scope-mismatch")
     raise HardwareError(
         f"--hardware {hw.name}: kernel {kernel.name} splits loop {loop.var} across {k} physical cores "
-        f"but the sheet covers {h} ({hw.scope}): use a sheet of {k}-core scope (trn2-lnc2 for "
-        f"LNC=2), --lnc {h}, or pass --allow-scope-mismatch")
+        f"but the sheet covers {h} ({hw.scope}): use a sheet of {k}-core scope (`loopsim "
+        f"hardware` lists each sheet's scope), --lnc {h}, or pass --allow-scope-mismatch")

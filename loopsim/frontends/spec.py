@@ -79,11 +79,14 @@ _clip = tomlfile.clip
 
 @dataclass(frozen=True, slots=True)
 class SpecFile:
-    """A spec as read from disk, before parameters are bound."""
+    """A spec as read from disk, before parameters are bound. ``tracer``: for a source that is
+    code (an NKI kernel, :mod:`loopsim.frontends.nki.ref`), ``tracer(spec_file, params)`` runs it
+    into an ``ir.Kernel`` or a ``Program``; None for a TOML spec (data, read as it is)."""
 
     path: str
     data: Mapping
     text: str
+    tracer: Callable | None = None
 
     @property
     def params(self) -> dict[str, int | str]:
@@ -246,7 +249,7 @@ def bind_params(spec: SpecFile, sets: Mapping[str, int]) -> dict[str, int]:
         values = expr.resolve(raw, f"{spec.path}: params")
     except expr.ExprError as e:
         raise SpecError(str(e)) from None
-    free = set(spec.data.get("keywords", ())) if "nki" in spec.data else set()
+    free = set(spec.data.get("keywords", ())) if spec.tracer is not None else set()
     for name, v in values.items():
         src = f"--set {name}" if name in sets else f"{spec.path}: params.{name}"
         check_int(v, src, SpecError, what="parameter")
@@ -425,11 +428,18 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             try:
                 if word == "load" and " by " in rest:  # load A[:, m] by ROWS: ROWS per transfer
                     tile, _, rows = rest.rpartition(" by ")
-                    ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    try:
+                        ns = tuple(_int(x.strip(), params, f"{w}: by") for x in rows.split(","))
+                    except SpecError as e:
+                        raise SpecError(f"{w}: 'load {rest}': by: {e}") from None
                     if any(n < 0 for n in ns) or not any(ns):
                         raise SpecError(f"{w}: 'load {rest}': by {', '.join(map(str, ns))}: extents "
                                         "per transfer must be > 0 (0: the whole axis)")
-                    nodes.append(Load(parse_access(tile, w), ns, line=ln))
+                    acc = parse_access(tile, w)
+                    if len(ns) not in (1, len(acc.index)):
+                        raise SpecError(f"{w}: 'load {rest}': give one extent (rows of the partition "
+                                        f"axis) or one per axis ({len(acc.index)}), not {len(ns)}")
+                    nodes.append(Load(acc, ns, line=ln))
                     continue
                 nodes.append(parser(rest, ln, w))
             except SpecError:

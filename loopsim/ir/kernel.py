@@ -266,6 +266,8 @@ class Kernel:
     buffers: tuple[tuple[str, int], ...] = ()
     # engine work outside the op statements (loopsim.ir.ops.EngineWork), from a traced kernel
     work: tuple = ()
+    # what a trace assumed or stubbed (one line each), shown with the report's notes
+    notes: tuple[str, ...] = ()
     # facts derived from the fields, computed once per kernel (it is frozen): statements, tensor map
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 

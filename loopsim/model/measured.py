@@ -566,9 +566,15 @@ def roof_status(hw, limit: str, dtype: str, W: int, Q: int) -> tuple[bool, str]:
     return True, ""
 
 
-#: the gap's named causes, in the order the gap table lists them
+#: the gap's named causes, in the order the gap table lists them (the timeline's own seven, as
+#: its reports name them, and what no field explains)
 CAUSES = ("fixed cost", "no overlap", "extra bytes", "slower engine", "Tensor Engine under-fill",
-          "unexplained")
+          "small transfers", "DMA peak below BW", "unexplained")
+#: the timeline's cause keys (loopsim.targets.neuron.timeline.CAUSES) -> the gap table's names
+_TIMELINE_CAUSE = {"fixed_cost": "fixed cost", "no_overlap": "no overlap",
+                   "slower_engine": "slower engine", "te_underfill": "Tensor Engine under-fill",
+                   "small_transfers": "small transfers", "dma_rate": "DMA peak below BW",
+                   "extra_bytes": "extra bytes"}
 
 
 def _cause_of_limit(limit: str) -> str:
@@ -627,6 +633,8 @@ class Comparison:
     scale: str = "percent"
     scale_why: str = ""
     predicted_lines: tuple[tuple[int, str, float, str], ...] = ()
+    predicted_parts: tuple[tuple[str, float], ...] = ()  # the timeline's (cause key, s) of T - T_best
+    predicted_busy: tuple[tuple[str, float], ...] = ()  # the timeline's (engine, busy s)
 
     @property
     def T(self) -> float:
@@ -738,15 +746,18 @@ class Comparison:
     # -- engines and the gap ------------------------------------------------------------------
 
     def engine_rows(self) -> list[dict]:
-        """Per engine: predicted busy time (the verdict's, s) and its share of the predicted T,
+        """Per engine: predicted busy time (s: the timeline's busy time when it ran, else the
+        verdict's ceiling for that engine) and its share of the predicted T,
         measured active time (s) and its share of T_measured, and the profiler's own percent."""
         tm = dict(self.times)
+        busy = dict(self.predicted_busy)  # the timeline's busy time per engine, when it ran
         out = []
         if not self.profile.engine_times and not any(
                 x.name.endswith("_active_time_percent") for x in self.profile.percents):
             return out  # nothing measured per engine: no table
         for prefix, vname in ENGINES:
-            pred = tm.get(vname) if vname else None
+            tname = prefix.removesuffix("_engine")  # the timeline's engine names: dma, tensor, ...
+            pred = busy.get(tname) if busy else tm.get(vname) if vname else None
             meas = self.profile.engine_time(prefix)
             theirs = self.percent(f"{prefix}_active_time_percent")
             if pred is None and meas is None and theirs is None:
@@ -761,7 +772,8 @@ class Comparison:
     def _memory_time(self) -> float:
         """The predicted memory-side time (s): the slower of Q/BW and the DMA engines' time."""
         tm = dict(self.times)
-        return max(tm.get("memory", self.entitlement.t_memory), tm.get("dma", 0.0))
+        return max(tm.get("memory", self.entitlement.t_memory), tm.get("dma", 0.0),
+                   tm.get("dma_transfers", 0.0))
 
     def gap_table(self) -> list[GapPart]:
         """T_measured - T_best split into :data:`CAUSES`; the parts add up to the gap exactly.
@@ -777,8 +789,16 @@ class Comparison:
         parts = {c: [] for c in CAUSES}
         dp = self.T_predicted - e.T_best
         if dp > 0:
-            parts[_cause_of_limit(self.limit)].append(
-                (dp, f"predicted: the verdict's {self.limit} ceiling is above T_best"))
+            told = 0.0
+            for key, sec in self.predicted_parts:  # the timeline's own split of its T - T_best
+                if sec and key in _TIMELINE_CAUSE:
+                    parts[_TIMELINE_CAUSE[key]].append((sec, "predicted by the timeline"))
+                    told += sec
+            rest_p = dp - told
+            if abs(rest_p) > 1e-12 * max(dp, 1e-30) or not self.predicted_parts:
+                parts[_cause_of_limit(self.limit)].append(
+                    (rest_p, f"predicted: the verdict's {self.limit} ceiling is above T_best"
+                     + (" (beyond the timeline's parts)" if self.predicted_parts else "")))
         rest = self.T - self.T_predicted
         window = p.total_active_time if p.total_active_time is not None else self.T
         if p.time_from != "total_active_time" and p.total_active_time is not None:
@@ -963,17 +983,24 @@ class Comparison:
         out += [f"  {n}" for n in self.mfu_notes()]
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")
+        elif self.predicted is not None and self.T < self.T_predicted:
+            out.append(f"  the measured time beats the predicted T ({self.limit}): the prediction's "
+                       "constants are pessimistic for this kernel (the gap table's unexplained part "
+                       "is negative by as much)")
         out += [f"  {d.line}" for d in self.disagreements]
         return out
 
 
 def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
             write_bytes: int | None = None, verdict=None,
-            predicted_lines: tuple[tuple[int, str, float, str], ...] = ()) -> Comparison:
+            predicted_lines: tuple[tuple[int, str, float, str], ...] = (),
+            predicted_parts: tuple[tuple[str, float], ...] = (),
+            predicted_busy: tuple[tuple[str, float], ...] = ()) -> Comparison:
     """Set ``profile`` against ``e`` and the ``verdict`` (its T is the prediction; None: hand
     counts, T_best); ``read_bytes``/``write_bytes`` split the nest's Q (optional), so a profile
     giving only one of HBM read/write bytes is still compared; ``predicted_lines``: (source line,
-    statement, predicted seconds, engine) set beside the profile's per-line instruction time. InputError when the profile's
+    statement, predicted seconds, engine) set beside the profile's per-line instruction time;
+    ``predicted_parts``: the timeline's (cause, seconds) split of the predicted T - T_best. InputError when the profile's
     ``*_percent`` fields cannot be read as percent or fraction (:func:`percent_scale`)."""
     scale, why = percent_scale(profile, e.P)
     ds: list[Disagreement | None] = []
@@ -1004,4 +1031,5 @@ def compare(e: Entitlement, profile: Profile, *, read_bytes: int | None = None,
     if verdict is not None:
         pred, limit, times = verdict.T, verdict.limit, tuple(verdict.times)
     return Comparison(e, profile, tuple(d for d in ds if d is not None), pred, limit or "",
-                      times, scale, why, tuple(predicted_lines))
+                      times, scale, why, tuple(predicted_lines), tuple(predicted_parts),
+                      tuple(predicted_busy))

@@ -65,11 +65,8 @@ def read(ref: str, kernel_args: Mapping | None = None, known: Mapping[str, int] 
 def build(sf, params: Mapping[str, int], *, lnc_cores: int | None = None, split: str | None = None,
           buffers: tuple[tuple[str, int], ...] | None = None) -> Program:
     """A read spec bound to ``params`` (see :func:`load`)."""
-    if "nki" in sf.data:  # PATH.py::FUNCTION: traced, EXECUTING the file
-        from loopsim.frontends.nki import ref as nki_ref
-
-        assert nki_ref.is_kernel_file(sf)
-        traced = nki_ref.trace(sf, params)
+    if sf.tracer is not None:  # a source that is code (PATH.py::FUNCTION): traced, EXECUTING it
+        traced = sf.tracer(sf, params)
         if isinstance(traced, Program):
             if lnc_cores is not None or split is not None:
                 raise InputError(f"--lnc/--split: not supported for {sf.path}, whose kernel keeps "
@@ -225,8 +222,10 @@ class Analysis:
 
 
 def rank_key(a: Analysis) -> tuple:
-    """Feasible first, then T, then Q, then SBUF peak."""
-    return verdict_mod.rank_key(a.T, a.feasible, a.Q, a.sbuf_peak_bytes)
+    """:func:`loopsim.model.verdict.rank_key` of the analysis."""
+    return verdict_mod.rank_key(a.T, a.feasible, a.Q, a.sbuf_peak_bytes,
+                                transfers=verdict_mod.transfers_s(a.verdict),
+                                instructions=a.counts.instructions)
 
 
 def program_dtype(prog: Program) -> str:
@@ -294,11 +293,11 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     # program whose peak the residency reports)
     per_core = lnc.cores_nest(k) if prog.is_single and lnc.split_loop(k) is not None else k
     buffers = live_buffers(per_core, hw)[1] if policy == "as-written" else ()
-    times, details = _times(c, ceil, steps, hw, dtype)
-    _dma_time(times, details, k, c, hw, exact=prog.is_single and policy == "as-written")
+    dma = hw.dma_time(k, c, exact=prog.is_single and policy == "as-written")
+    added: tuple[dict, dict] = ({}, {})
     tline = None
     if model in ("timeline", "floor") and policy == "as-written":  # the predicted time
-        tline = hw.predict(st, prog.op_map, c, dtype, times, details, run=model == "timeline")
+        tline = hw.predict(st, prog.op_map, c, dtype, *added, run=model == "timeline")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.lanes else ""
@@ -309,66 +308,9 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
         reasons.append(f"PSUM: {ceil.psum.verdict()}")
     label = "" if prog.is_single else f"kernel {st.name}: "
     reasons = [label + r for r in reasons]
-    return StageResult(st, c, ceil, steps, verdict_mod.decide(times, details, reasons), buffers, tline)
-
-
-def _dma_time(times: dict, details: dict, k, c: Counts, hw, *, exact: bool) -> None:
-    """The transfer engines' ceiling the target sets (:meth:`Target.dma_time`; none on a flat
-    machine or with measured roofs). ``exact``: from the nest's transfers as written; else Q."""
-    d = hw.dma_time(k, c, exact=exact)
-    if d is not None:
-        times["dma"], details["dma"] = d
-
-
-def _times(c: Counts, ceil: ceil_mod.Ceilings, steps, hw, dtype: str) -> tuple[dict, dict]:
-    """Seconds each roof and ceiling implies for one kernel, and a line explaining each."""
-    P = hw.P(dtype)
-    times = {"compute": c.flops / P, "memory": c.Q / hw.bw}
-    details = {"compute": f"W/P = {c.flops:,} FLOPs at P ({dtype})",
-               "memory": f"Q/BW = {c.Q:,} bytes at BW"}
-    if ceil.instructions:
-        comb = ceil.get("combined")
-        times["tensor_engine"] = comb.T
-        low = [x for x in ceil.ceilings if x.factor is not None and x.name != "combined"
-               and x.factor < 1 - 1e-12]
-        details["tensor_engine"] = ("Tensor Engine: " + " x ".join(f"{x.name} {x.factor:.4g}" for x in low)
-                                    + f" = {comb.factor:.4g} of the peak ("
-                                    + "; ".join(x.explanation for x in low) + ")") if low else \
-            f"Tensor Engine instruction time ({comb.explanation})"
-    busy: dict[str, list] = {}
-    for s in steps:
-        if s.kind == "matmul":
-            continue
-        for eng, t in s.engine_seconds:
-            busy.setdefault(eng, []).append((t, f"{s.op} ({s.kind}, {s.elements:,} element-ops)"))
-    ps = ceil.psum
-    if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
-        busy.setdefault(ps.engine, []).append(
-            (ps.T_evacuate, f"PSUM evacuation ({ps.evacuated_elements:,} elements)"))
-    for w, t in ceil.work:
-        if t is not None:
-            busy.setdefault(w.engine, []).append(
-                (t, f"{w.call} at {w.where} ({w.element_ops:,} element-ops"
-                    + (", ASSUMED)" if w.assumed else ")") if w.engine != "link" else
-                 f"{w.call} at {w.where} ({w.link_bytes * w.executions:,} bytes"
-                    + (", ASSUMED)" if w.assumed else ")")))
-    for eng, parts in busy.items():
-        if eng == "link":
-            times["link"] = times.get("link", 0.0) + sum(t for t, _ in parts)
-            details["link"] = "interconnect: " + ", ".join(w for _, w in parts)
-            continue
-        if eng == "tensor":  # transposes of op layouts share the PE array with the matmuls
-            times["tensor_engine"] = times.get("tensor_engine", 0.0) + sum(t for t, _ in parts)
-            details["tensor_engine"] = details.get("tensor_engine", "Tensor Engine") + \
-                "; transposes: " + ", ".join(w for _, w in parts)
-            continue
-        times[eng] = sum(t for t, _ in parts)
-        details[eng] = f"{eng} engine busy: " + ", ".join(w for _, w in parts)
-    if ceil.link is not None:
-        times["link"] = times.get("link", 0.0) + ceil.link.T
-        details["link"] = (f"interconnect: {ceil.link.bytes:,} bytes over {ceil.link.chips} chips "
-                           f"({ceil.link.over}) at {ceil.link.bw:.4g} B/s")
-    return times, details
+    v = verdict_mod.kernel_verdict(c.flops, c.Q, ceil, steps, hw, dtype, reasons, dma=dma,
+                                   added=added)
+    return StageResult(st, c, ceil, steps, v, buffers, tline)
 
 
 def _sum_counts(prog: Program, results, policy: str) -> Counts:

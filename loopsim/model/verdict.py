@@ -13,10 +13,17 @@ another: its T is the sum of theirs and its limit the resource that binds the mo
 ``feasible`` is False when the kernel cannot run as written: SBUF per partition, PSUM banks, tile
 limits; ``reasons`` says why, one line each. An infeasible kernel is still analysed (its T is what
 it would take if it could run) and ranks below every feasible one (:func:`rank_key`).
+
+:func:`kernel_verdict` is the one place a kernel's times are put together from what it asks of
+the machine (its FLOPs, Q, ceilings, engine steps, the DMA time, and what the target's timeline
+adds: ``dma_transfers``, ``timeline``): ``entitle`` (through :mod:`loopsim.model.pipeline`) and
+``search`` (whose closed forms give the same inputs without a trace) both call it, so they rank
+by the same numbers.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -83,7 +90,90 @@ def _ordered(times: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(times.items(), key=lambda kv: _rank(kv[0])))
 
 
-def rank_key(T: float, feasible: bool, Q: int, sbuf_peak: int) -> tuple:
-    """The one ranking order: feasible first, then T, then Q, then SBUF peak (ties broken by these
-    keys only, never by enumeration order)."""
-    return (not feasible, T, Q, sbuf_peak)
+def round_T(t: float) -> float:
+    """``t`` to 12 significant digits: times equal up to float noise compare equal."""
+    return float(f"{t:.12g}") if math.isfinite(t) else t
+
+
+def transfers_s(v: Verdict) -> float:
+    """The time the kernel's transfers take at the rate their sizes reach (``dma_transfers``;
+    the DMA ceiling where the target gives none; 0 without either), seconds: the tie-break."""
+    t = v.time_map
+    return t.get("dma_transfers", t.get("dma", 0.0))
+
+
+def rank_key(T: float, feasible: bool, Q: int, sbuf_peak: int, *, transfers: float = 0.0,
+             instructions: int = 0) -> tuple:
+    """The one ranking order of every command (compare, search, the batch mode): feasible first,
+    then T (to 12 significant digits), then what an engineer prefers among equal times: the
+    transfers' time at their sizes (:func:`transfers_s`: fewer, larger transfers), fewer Tensor
+    Engine instructions, smaller Q, smaller SBUF peak. Ties beyond these are broken by the
+    caller's label, never by enumeration order."""
+    return (not feasible, round_T(T), round_T(transfers), instructions, Q, sbuf_peak)
+
+
+# ---------------------------------------------------------------------------------------------
+# the times of one kernel
+
+
+def kernel_verdict(flops: int, q_bytes: int, ceil, steps, hw, dtype: str, reasons: Iterable[str],
+                   *, dma: tuple[float, str] | None = None,
+                   added: tuple[Mapping[str, float], Mapping[str, str]] | None = None) -> Verdict:
+    """The verdict of one kernel on target ``hw``: W/P, Q/BW, the Tensor Engine ceiling (with the
+    transposes of op layouts), every other engine's busy time (op steps, PSUM evacuation, the
+    ceilings' modelled calls), the interconnect, the DMA engines (``dma``: seconds and a line, as
+    :meth:`Target.dma_time` gives them; None: none), and the times the target's timeline adds
+    (``added``: ``dma_transfers``, ``timeline``, with their lines). ``ceil``: the target's
+    ceilings; ``steps``: its engine steps."""
+    P = hw.P(dtype)
+    times = {"compute": flops / P, "memory": q_bytes / hw.bw}
+    details = {"compute": f"W/P = {flops:,} FLOPs at P ({dtype})",
+               "memory": f"Q/BW = {q_bytes:,} bytes at BW"}
+    if ceil.instructions:
+        comb = ceil.get("combined")
+        times["tensor_engine"] = comb.T
+        low = [x for x in ceil.ceilings if x.factor is not None and x.name != "combined"
+               and x.factor < 1 - 1e-12]
+        details["tensor_engine"] = ("Tensor Engine: " + " x ".join(f"{x.name} {x.factor:.4g}" for x in low)
+                                    + f" = {comb.factor:.4g} of the peak ("
+                                    + "; ".join(x.explanation for x in low) + ")") if low else \
+            f"Tensor Engine instruction time ({comb.explanation})"
+    busy: dict[str, list] = {}
+    for s in steps:
+        if s.kind == "matmul":
+            continue
+        for eng, t in s.engine_seconds:
+            busy.setdefault(eng, []).append((t, f"{s.op} ({s.kind}, {s.elements:,} element-ops)"))
+    ps = ceil.psum
+    if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
+        busy.setdefault(ps.engine, []).append(
+            (ps.T_evacuate, f"PSUM evacuation ({ps.evacuated_elements:,} elements)"))
+    for w, t in getattr(ceil, "work", ()):
+        if t is not None:
+            busy.setdefault(w.engine, []).append(
+                (t, f"{w.call} at {w.where} ({w.element_ops:,} element-ops"
+                    + (", ASSUMED)" if w.assumed else ")") if w.engine != "link" else
+                 f"{w.call} at {w.where} ({w.link_bytes * w.executions:,} bytes"
+                    + (", ASSUMED)" if w.assumed else ")")))
+    for eng, parts in busy.items():
+        if eng == "link":
+            times["link"] = times.get("link", 0.0) + sum(t for t, _ in parts)
+            details["link"] = "interconnect: " + ", ".join(w for _, w in parts)
+            continue
+        if eng == "tensor":  # transposes of op layouts share the PE array with the matmuls
+            times["tensor_engine"] = times.get("tensor_engine", 0.0) + sum(t for t, _ in parts)
+            details["tensor_engine"] = details.get("tensor_engine", "Tensor Engine") + \
+                "; transposes: " + ", ".join(w for _, w in parts)
+            continue
+        times[eng] = sum(t for t, _ in parts)
+        details[eng] = f"{eng} engine busy: " + ", ".join(w for _, w in parts)
+    if ceil.link is not None:
+        times["link"] = times.get("link", 0.0) + ceil.link.T
+        details["link"] = (f"interconnect: {ceil.link.bytes:,} bytes over {ceil.link.chips} chips "
+                           f"({ceil.link.over}) at {ceil.link.bw:.4g} B/s")
+    if dma is not None:
+        times["dma"], details["dma"] = dma
+    if added is not None:
+        times.update(added[0])
+        details.update(added[1])
+    return decide(times, details, reasons)

@@ -355,10 +355,10 @@ def _pct(key: str, x) -> str:
 
 
 def report_page(d: dict, dma: list[dict], roofline_svg: str, *, ceilings_of_stages=(),
-                timeline_html: str | None = None, measured_lines: list[str] = ()) -> str:
+                timeline_figures: dict[str, str] | None = None, measured_lines: list[str] = ()) -> str:
     """The report of one kernel. ``d``: ``entitle --json``'s object (``measured`` included when
-    measured); ``dma``: ``dma --json``'s ``kernels``; ``roofline_svg``: the plot; ``timeline_html``:
-    the timeline picture, when a timeline renderer exists; ``ceilings_of_stages``: (stage name,
+    measured); ``dma``: ``dma --json``'s ``kernels``; ``roofline_svg``: the plot;
+    ``timeline_figures``: each kernel's timeline picture (SVG) by stage name; ``ceilings_of_stages``: (stage name,
     ceilings dicts) of a multi-kernel program (a single kernel's are in ``d``)."""
     feasible = d["feasible"]
     parts = [f"<h1>{esc(d['kernel'])} on {esc(d['hardware'])}</h1>",
@@ -463,8 +463,7 @@ def report_page(d: dict, dma: list[dict], roofline_svg: str, *, ceilings_of_stag
                     right={2, 3}, cls="dma-statements")
         parts.append(head + summary + '<div class="grid2">' + bands + sizes + "</div>" + stm
                      + f'<p class="note">Bands: {esc(k["bands_source"])}.</p>')
-    parts.append('<h2>Timeline</h2><div id="timeline">' + (timeline_html or
-                 '<p class="note">No timeline renderer in this loopsim (loopsim.render.timeline).</p>')
+    parts.append('<h2>Timeline</h2><div id="timeline">' + _timeline(d.get("timeline") or {}, timeline_figures or {})
                  + "</div>")
     m = d.get("measured")
     if m is not None:
@@ -474,6 +473,29 @@ def report_page(d: dict, dma: list[dict], roofline_svg: str, *, ceilings_of_stag
                  "<code>loopsim entitle --json</code> and <code>loopsim dma --json</code> with the "
                  "same options.</p>")
     return page(f"loopsim report: {d['kernel']} on {d['hardware']}", "\n".join(parts))
+
+
+def _timeline(tl: dict, figures: dict[str, str]) -> str:
+    """The predicted timeline of each kernel (``entitle --json``'s ``timeline``): T against
+    T_best and T_serial, instructions per engine, the gap's parts, and the picture."""
+    if not tl:
+        return '<p class="note">No timeline: the kernel was entitled with the roofline model alone.</p>'
+    out = []
+    for name, t in tl.items():
+        k = f"timeline.{name}"
+        head = f"<h3>kernel {esc(name)}</h3>" if len(tl) > 1 else ""
+        rows = [["T predicted", _t(f"{k}.T", t["T"]), f"critical path mostly on {esc(t['critical'])}"],
+                ["T_best (roofline)", _t(f"{k}.T_best", t["T_best"]), ""],
+                ["T_serial (no overlap)", _t(f"{k}.T_serial", t["T_serial"]), ""],
+                ["instructions", "", ", ".join(f"{esc(e)} {_b(f'{k}.instructions.{e}', n)}"
+                                               for e, n in t["instructions"].items())]]
+        rows += [[f"&nbsp;&nbsp;gap: {esc(c.replace('_', ' '))}", _t(f"{k}.gap.{c}", v), ""]
+                 for c, v in (t.get("gap") or {}).items()]
+        if not t.get("exact", True):
+            rows.append(["", "", "extrapolated from runs of the nest cut to a few iterations"])
+        out.append(head + table(["", "time", ""], rows, right={1}, cls="timeline")
+                   + (f'<figure class="timeline">{figures[name]}</figure>' if name in figures else ""))
+    return "".join(out)
 
 
 def _ceilings_table(cs: list[dict], key: str | None) -> str:
@@ -507,7 +529,7 @@ def _gap_table(d: dict, m: dict) -> str:
     T_best, Tp, Tm, gap = m["T_best"], m["T_predicted"], m["T"], m["gap"]
     share = (lambda x: f" ({x / gap:.0%} of the gap)") if gap > 0 else (lambda x: "")
     rows = [["T_best = max(W/P, Q/BW)", _t("measured.T_best", T_best), "", "the roofline's entitlement"],
-            ["T predicted, every ceiling", _t("measured.T_predicted", Tp), fmt_time(Tp - T_best) + share(Tp - T_best),
+            ["T predicted (the verdict)", _t("measured.T_predicted", Tp), fmt_time(Tp - T_best) + share(Tp - T_best),
              f"explained by the model: {esc(m['predicted_limit'])} binds"],
             [f"T_measured ({esc(m.get('T_from', 'time'))})", _t("measured.T", Tm), fmt_time(Tm - Tp) + share(Tm - Tp),
              "measured against predicted"],

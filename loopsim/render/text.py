@@ -100,6 +100,9 @@ def roof_lines(a) -> list[str]:
 
 def ceilings_lines(c, indent: str = "  ") -> list[str]:
     """The ceilings as a table, one line of explanation each."""
+    if not c.ceilings and not c.psum.banks:  # a flat target: its roofs are all there is
+        return [f"{indent}none: this machine has only its roofs P and BW"] + \
+            [f"{indent}note: {n}" for n in c.notes]
     lines = [f"{indent}{'ceiling':<15}{'factor':>8}{'P (FLOP/s)':>14}{'T':>12}  why"]
     for x in c.ceilings:
         fac = f"{x.factor:.4g}" if x.factor is not None else "-"
@@ -166,7 +169,7 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
             + "".join(f"{'r_' + n:>{rw}}" for n in inputs)
             + f" {'Q/Qc':>6} {'Q/LB':>6} {'I':>8} {'T_best':>10}  {'SBUF peak':>13} {'PSUM':>6}")
     lines = [f"{len(dicts)} tilings on {hw.name} ({hw.scope}); policy {policy}; "
-             "ranked: can run first, then by T (attainable), Q, SBUF peak", head]
+             "ranked: can run first, then by T (attainable); ties: transfers' time, instructions, Q, SBUF peak", head]
     for d in dicts:
         mark = "*" if d["best"] else ("!" if not d["feasible"] else " ")
         if d.get("error"):

@@ -2,8 +2,8 @@
 
 The picture draws one row per queue (DMA queues first, then Tensor, Vector, Scalar, GpSimd) of the
 run the timeline model made (the whole kernel, or for a large kernel its cut run: the title says
-so), each instruction a bar; the critical path is drawn over them in red and each row carries its
-engine's busy share. Past :data:`BINS` instructions a row is drawn as its busy fraction per time
+so), each instruction a bar; the critical path is drawn over them in red (its hops between rows too,
+below :data:`BINS` instructions) and each row carries its engine's busy share. Past :data:`BINS` instructions a row is drawn as its busy fraction per time
 bin instead of one bar per instruction, so a 10^6-instruction kernel stays readable and quick.
 matplotlib is imported inside the functions (Agg figure, pyplot never touched).
 """
@@ -85,7 +85,8 @@ def figure(t, *, title: str | None = None):
             r = row_of[s.queue[i]]
             xs += [start[i], end[i]]
             ys += [r, r]
-        ax.plot(xs, ys, color="red", linewidth=0.6, alpha=0.45)
+        if n <= BINS:  # the hops between rows; past BINS they would fill the picture
+            ax.plot(xs, ys, color="red", linewidth=0.6, alpha=0.45)
         segs = [(xs[j], ys[j], xs[j + 1]) for j in range(0, len(xs), 2)]
         for j, (x0, y, x1) in enumerate(segs):
             ax.plot([x0, x1], [y, y], color="red", linewidth=2.5, solid_capstyle="butt",

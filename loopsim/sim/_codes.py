@@ -20,3 +20,10 @@ MM_NONE, MM_WHOLE, MM_RAGGED = 0, 1, 2
 A_OFFSET, A_KIND, A_SKIP, A_X0, A_X1, A_SIMPLE, A_L0, A_L1, A_ZEROED = range(9)
 #: ``axes`` int64[n_axes, 7]: loop terms [t0, t1), dimension, block, blocks, full blocks, id stride
 X_T0, X_T1, X_DIM, X_BLOCK, X_COUNT, X_NFULL, X_STRIDE = range(7)
+#: ``lin`` int64[n, 2]: (loop number, id coefficient) of a simple access's linear id
+N_LOOP, N_COEF = range(2)
+#: ``fast`` int64[n_loops, 5]: a fast loop's requests rows[r0:r1], and per iteration its most
+#: requests, FLOPs and instructions (r0 = -1: not fast)
+F_R0, F_R1, F_EVENTS, F_FLOPS, F_INSTR = range(5)
+#: ``rows`` int64[R, 4]: a fast loop's request: access, id stride along the loop, kind, plain
+R_ACC, R_STRIDE, R_KIND, R_PLAIN = range(4)

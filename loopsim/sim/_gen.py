@@ -47,7 +47,12 @@ import numpy as np
 from loopsim.sim._jit import njit
 
 from loopsim.ir.codes import ACC as _ACC, PRODUCE as _PRODUCE, STORE as _STORE, USE as _USE
-from loopsim.sim._codes import OP_LOOP, OP_STMT
+from loopsim.sim._codes import MM_RAGGED, OP_LOOP, OP_STMT
+from loopsim.sim._codes import (  # the tables' columns, by name
+    A_KIND, A_L0, A_L1, A_OFFSET, A_SIMPLE, A_SKIP, A_X0, A_X1, A_ZEROED, C_ARG, C_JUMP, C_OP,
+    F_EVENTS, F_FLOPS, F_INSTR, F_R0, F_R1, L_EDGE, L_STEP, L_T0, L_T1, L_TRIPS, N_COEF, N_LOOP,
+    R_ACC, R_KIND, R_PLAIN, R_STRIDE, S_A0, S_A1, S_CHECK, S_FLOPS, S_INSTR, S_KT, S_MM,
+    S_ROW_K, S_SLOTS, X_BLOCK, X_COUNT, X_DIM, X_NFULL, X_STRIDE, X_T0, X_T1)
 
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
@@ -95,28 +100,28 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
     flops = st[1]
     instr = st[2]
     while pc < nops:
-        op = code[pc, 0]
+        op = code[pc, C_OP]
         if op != OP_STMT:  # a loop's first iteration (OP_LOOP) or its next one (OP_END)
-            L = code[pc, 1]
+            L = code[pc, C_ARG]
             if op == OP_LOOP:
                 c = 0
                 body = pc + 1
-                after = code[pc, 2]
+                after = code[pc, C_JUMP]
             else:
                 c = cnt[L] + 1
-                body = code[pc, 2]
+                body = code[pc, C_JUMP]
                 after = pc + 1
-                if c >= loops[L, 0]:
+                if c >= loops[L, L_TRIPS]:
                     pc = after
                     continue
-            step = loops[L, 1]
+            step = loops[L, L_STEP]
             cnt[L] = c
             ival[L] = c * step
             # iterations c, c + 1, ... run while sum(ival[edge terms]) < extent: L's own terms
             # grow by ``mult * step`` per iteration, the rest are fixed inside the loop
-            end = loops[L, 0]
-            t0 = loops[L, 2]
-            t1 = loops[L, 3]
+            end = loops[L, L_TRIPS]
+            t0 = loops[L, L_T0]
+            t1 = loops[L, L_T1]
             if t0 != t1:
                 fixed = 0
                 mult = 0
@@ -126,46 +131,46 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
                         mult += 1
                     else:
                         fixed += ival[v]
-                room = loops[L, 4] - fixed - mult * ival[L]
+                room = loops[L, L_EDGE] - fixed - mult * ival[L]
                 if room <= 0:
                     pc = after
                     continue
                 if mult:
                     end = min(end, c + (room + mult * step - 1) // (mult * step))
-            r0 = fast[L, 0]
+            r0 = fast[L, F_R0]
             if r0 < 0:
                 pc = body
                 continue
             # a fast loop: its body is statements whose requests are one block each, the id
             # advancing by a fixed stride per iteration: run whole iterations, one add per request
-            per = fast[L, 2]
+            per = fast[L, F_EVENTS]
             stop = end if per == 0 else min(end, c + (cap - n) // per)
-            r1 = fast[L, 1]
+            r1 = fast[L, F_R1]
             for r in range(r0, r1):
-                a = rows[r, 0]
-                o = accs[a, 0]
-                for t in range(accs[a, 6], accs[a, 7]):
-                    o += cnt[lin[t, 0]] * lin[t, 1]
+                a = rows[r, R_ACC]
+                o = accs[a, A_OFFSET]
+                for t in range(accs[a, A_L0], accs[a, A_L1]):
+                    o += cnt[lin[t, N_LOOP]] * lin[t, N_COEF]
                 scratch[r - r0] = o
             for _ in range(c, stop):
                 for r in range(r0, r1):
                     o = scratch[r - r0]
-                    scratch[r - r0] = o + rows[r, 1]
-                    kind = rows[r, 2]
-                    if rows[r, 3]:  # plain: no partial-sum or accumulator state
+                    scratch[r - r0] = o + rows[r, R_STRIDE]
+                    kind = rows[r, R_KIND]
+                    if rows[r, R_PLAIN]:  # plain: no partial-sum or accumulator state
                         obj_out[n] = o
                         kind_out[n] = kind
                         n += 1
                     else:
-                        a = rows[r, 0]
-                        n = _emit(o, kind, accs[a, 8], accs[a, 2], last_kind, obj_out, kind_out, n)
+                        a = rows[r, R_ACC]
+                        n = _emit(o, kind, accs[a, A_ZEROED], accs[a, A_SKIP], last_kind, obj_out, kind_out, n)
             k = stop - c
-            e = fast[L, 3]
+            e = fast[L, F_FLOPS]
             if e and k > (_FLOP_LIMIT - flops) // e:
                 st[3] = 1
             else:
                 flops += k * e
-            instr += k * fast[L, 4]
+            instr += k * fast[L, F_INSTR]
             if stop < end:  # the next iteration did not fit: the statement-by-statement path takes it
                 cnt[L] = stop
                 ival[L] = stop * step
@@ -173,74 +178,74 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
             else:
                 pc = after
             continue
-        s = code[pc, 1]
-        if n + stmts[s, 2] > cap:
+        s = code[pc, C_ARG]
+        if n + stmts[s, S_SLOTS] > cap:
             break
         pc += 1
-        a0 = stmts[s, 0]
-        a1 = stmts[s, 1]
-        if general and stmts[s, 3]:  # a tile starting past its tensor's edge: not run
+        a0 = stmts[s, S_A0]
+        a1 = stmts[s, S_A1]
+        if general and stmts[s, S_CHECK]:  # a tile starting past its tensor's edge: not run
             ok = True
             for a in range(a0, a1):
-                for x in range(accs[a, 3], accs[a, 4]):
+                for x in range(accs[a, A_X0], accs[a, A_X1]):
                     v = 0
-                    for t in range(axes[x, 0], axes[x, 1]):
+                    for t in range(axes[x, X_T0], axes[x, X_T1]):
                         v += ival[terms[t]]
-                    if v >= axes[x, 2]:
+                    if v >= axes[x, X_DIM]:
                         ok = False
             if not ok:
                 continue
-        mm = stmts[s, 4]
+        mm = stmts[s, S_MM]
         if mm:
-            e = stmts[s, 11]
-            if general and mm == 2:  # ragged: the instruction covers what lies inside
+            e = stmts[s, S_FLOPS]
+            if general and mm == MM_RAGGED:  # ragged: the instruction covers what lies inside
                 e = 2
                 for j in range(3):
-                    x = stmts[s, 5 + j]
+                    x = stmts[s, S_ROW_K + j]
                     v = 0
-                    for t in range(axes[x, 0], axes[x, 1]):
+                    for t in range(axes[x, X_T0], axes[x, X_T1]):
                         v += ival[terms[t]]
-                    e *= min(stmts[s, 8 + j], axes[x, 2] - v)
-                e *= stmts[s, 12]
-            instr += stmts[s, 12]
+                    e *= min(stmts[s, S_KT + j], axes[x, X_DIM] - v)
+                e *= stmts[s, S_INSTR]
+            instr += stmts[s, S_INSTR]
             if flops > _FLOP_LIMIT - e:
                 st[3] = 1
             else:
                 flops += e
         for a in range(a0, a1):
-            zeroed = accs[a, 8]
-            skip = accs[a, 2]
+            zeroed = accs[a, A_ZEROED]
+            skip = accs[a, A_SKIP]
             if skip and not zeroed:
                 continue
-            kind = accs[a, 1]
-            base = accs[a, 0]
-            x0 = accs[a, 3]
-            x1 = accs[a, 4]
+            kind = accs[a, A_KIND]
+            base = accs[a, A_OFFSET]
+            x0 = accs[a, A_X0]
+            x1 = accs[a, A_X1]
             total = 1
-            if not general or accs[a, 5]:  # one block per tile: id linear in the loop counters
-                for t in range(accs[a, 6], accs[a, 7]):
-                    base += cnt[lin[t, 0]] * lin[t, 1]
+            if not general or accs[a, A_SIMPLE]:  # one block per tile: id linear in the loop counters
+                for t in range(accs[a, A_L0], accs[a, A_L1]):
+                    base += cnt[lin[t, N_LOOP]] * lin[t, N_COEF]
             else:
                 for x in range(x0, x1):
                     v = 0
-                    for t in range(axes[x, 0], axes[x, 1]):
+                    for t in range(axes[x, X_T0], axes[x, X_T1]):
                         v += ival[terms[t]]
-                    b = v // axes[x, 3]
+                    b = v // axes[x, X_BLOCK]
                     scratch[x - x0] = b
-                    base += b * axes[x, 6]
-                    total *= axes[x, 5]
+                    base += b * axes[x, X_STRIDE]
+                    total *= axes[x, X_NFULL]
             for e in range(total):
                 o = base
                 if general and total > 1:  # e-th block, last axis fastest; past the edge: skip
                     r = e
                     valid = True
                     for x in range(x1 - 1, x0 - 1, -1):
-                        nf = axes[x, 5]
+                        nf = axes[x, X_NFULL]
                         j = r % nf
                         r //= nf
-                        if scratch[x - x0] + j >= axes[x, 4]:
+                        if scratch[x - x0] + j >= axes[x, X_COUNT]:
                             valid = False
-                        o += j * axes[x, 6]
+                        o += j * axes[x, X_STRIDE]
                     if not valid:
                         continue
                 n = _emit(o, kind, zeroed, skip, last_kind, obj_out, kind_out, n)

@@ -42,7 +42,7 @@ def _fmt(v) -> str:
 
 @runtime_checkable
 class Target(Protocol):
-    """What the model asks of a machine. Ten members (each may be a field or a property):
+    """What the model asks of a machine, in ten groups of members (each may be a field or a property):
 
     - ``name``, ``family``: the sheet's name and its family key.
     - ``scope``, ``physical_cores``: what the sheet's numbers cover (text) and how many cores.
@@ -61,7 +61,9 @@ class Target(Protocol):
       ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
       None if none), ``dma_efficiency(bytes_per_lane)`` (relative throughput of one transfer),
       ``transfer_lines(kernel)`` (per source line, seconds of transfers) and
-      ``engine_lines(kernel, dtype)`` (per source line, seconds of engine instructions: matmuls).
+      ``engine_lines(kernel, dtype)`` (per source line, seconds of engine instructions: matmuls);
+      ``matmul_floor(dtype, m, n, k, kt, mt, nt, cores)``: seconds no tiling with those tile
+      limits can beat on the matmul engine (0 where there is none), the search's pruning bound.
     - ``predict(stage, op_map, counts, dtype, times, details, run=)``: the predicted run of a
       stage (an instruction timeline, docs/timeline.md), added to ``times`` as ``timeline`` (and
       its cheap floor; ``run=False`` the floor only); returns it, or None where the target has none.
@@ -90,7 +92,11 @@ class Target(Protocol):
     def ceilings(self, kernel, *, dtype: str, parallel=None, link_bw=None, strict: bool = False): ...
     def steps(self, stage, op_map, tensor_map, counts, dtype: str, where: str): ...
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None: ...
+    @property
+    def transfer_bw(self) -> int | None: ...
     def dma_efficiency(self, bytes_per_lane: float) -> float: ...
+    def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
+                     cores: int = 1) -> float: ...
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
     def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
                 run: bool = True): ...

@@ -381,3 +381,68 @@ def shuffled_store(x):
     nisa.tensor_copy(dst=mixed, src=t.ap(pattern=[[a * f, p], [1, f], [f, a]]))
     nisa.dma_copy(dst=out, src=mixed.reshape((p, f * a)))
     return out
+
+
+@nki.jit
+def split_rows(x):
+    """A (512, 128) tensor read into a (128, 4, 128) tile: partition p, block b holds row
+    b * 128 + p (the pattern walks the row axis in two pieces, in the other order)."""
+    r, c = x.shape
+    out = nl.ndarray((128, r // 128, c), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, r // 128, c), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[c, 128], [128 * c, r // 128], [1, c]], offset=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def vector_twice(vec):
+    """A (1024,) vector read whole as a (1, 1024) row, then again into a (128, 8) tile (its one
+    axis walked in two pieces)."""
+    out = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, 1024), dtype=vec.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=vec)
+    t = nl.ndarray((128, 8), dtype=vec.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=vec)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def gather_rows(table, idx):
+    """Rows of a table gathered by index tiles (an indirect DMA, vector_offset=), a block of 128
+    per iteration: the bytes of the rows are known, which rows are data."""
+    rows_n, cols = table.shape
+    out = nl.ndarray(table.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    for g in nl.affine_range(rows_n // 128):
+        ids = nl.load(idx[nl.ds(g * 128, 128), :])
+        rows = nl.ndarray((128, cols), dtype=table.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=table.ap(pattern=[[cols, 128], [1, cols]], offset=g * 128 * cols,
+                                             vector_offset=ids, indirect_dim=0))
+        nl.store(out[nl.ds(g * 128, 128), :], value=rows)
+    return out
+
+
+@nki.jit
+def window_scale(x):
+    """Each row's pairs (2 * i + j) scaled on chip through a window index view of rank 3, the
+    (128, 256, 2) result stored: the op's output runs along x's columns in the view's steps."""
+    p, f = x.shape
+    out = nl.ndarray((p, f // 2, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    i_p, i_y, i_x = nl.mgrid[0:p, 0:f // 2, 0:2]
+    s = nl.exp(t[i_p, 2 * i_y + i_x])
+    nl.store(out, value=s)
+    return out
+
+
+@nki.jit
+def language_unknown(x, y):
+    """nl.where (not modelled) on two tiles: an elementwise language call, costed as ASSUMED
+    Vector work of its output's elements; its output holds x's tile."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.load(x)
+    b = nl.load(y)
+    w = nl.where(nl.greater(a, b), a, b)
+    nl.store(out, value=w)
+    return out

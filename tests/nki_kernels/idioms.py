@@ -91,3 +91,32 @@ def searched_copy(x):
             t = nl.load(x[r * P:(r + 1) * P, c * W:(c + 1) * W])
             nl.store(out[r * P:(r + 1) * P, c * W:(c + 1) * W], value=t)
     return out
+
+
+@nki.jit
+def cast_copy(x, dt=nl.bfloat16):
+    """out = x cast to ``dt`` (an NKI dtype argument: ``--kwarg dt=float32``)."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=dt, buffer=nl.shared_hbm)
+    for r in nl.affine_range(R // P):
+        t = nl.ndarray((P, C), dtype=dt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r * P:(r + 1) * P, :])
+        nisa.dma_copy(dst=out[r * P:(r + 1) * P, :], src=t)
+    return out
+
+
+@nki.jit
+def first_program_exp(x):
+    """An SPMD kernel whose programs each copy their share of rows; program 0 also
+    exponentiates (a branch on ``nl.program_id``)."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    rows = R // nl.num_programs(0)
+    for r in nl.affine_range(rows // P):
+        lo = pid * rows + r * P
+        t = nl.load(x[lo:lo + P, :])
+        if pid == 0:
+            t = nl.exp(t)
+        nl.store(out[lo:lo + P, :], value=t)
+    return out

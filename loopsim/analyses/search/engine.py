@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from loopsim.targets import hardware as hw_mod
-from loopsim.count.bound import lower_bound, matmul_shape
+from loopsim.count.bound import lower_bound
 from loopsim.count.counts import check_tiles, kernel_dtype, shape_flops
 from loopsim.base.errors import InputError, InternalError, SpecError
 from loopsim.analyses.search import evaluate as ev
@@ -34,6 +34,7 @@ from loopsim.analyses.search import pareto, space
 
 #: units per batch; fixed, so that pruning does not depend on the number of workers
 BATCH = 16
+
 
 
 def wide(top: int) -> int:
@@ -54,6 +55,8 @@ class Problem:
     dtype: str | None = None
     structures: bool = True              # search loop orders and load placements
     top: int = 10
+    kernel_args: tuple = ((), (), None)  # a kernel reference's --arg, --kwarg, --grid strings
+    buffers: tuple[tuple[str, int], ...] | None = None   # --buffers for every point
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +73,25 @@ class Cand:
     unit: int
     structure: int
     values: tuple[tuple[str, int], ...]
-    verdict: ev.Verdict
+    verdict: ev.Score
+    shape: tuple = ()   # the structure's (loop order, load levels); () when none is searched
 
     @property
     def key(self) -> tuple:
-        return (*self.verdict.key(), self.unit, self.structure)
+        """The verdict's rank key, then the tiling itself (values, loop order, load levels): a
+        full tie goes the same way whatever order the space was walked in."""
+        return (*self.verdict.key(), self.values, self.shape)
+
+
+def _shape(ctx, i: int) -> tuple:
+    s = ctx.structs[i]
+    return () if s is None else (s.order, s.levels, s.tiles)
+
+
+def _cut(score: ev.Score) -> tuple:
+    """What no pruned candidate may beat: (rounded T, rounded DMA estimate) of the N-th best."""
+    k = score.key()
+    return (k[1], k[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +104,7 @@ class UnitResult:
     top: tuple[Cand, ...]
     front: tuple[Cand, ...]
     why_infeasible: str = ""   # one reason, when some structure is infeasible
+    pruned: bool = False       # its bound could not reach the N-th best: not evaluated
 
 
 class Context:
@@ -95,7 +113,12 @@ class Context:
     def __init__(self, p: Problem):
         self.problem = p
         self.hw = hw_mod.load(p.hardware)
-        self.tpl = space.template(p.spec, dict(p.sets))
+        kargs = None
+        if any(p.kernel_args):
+            from loopsim.frontends.nki.load import parse_options
+
+            kargs = parse_options(*p.kernel_args)
+        self.tpl = space.template(p.spec, dict(p.sets), kargs)
         self.values = space.space_values(self.tpl, self.hw, list(p.space))
         self.user = set(space.parse_space(list(p.space), self.tpl))
         base = self.tpl.kernel
@@ -106,38 +129,72 @@ class Context:
             self.structs = (space.as_written(self.chain),)
         else:
             self.structs = (None,)
-        self.fast = self.chain is not None and ev.fast_claims(self.chain, p.policy)
+        # the closed forms count one buffer per load
+        self.fast = self.chain is not None and ev.fast_claims(self.chain, p.policy) and \
+            p.buffers is None and space.BUFFERS not in self.values
         self.axes = space.index_axes(base) if base is not None else ()
         loop_vars = [v for v, _, _ in self.tpl.loop_text]
         self.distinct_vars = len(set(loop_vars)) == len(loop_vars)
-        self.roles = space.tile_roles(base, self.tpl) if base is not None else {}
-        self.dtype = p.dtype or (kernel_dtype(base) if base is not None else None)
-        self.shape = matmul_shape(base) if base is not None else None
-        self.W = shape_flops(base) if base is not None else 0
+        self.roles = space.tile_roles(base, self.tpl)
+        self.matmuls = space.matmul_tiles(self.tpl)
+        if base is not None:
+            self.dtype = p.dtype or kernel_dtype(base)
+            self.W = shape_flops(base)
+            from loopsim.count.lnc import kernel_cores
+
+            self.cores = kernel_cores(base)
+        else:
+            from loopsim.model.pipeline import program_dtype
+
+            self.dtype = p.dtype or program_dtype(self.tpl.program)
+            self.W = sum(shape_flops(st.kernel) for st in self.tpl.program.stages)
+            self.cores = 1
+            # the work every point must do: the spec's own values, counted
+            self.base_W = ev.verdict(self.tpl.program, self.hw, sbuf_bytes=p.sbuf_bytes,
+                                     dtype=p.dtype, model="roofline").W
         self.lb = lower_bound(base, self.hw, p.sbuf_bytes) if base is not None else None
+        if base is not None:
+            self.compulsory_Q = base.compulsory_bytes
+        else:
+            prog = self.tpl.program
+            tm = prog.tensor_map
+            self.compulsory_Q = sum(tm[t].bytes for t in prog.inputs) + \
+                sum(t.bytes for t in prog.tensors if t.output)
         from loopsim.count.counts import capacity_units
 
         self.capacity = capacity_units(self.hw, p.sbuf_bytes)
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero the counts :func:`units` keeps (one search at a time per process)."""
         self.skipped_groups = 0  # tile sizes whose one instruction does not fit SBUF
+        self.seen = self.not_tilings = self.unfit = 0
 
     def floor(self, tiles: dict[str, int]) -> float:
-        """Seconds no tiling with these tile parameter values can beat."""
-        if self.tpl.kernel is None or self.dtype is None:
-            return 0.0
-        t = self.W / self.hw.P(self.dtype)
+        """Seconds no tiling with these tile parameter values can beat: W/P, compulsory Q (every
+        input read once, every output written once) and the I/O lower bound of a matmul-shaped
+        nest through HBM and the DMA engines, and the Tensor Engine floor of
+        every matmul with its tiles (a tile not searched at the sheet's limit), summed over the
+        matmuls of a kernel and the kernels of a program (they run one after another)."""
+        t = max(self.W / self.hw.P(self.dtype), ev.memory_floor(self.hw, self.compulsory_Q))
         if self.lb is not None:
             t = max(t, ev.memory_floor(self.hw, self.lb.Q))
-        role = {r: v for n, v in tiles.items() for r in [self.roles[n]]}
-        if self.shape is not None and set(role) == {"K", "M", "N"}:
-            from loopsim.count.lnc import kernel_cores
-
-            _, m, n, k = self.shape
-            t = max(t, ev.tensor_engine_floor(self.hw, self.dtype, m, n, k, role["K"], role["M"],
-                                              role["N"], kernel_cores(self.tpl.kernel)))
-        return t
+        te = 0.0
+        for mm in self.matmuls:
+            size = {}
+            for role, name in mm.tiles:
+                lim = space.role_limit(role, self.hw) or (mm.k, mm.m, mm.n)["KMN".index(role)]
+                size[role] = tiles.get(name, lim) if name is not None else lim
+            te += ev.tensor_engine_floor(self.hw, self.dtype, mm.m, mm.n, mm.k, size["K"],
+                                         size["M"], size["N"], self.cores)
+        return max(t, te)
 
     def kernel(self, values) -> object:
-        return space.bind(self.tpl, dict(values))
+        """The kernel (or program) at ``values``, with the buffers asked for (the searched
+        ``buffers`` value, else ``--buffers``)."""
+        params, n = space.split_buffers(self.tpl, dict(values))
+        buffers = (("*", n),) if n is not None else self.problem.buffers
+        return space.with_buffers(space.bind(self.tpl, params), buffers)
 
     def arranged(self, values, structure: int):
         k = self.kernel(values)
@@ -161,13 +218,13 @@ def context(p: Problem) -> Context:
 
 
 def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
-    """Evaluate every structure of one binding against ``cutoff`` ((rounded T, Q) of the N-th
+    """Evaluate every structure of one binding against ``cutoff`` (:func:`_cut` of the N-th
     best known before the batch; None: nothing known)."""
     p, unit, cutoff = job
     ctx = context(p)
     n_s = len(ctx.structs)
     if cutoff is not None and ev.round_T(unit.bound) > cutoff[0]:
-        return UnitResult(unit.index, 0, 0, 0, "", (), ())
+        return UnitResult(unit.index, 0, 0, 0, "", (), (), pruned=True)
     kernel = ctx.kernel(unit.values)
     if kernel is None:
         return UnitResult(unit.index, 0, 0, 0, "not a tiling", (), ())
@@ -193,39 +250,46 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
         top.sort(key=lambda x: x.key)
         del top[wide(p.top):]
         if len(top) >= p.top:
-            k = (top[p.top - 1].verdict.key()[1], top[p.top - 1].verdict.Q)
+            k = _cut(top[p.top - 1].verdict)
             cut = k if cut is None else min(cut, k)
 
     if ctx.fast and space.clean(kernel):
         need = ev.loads_cost(ctx.chain, kernel, ctx.hw)
         if need > ctx.capacity:
             unit_ = " per partition" if ctx.hw.lanes else ""
+            whole = [str(ld) for ld, vs in zip(ctx.chain.loads, ctx.chain.variants)
+                     if any(not t for t in vs[-1].tile.index)]
+            hint = (f" (each ':' tile split where the compute statements index it); "
+                    f"{', '.join(whole)} keep whole axes no loop of the chain walks") if whole else \
+                " (each ':' tile split where the compute statements index it)"
             return UnitResult(unit.index, n_s, 0, n_s, "", (), (),
                               f"SBUF: the loads need {need:,} bytes{unit_} at once, more than "
-                              f"{ctx.capacity:,}")
+                              f"{ctx.capacity:,}{hint}")
         m = ev.chain_model(ctx.chain, kernel, ctx.hw, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
         qs = [ev.chain_q(m, s) for s in ctx.structs]
-        lbs = [ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))) for q in qs]
+        # (T, transfers' time) no structure can beat: the transfers take at least Q at the DMA
+        # bandwidth
+        lbs = [(ev.round_T(max(unit.bound, ev.memory_floor(ctx.hw, q))),
+                ev.round_T(q / m.transfer_bw) if m.transfer_bw else 0.0) for q in qs]
         for i in sorted(range(n_s), key=lambda i: (lbs[i], qs[i], i)):
-            if cut is not None and (lbs[i], qs[i]) > cut:
+            if cut is not None and lbs[i] > cut:
                 break
             verdicts += 1
-            keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i])))
+            keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i]),
+                      _shape(ctx, i)))
     else:
         for i, s in enumerate(ctx.structs):
             k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
             v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype,
                            model="floor")
+            if ctx.tpl.kernel is None and v.report is not None and v.W != ctx.base_W:
+                # a program or traced kernel whose loops skip work at these values (N // BN = 0)
+                return UnitResult(unit.index, 0, 0, 0, f"W = {v.W:,} FLOPs, not the {ctx.base_W:,} "
+                                  "of the spec's own values: not a tiling of the same work", (), ())
             verdicts += 1
-            keep(Cand(unit.index, i, unit.values, _strip(v)))
+            keep(Cand(unit.index, i, unit.values, v.stripped(), _shape(ctx, i)))
     return UnitResult(unit.index, n_s, verdicts, infeasible, "", tuple(top), tuple(_fronts(found)),
                       why)
-
-
-def _strip(v: ev.Verdict) -> ev.Verdict:
-    """The verdict without its report (reports stay on the worker)."""
-    return ev.Verdict(v.T, v.limit, v.feasible, v.reasons, v.W, v.Q, v.sbuf_peak_bytes,
-                      v.compulsory_Q, v.exact)
 
 
 def _fronts(cands: list[Cand]) -> list[Cand]:
@@ -260,6 +324,25 @@ class Outcome:
     front_q: list = field(default_factory=list)
     lower_bound_Q: int | None = None
     structures_searched: bool = True
+    points: int = 0              # parameter points of the space (each x its structures)
+    structures: int = 1          # structures per point
+    pruned_floor: int = 0        # points whose floor (W/P, I/O bound, Tensor Engine) could not win
+    pruned_structure: int = 0    # candidates whose Q (through HBM and the DMA) could not win
+    not_tilings: int = 0         # points skipped: a step above its extent, or (default values) not dividing it
+    unfit: int = 0               # points skipped: one instruction's tiles exceed SBUF
+    invalid: int = 0             # points refused: tiles beyond the sheet's limits, a kernel's own check
+    runner_ups: list = field(default_factory=list)   # best of other tilings (other values), confirmed
+    W_over_P: float = 0.0        # seconds
+    T_lower_bound_Q: float | None = None   # the I/O lower bound's time through HBM and the DMA
+
+    def accounting(self) -> dict:
+        """Where every point of the space went (points; ``pruned_structure`` in candidates)."""
+        return {"points": self.points, "structures_per_point": self.structures,
+                "candidates": self.space_size, "evaluated_in_full": self.verdicts,
+                "infeasible": self.infeasible,
+                "pruned_by_floor": self.pruned_floor, "pruned_by_structure_bound": self.pruned_structure,
+                "skipped_not_tilings": self.not_tilings, "skipped_instruction_exceeds_sbuf": self.unfit,
+                "refused": self.invalid}
 
 
 def plan(ctx: Context):
@@ -281,28 +364,39 @@ def units(ctx: Context, groups, blocks):
 
     index = 0
     cap = capacity_units(ctx.hw, ctx.problem.sbuf_bytes)
+    n_block = space.size({b: ctx.values[b] for b in blocks})
     for _, _, bound, tile_vals in groups:
         first = True
-        for combo in space.combos(blocks, ctx.values):
+        for j, combo in enumerate(space.combos(blocks, ctx.values)):
+            ctx.seen += 1
             values = {**tile_vals, **combo}
+            if ctx.tpl.stage_text and not space.stage_sizes_ok(
+                    ctx.tpl, space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])):
+                ctx.not_tilings += 1
+                continue
             if ctx.tpl.kernel is not None:
-                params = space.resolve(ctx.tpl, values)
+                params = space.resolve(ctx.tpl, space.split_buffers(ctx.tpl, values)[0])
                 sizes = space.loop_sizes(ctx.tpl, params)
                 if sizes is None:
+                    ctx.not_tilings += 1
                     continue
                 if not (ctx.user & values.keys()):
                     if ctx.distinct_vars:
                         if not space.clean_sizes(ctx.axes, sizes):
+                            ctx.not_tilings += 1
                             continue
                     else:
-                        k = space.bind(ctx.tpl, values)
+                        k = ctx.kernel(values)
                         if k is None or not space.clean(k):
+                            ctx.not_tilings += 1
                             continue
                 if first:  # one instruction's tiles depend on the tile sizes only
                     first = False
-                    k = space.bind(ctx.tpl, values)
+                    k = ctx.kernel(values)
                     if k is not None and working_set(k, ctx.hw) > cap:
                         ctx.skipped_groups += 1
+                        ctx.unfit += n_block - j
+                        ctx.seen += n_block - j - 1
                         break
             yield Unit(index, tuple(sorted(values.items())), bound)
             index += 1
@@ -314,14 +408,22 @@ def search(p: Problem, pool, progress=None) -> Outcome:
 
     t0 = time.perf_counter()
     ctx = context(p)
-    if p.top < 1:
-        raise InputError(f"--top {p.top} must be >= 1")
+    from loopsim.base.limits import MAX_TOP
+
+    if not 1 <= p.top <= MAX_TOP:
+        raise InputError(f"--top {p.top} must be between 1 and {MAX_TOP}")
     for name, vals in ctx.values.items():
         if not vals:
             raise InputError(f"--space {name}: no values")
-    out = Outcome(p, ctx.values, space.size(ctx.values) * len(ctx.structs),
+    ctx.reset()
+    points = space.size(ctx.values)
+    out = Outcome(p, ctx.values, points * len(ctx.structs),
                   lower_bound_Q=ctx.lb.Q if ctx.lb else None,
-                  structures_searched=p.structures and ctx.chain is not None)
+                  structures_searched=p.structures and ctx.chain is not None,
+                  points=points, structures=len(ctx.structs),
+                  W_over_P=ctx.W / ctx.hw.P(ctx.dtype),
+                  T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q) if ctx.lb else None)
+    kinds: dict = {}
     groups, blocks = plan(ctx)
     stream = units(ctx, groups, blocks)
     top: list[Cand] = []
@@ -332,8 +434,9 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     while pending is not None:
         cutoff = None
         if len(top) >= p.top:
-            cutoff = (top[p.top - 1].verdict.key()[1], top[p.top - 1].verdict.Q)
+            cutoff = _cut(top[p.top - 1].verdict)
             if ev.round_T(pending.bound) > cutoff[0]:
+                out.pruned_floor += 1  # the pending unit, drawn from the stream but not run
                 break
         batch = [pending] + list(itertools.islice(stream, BATCH - 1))
         pending = next(stream, None)
@@ -349,6 +452,13 @@ def search(p: Problem, pool, progress=None) -> Outcome:
             out.evaluated += r.candidates
             out.verdicts += r.verdicts
             out.infeasible += r.infeasible
+            out.pruned_structure += r.candidates - max(r.verdicts, r.infeasible)
+            out.pruned_floor += r.pruned
+            out.invalid += bool(r.invalid)
+            if r.top:
+                kinds[r.top[0].values] = r.top[0]
+                if len(kinds) > 4 * wide(3):
+                    kinds = {c.values: c for c in sorted(kinds.values(), key=lambda c: c.key)[:wide(3) + 1]}
             if r.invalid and len(reasons) < 3:
                 reasons.append(r.invalid)
             infeasible_why = infeasible_why or r.why_infeasible
@@ -366,8 +476,15 @@ def search(p: Problem, pool, progress=None) -> Outcome:
         why = infeasible_why or "one matmul instruction's tiles do not fit"
         raise InputError(f"{where}: no feasible tiling among {out.evaluated:,} candidates "
                          f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
+    out.pruned_floor += points - ctx.seen
+    out.not_tilings, out.unfit = ctx.not_tilings, ctx.unfit
     out.top = sorted((confirm(ctx, c) for c in top), key=lambda c: c.key)[:p.top]
     exact = {(c.unit, c.structure): c for c in out.top}
+    best_values = out.top[0].values
+    others = [c for c in sorted(kinds.values(), key=lambda c: c.key) if c.values != best_values]
+    # as the top: the best few by the roofline, confirmed (with the timeline), ranked by that
+    out.runner_ups = sorted((exact.get((c.unit, c.structure)) or confirm(ctx, c)
+                             for c in others[:wide(3)]), key=lambda c: c.key)[:3]
     fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
     out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
                                   lambda c: c.verdict.sbuf_peak_bytes, lambda c: c.key)
@@ -390,12 +507,14 @@ def confirm(ctx: Context, c: Cand) -> Cand:
     p = ctx.problem
     k = ctx.arranged(c.values, c.structure)
     v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype)
-    if (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(ev.roofline_T(v))) != \
+    # a closed-form verdict must equal the exact count's without the timeline (one kernel: its
+    # roofline T); an exact one (model "floor") was the exact count already
+    if not c.verdict.exact and (v.Q, v.feasible, v.sbuf_peak_bytes, ev.round_T(ev.roofline_T(v))) != \
             (c.verdict.Q, c.verdict.feasible, c.verdict.sbuf_peak_bytes, ev.round_T(c.verdict.T)):
         raise InternalError(f"search: the closed form of {dict(c.values)} structure {c.structure} "
                             f"gives Q={c.verdict.Q:,}, T={c.verdict.T:.6g} s; the exact count gives "
                             f"Q={v.Q:,}, T={v.T:.6g} s")
-    return Cand(c.unit, c.structure, c.values, v)
+    return Cand(c.unit, c.structure, c.values, v, c.shape)
 
 
 def structure_of(ctx: Context, c: Cand) -> dict | None:

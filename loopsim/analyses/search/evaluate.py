@@ -8,7 +8,7 @@ loads, matmuls and stores without building a trace or even the kernel: Q from th
 
 T is the attainable time, seconds: the largest of W/P, Q/BW and every lower ceiling (Tensor Engine
 fill and issue, PSUM evacuation, link). ``feasible``: the live buffers fit SBUF and the
-accumulators fit PSUM. Tilings rank by (not feasible, T, Q, SBUF peak).
+accumulators fit PSUM. Tilings rank by :func:`loopsim.model.verdict.rank_key`.
 """
 
 from __future__ import annotations
@@ -24,40 +24,63 @@ from loopsim.analyses.search.space import Chain, Structure
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the search ranks a tiling by. Seconds, bytes (SBUF peak over all partitions), FLOPs.
-    ``report`` is the exact report when the verdict is exact (None from the closed forms)."""
+class Score:
+    """A tiling as the search ranks it: the verdict ``entitle`` prints
+    (:class:`loopsim.model.verdict.Verdict`, from :func:`loopsim.model.verdict.kernel_verdict`)
+    and the counts its rank key reads. Seconds, bytes (SBUF peak over all partitions), FLOPs.
+    ``report`` is the exact :class:`loopsim.model.pipeline.Analysis` when ``exact`` (None from the
+    closed forms)."""
 
-    T: float
-    limit: str
-    feasible: bool
-    reasons: tuple[str, ...]
+    verdict: verdict_mod.Verdict
     W: int
     Q: int
     sbuf_peak_bytes: int
+    instructions: int
     compulsory_Q: int
     exact: bool
     report: object = None
 
+    @property
+    def T(self) -> float:
+        return self.verdict.T
+
+    @property
+    def limit(self) -> str:
+        return self.verdict.limit
+
+    @property
+    def feasible(self) -> bool:
+        return self.verdict.feasible
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.verdict.reasons
+
     def key(self) -> tuple:
-        """The ranking order: feasible first, then T (to 12 significant digits, so that float
-        noise does not split ties), then Q, then SBUF peak."""
-        return (not self.feasible, round_T(self.T), self.Q, self.sbuf_peak_bytes)
+        """:func:`loopsim.model.verdict.rank_key`: the order ``compare`` ranks by."""
+        v = self.verdict
+        return verdict_mod.rank_key(v.T, v.feasible, self.Q, self.sbuf_peak_bytes,
+                                    transfers=verdict_mod.transfers_s(v),
+                                    instructions=self.instructions)
+
+    def stripped(self) -> "Score":
+        """Without its report (reports stay on the worker)."""
+        return Score(self.verdict, self.W, self.Q, self.sbuf_peak_bytes, self.instructions,
+                     self.compulsory_Q, self.exact)
 
 
-def roofline_T(v: Verdict) -> float:
+def roofline_T(v: Score) -> float:
     """The roofline part of an exact verdict: T without the timeline (what the closed forms give)."""
     if v.report is None or "timeline" not in v.report.times:
         return v.T
     return max(t for n, t in v.report.times.items() if n != "timeline")
 
 
-def round_T(t: float) -> float:
-    return float(f"{t:.12g}") if math.isfinite(t) else t
+round_T = verdict_mod.round_T
 
 
 def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
-            dtype: str | None = None, model: str = "timeline") -> Verdict:
+            dtype: str | None = None, model: str = "timeline") -> Score:
     """The exact verdict of a kernel or program on ``hw`` (:func:`loopsim.model.pipeline.analyze`: the
     trace count, or the replay for lru and opt, the entitlement and every ceiling; with ``model``
     ``timeline`` the engine timeline's predicted time too). A tiling SBUF cannot run at all is
@@ -69,9 +92,10 @@ def verdict(k, hw, *, policy: str = "as-written", sbuf_bytes: int | None = None,
     try:
         a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype, model=model)
     except CapacityError as e:
-        return Verdict(math.inf, "capacity", False, (str(e),), 0, 0, 0, 0, True, None)
-    return Verdict(a.T, a.limit, a.feasible, tuple(a.infeasible_reasons), a.W, a.Q,
-                   a.sbuf_peak_bytes, a.counts.compulsory_bytes, True, a)
+        v = verdict_mod.Verdict(math.inf, "capacity", "", (), (str(e),))
+        return Score(v, 0, 0, 0, 0, 0, True, None)
+    return Score(a.verdict, a.W, a.Q, a.sbuf_peak_bytes, a.counts.instructions,
+                 a.counts.compulsory_bytes, True, a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,7 +132,7 @@ class ChainModel:
 
     chain: Chain
     trips: dict
-    loads: tuple[_Stmt, ...]
+    loads: tuple[tuple[_Stmt, ...], ...]   # per load, per tile variant (as written first)
     stores: tuple[_Stmt, ...]
     W: int
     P: float
@@ -120,20 +144,32 @@ class ChainModel:
     capacity: int
     lanes: int | None  # the target's lanes: costs are bytes per lane (None: bytes)
     compulsory_Q: int
+    hw: object = None
+    dtype: str = "bf16"
+    instructions: int = 0      # matmul instructions (every structure executes the same)
     floor: bool = True         # add the timeline's floor (dma_transfers), as model="floor" does
+
+    def load_stmts(self, s: Structure) -> tuple[_Stmt, ...]:
+        """The loads as structure ``s`` writes them (its tile variant of each)."""
+        return tuple(v[s.variant(i)] for i, v in enumerate(self.loads))
 
 
 def loads_cost(chain: Chain, kernel: Kernel, target) -> int:
-    """SBUF cost of every load's tile at once: all are live in the innermost body, whatever the
-    structure, so a binding whose loads exceed SBUF has no feasible structure."""
+    """SBUF cost of every load's tile at once (each in its smallest tile variant): all are live
+    in the innermost body, whatever the structure, so a binding whose loads exceed SBUF has no
+    feasible structure."""
     from loopsim.ir.kernel import Loop, walk
     from loopsim.ir.tiles import full_tile
 
     tm = kernel.tensor_map
     loops = {n.var: n for n, _ in walk(kernel.body) if isinstance(n, Loop)}
-    return sum(target.tile_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables),
-                                          tm[ld.tile.tensor]), tm[ld.tile.tensor])
-               for ld in chain.loads)
+
+    def cost(ld) -> int:
+        t = tm[ld.tile.tensor]
+        return target.tile_cost(full_tile(ld.tile, tuple(loops[v] for v in ld.tile.variables), t), t)
+
+    return sum(min(cost(chain.load(i, j)) for j in range(len(chain.variants[i])))
+               for i in range(len(chain.loads)))
 
 
 def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = None,
@@ -158,10 +194,13 @@ def chain_model(chain: Chain, kernel: Kernel, hw, *, sbuf_bytes: int | None = No
     ceil = hw.ceilings(first, dtype=dt)
     roof = hw.engine_roof(ceil.psum.engine, "fp32") if ceil.psum.engine else None
     tiles = tuple(f"tile: {r}" for r in hw.cannot_run(kernel))
-    return ChainModel(chain, {v: l.trips for v, l in loops.items()},
-                      tuple(stmt(s) for s in chain.loads), tuple(stmt(s) for s in chain.stores),
+    trips = {v: l.trips for v, l in loops.items()}
+    lds = tuple(tuple(stmt(chain.load(i, j)) for j in range(len(chain.variants[i])))
+                for i in range(len(chain.loads)))
+    return ChainModel(chain, trips, lds, tuple(stmt(s) for s in chain.stores),
                       shape_flops(kernel), hw.P(dt), hw.bw, ceil, roof, hw.transfer_bw, tiles,
-                      capacity_units(hw, sbuf_bytes), hw.lanes, kernel.compulsory_bytes)
+                      capacity_units(hw, sbuf_bytes), hw.lanes, kernel.compulsory_bytes, hw, dt,
+                      math.prod(trips.values()))
 
 
 def _reps(m: ChainModel, s: Structure, st: _Stmt, depth: int) -> int:
@@ -203,7 +242,7 @@ def chain_q(m: ChainModel, s: Structure) -> int:
     """
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     q = 0
-    for st, lv in zip(m.loads, s.levels):
+    for st, lv in zip(m.load_stmts(s), s.levels):
         q += st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0)
     for st in m.stores:
         r = _reps(m, s, st, _store_depth(s, st))
@@ -219,7 +258,7 @@ def chain_peak(m: ChainModel, s: Structure) -> int:
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     pre = [0] * (n + 1)
     post = [0] * (n + 1)
-    for st, lv in zip(m.loads, s.levels):
+    for st, lv in zip(m.load_stmts(s), s.levels):
         pre[pos[lv] if lv else 0] += st.cost
     for st in m.stores:
         post[_store_depth(s, st)] += st.cost
@@ -230,27 +269,32 @@ def chain_peak(m: ChainModel, s: Structure) -> int:
     return peak
 
 
-def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
-    """The verdict of the chain arranged as ``s``, from the model alone (equal to :func:`verdict`
-    of the arranged kernel; the tests compare them structure by structure)."""
+def transfers_time(m: ChainModel, s: Structure) -> float:
+    """The timeline's floor of the chain arranged as ``s`` (``dma_transfers``, seconds): every
+    load, store and read-back at the rate its transfers' size reaches (``slowness``)."""
+    pos = {v: i + 1 for i, v in enumerate(s.order)}
+    slow = sum(st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0) * st.slowness
+               for st, lv in zip(m.load_stmts(s), s.levels))
+    slow += sum(st.tensor_bytes * (2 * _reps(m, s, st, _store_depth(s, st)) - 1) * st.slowness
+                for st in m.stores)
+    return slow / m.transfer_bw
+
+
+def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Score:
+    """The verdict of the chain arranged as ``s`` from the closed forms, through the same
+    :func:`loopsim.model.verdict.kernel_verdict` as ``entitle`` (equal to :func:`verdict` of the
+    arranged kernel with ``model="floor"``; the tests compare them structure by structure). Only
+    the PSUM evacuation, Q, the transfers and the SBUF peak change with the structure."""
+    from dataclasses import replace
+
     q = chain_q(m, s) if q is None else q
-    times = {"compute": m.W / m.P, "memory": q / m.BW}
-    if m.transfer_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
-        times["dma"] = q / m.transfer_bw
-        if m.floor:  # the timeline's floor: each transfer at the rate its size reaches
-            pos = {v: i + 1 for i, v in enumerate(s.order)}
-            slow = sum(st.tensor_bytes * _reps(m, s, st, pos[lv] if lv else 0) * st.slowness
-                       for st, lv in zip(m.loads, s.levels))
-            slow += sum(st.tensor_bytes * (2 * _reps(m, s, st, _store_depth(s, st)) - 1) * st.slowness
-                        for st in m.stores)
-            times["dma_transfers"] = slow / m.transfer_bw
     ceil = m.ceilings
-    if ceil.instructions:
-        times["tensor_engine"] = ceil.get("combined").T
     ps = ceil.psum
     if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
         elems = sum(st.elements * _reps(m, s, st, _store_depth(s, st)) for st in m.stores)
-        times[ps.engine] = elems / m.evac_roof
+        if elems != ps.evacuated_elements:
+            ceil = replace(ceil, psum=replace(ps, evacuated_elements=elems,
+                                              T_evacuate=elems / m.evac_roof))
     peak = chain_peak(m, s)
     reasons = list(m.tile_reasons)
     if peak > m.capacity:
@@ -258,10 +302,15 @@ def model_verdict(m: ChainModel, s: Structure, q: int | None = None) -> Verdict:
         reasons.append(f"SBUF: needs {peak:,} bytes{unit}, has {m.capacity:,}")
     if not ps.fits:
         reasons.append(f"PSUM: {ps.verdict()}")
-    v = verdict_mod.decide(times, {}, reasons)
-    T, limit = v.T, v.limit
-    return Verdict(T, limit, not reasons, tuple(reasons), m.W, q, peak * (m.lanes or 1),
-                   m.compulsory_Q, False)
+    dma = added = None
+    if m.transfer_bw:  # every load, store and read-back is one transfer: the DMA moves Q bytes
+        dma = (q / m.transfer_bw,
+               f"DMA: Q = {q:,} bytes at the DMA engines' {m.transfer_bw / 1e9:.4g} GB/s")
+        if m.floor:
+            added = ({"dma_transfers": transfers_time(m, s)},
+                     {"dma_transfers": "transfers at the rate their sizes reach (closed form)"})
+    v = verdict_mod.kernel_verdict(m.W, q, ceil, (), m.hw, m.dtype, reasons, dma=dma, added=added)
+    return Score(v, m.W, q, peak * (m.lanes or 1), m.instructions, m.compulsory_Q, False)
 
 
 # ---------------------------------------------------------------------------------------------

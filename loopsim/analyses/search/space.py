@@ -4,7 +4,8 @@ Three pure transforms of :class:`loopsim.ir.kernel.Kernel` define it:
 
 ``bind(template, values)``
     the spec's nest at other parameter values (tile and block sizes); the nest text is parsed once,
-    its loop extents and steps are re-evaluated from their expressions.
+    its loop extents and steps are re-evaluated from their expressions. A program of several ops
+    (``[ops]`` or ``[nest.KERNEL]`` tables) is rebuilt from its text at each point.
 ``arrange(chain, order, levels)``
     a chain nest (every loop body holds at most one loop) with its loops in another order and each
     load at another level. A load may sit in the body of any loop from the innermost loop that
@@ -31,7 +32,8 @@ from loopsim.ir import expr
 from loopsim.frontends import program as program_mod
 from loopsim.frontends import spec as spec_mod
 from loopsim.base.errors import InputError, SpecError
-from loopsim.ir.kernel import Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
+from loopsim.base.limits import check_int
+from loopsim.ir.kernel import Access, Kernel, Load, Loop, Matmul, Node, Statement, Store, walk
 
 Program = program_mod.Program
 
@@ -41,7 +43,8 @@ class Template:
     """A spec read once. ``raw`` holds its parameters as written with ``--set`` applied (ints and
     expression strings), ``dims`` the parameters its tensor shapes name (problem sizes, never
     searched), ``loop_text`` each loop variable's (extent, step) text, ``kernel`` the nest at the
-    spec's own values (None for a program of ops)."""
+    spec's own values (None for a program of ops); for a program, ``program`` at the spec's values
+    and ``stage_text`` each kernel's loop texts."""
 
     ref: str
     spec: spec_mod.SpecFile
@@ -50,6 +53,21 @@ class Template:
     dims: frozenset[str]
     kernel: Kernel | None
     loop_text: tuple[tuple[str, str, str], ...]
+    program: object = None
+    stage_text: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = ()
+
+    @property
+    def is_reference(self) -> bool:
+        """A kernel reference ``PATH.py::FUNCTION`` (traced; only its parameters are searched)."""
+        return self.spec.tracer is not None
+
+    @property
+    def kernels(self) -> tuple[tuple[Kernel, tuple[tuple[str, str, str], ...]], ...]:
+        """Every kernel at the spec's values with its loop texts (one for a single nest)."""
+        if self.kernel is not None:
+            return ((self.kernel, self.loop_text),)
+        texts = dict(self.stage_text)
+        return tuple((st.kernel, texts.get(st.name, ())) for st in self.program.stages)
 
     @property
     def params(self) -> dict[str, int]:
@@ -65,8 +83,33 @@ class Template:
                      if isinstance(v, int) and n not in self.dims and n not in fixed)
 
 
-def template(ref: str, sets: Mapping[str, int]) -> Template:
-    """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters."""
+def loop_texts(body: str) -> tuple[tuple[str, str, str], ...]:
+    """(variable, extent text, step text) of every ``for`` header of a nest body, in order."""
+    texts = []
+    for line in body.splitlines():
+        m = spec_mod._FOR.match(line.split("#", 1)[0].strip())
+        if m:
+            texts.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
+    return tuple(texts)
+
+
+def template(ref: str, sets: Mapping[str, int], kernel_args: Mapping | None = None) -> Template:
+    """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters. A kernel
+    reference ``PATH.py::FUNCTION`` (inputs in ``kernel_args``, as
+    :func:`loopsim.model.pipeline.load`) is traced at its own values, EXECUTING the file; its
+    integer keyword parameters are what a search varies."""
+    if "::" in ref:
+        from loopsim.model import pipeline
+
+        sf = pipeline.read(ref, kernel_args, dict(sets))
+        if sf.tracer is not None:
+            params = spec_mod.bind_params(sf, dict(sets))
+            prog = pipeline.build(sf, params)
+            raw = dict(sf.params)
+            raw.update(sets)
+            dims = frozenset(d for shape, _ in sf.data["nki"]["args"].values() for d in shape
+                             if isinstance(d, str))
+            return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, (), prog)
     sf = spec_mod.read(ref)
     params = spec_mod.bind_params(sf, dict(sets))
     raw = sf.params
@@ -75,14 +118,15 @@ def template(ref: str, sets: Mapping[str, int]) -> Template:
                      for d in t.get("shape", []) if isinstance(d, str)
                      for n in expr.parse(d, "shape").names)
     if program_mod.is_program(sf):
-        return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, ())
+        prog = program_mod.program_from(sf, params)
+        nests = sf.data.get("nest", {})
+        stage_text = tuple((st.name, loop_texts(str(nests.get(st.name, {}).get("body", ""))))
+                           for st in prog.stages)
+        return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, None, (), prog,
+                        stage_text)
     kernel = spec_mod.kernel_from(sf, params)
-    texts = []
-    for line in sf.data["nest"]["body"].splitlines():
-        m = spec_mod._FOR.match(line.split("#", 1)[0].strip())
-        if m:
-            texts.append((m.group(1), m.group(2).strip(), m.group(3).strip()))
-    return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, kernel, tuple(texts))
+    return Template(ref, sf, tuple(raw.items()), tuple(sets.items()), dims, kernel,
+                    loop_texts(sf.data["nest"]["body"]))
 
 
 _EXPRS: dict[str, expr.Expr] = {}
@@ -129,6 +173,20 @@ def loop_sizes(tpl: Template, params: Mapping[str, int]) -> list[tuple[str, int,
     return out
 
 
+def stage_sizes_ok(tpl: Template, params: Mapping[str, int]) -> bool:
+    """For a program: every loop of every kernel has a positive extent and a step no larger (a
+    step above its extent is one clipped trip, the same tiling as a smaller step)."""
+    for _, texts in tpl.stage_text:
+        for _, e_text, s_text in texts:
+            try:
+                e, s = _value(e_text, params), _value(s_text, params)
+            except (expr.ExprError, SpecError):
+                return True  # not a plain expression of parameters: the program's own check decides
+            if e <= 0 or s <= 0 or s > e:
+                return False
+    return True
+
+
 def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
     """The spec's kernel (or program) at ``values``; None when that point is not a tiling: a value
     or a loop step that is not positive, or a loop whose step exceeds its extent."""
@@ -137,7 +195,11 @@ def bind(tpl: Template, values: Mapping[str, int]) -> Kernel | Program | None:
         return None
     if tpl.kernel is None:
         try:
-            return program_mod.build(tpl.spec, params)
+            if tpl.is_reference:  # traced again at these values: EXECUTES the kernel file
+                from loopsim.model import pipeline
+
+                return pipeline.build(tpl.spec, params)
+            return program_mod.program_from(tpl.spec, params)
         except SpecError:
             return None
     sizes = loop_sizes(tpl, params)
@@ -219,9 +281,42 @@ class Chain:
     loads: tuple[Load, ...]
     stores: tuple[Store, ...]
     compute: tuple[Statement, ...]
+    variants: tuple[tuple[Load, ...], ...] = ()   # per load: as written first, then its splits
+
+    def load(self, i: int, variant: int) -> Load:
+        """Load ``i`` as variant ``variant`` (0: as written)."""
+        return self.variants[i][variant] if self.variants else self.loads[i]
 
 
-def chain_of(kernel: Kernel) -> Chain | None:
+def split_variants(ld: Load, compute: tuple[Statement, ...], loop_vars) -> tuple[Load, ...]:
+    """``ld`` as written, then with each non-empty subset of its ':' axes indexed as the compute
+    statements index that axis of its tensor (``load x[:, :]`` -> ``x[b, :]``, ``x[:, d]``,
+    ``x[b, d]`` for ``matmul ... x[b, d]``): the same tile walked by the loop that walks it, so
+    less of the tensor is on chip at once. An axis the compute statements index in two ways, or
+    by a loop outside the chain, stays whole."""
+    axes = []
+    for ax, terms in enumerate(ld.tile.index):
+        if terms:
+            continue
+        used = {a.index[ax] for st in compute for a, _ in st.accesses()
+                if a.tensor == ld.tile.tensor and len(a.index) > ax}
+        if len(used) == 1:
+            (t,) = used
+            if t and all(v in loop_vars for v in t):
+                axes.append((ax, t))
+    out = [ld]
+    for r in range(1, len(axes) + 1):
+        for combo in itertools.combinations(axes, r):
+            index = list(ld.tile.index)
+            for ax, t in combo:
+                index[ax] = t
+            flat = [v for terms in index for v in terms]
+            if len(flat) == len(set(flat)):
+                out.append(replace(ld, tile=Access(ld.tile.tensor, tuple(index))))
+    return tuple(out)
+
+
+def chain_of(kernel: Kernel, *, split: bool = True) -> Chain | None:
     """The chain of ``kernel``, or None when some loop body holds two loops or a compute statement
     is not innermost (then only parameters are searched)."""
     loops: list[Loop] = []
@@ -246,7 +341,9 @@ def chain_of(kernel: Kernel) -> Chain | None:
         body = inner[0].body
     if not compute:
         return None
-    return Chain(kernel, tuple(loops), tuple(loads), tuple(stores), tuple(compute))
+    vars_ = {l.var for l in loops}
+    variants = tuple(split_variants(ld, tuple(compute), vars_) if split else (ld,) for ld in loads)
+    return Chain(kernel, tuple(loops), tuple(loads), tuple(stores), tuple(compute), variants)
 
 
 def _depth(stmt: Statement, order: tuple[Loop, ...]) -> int:
@@ -257,26 +354,40 @@ def _depth(stmt: Statement, order: tuple[Loop, ...]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Structure:
-    """One loop order (variables outer to inner) and one level per load (the loop variable whose
-    body holds it, '' for the top level)."""
+    """One loop order (variables outer to inner), one level per load (the loop variable whose
+    body holds it, '' for the top level) and one tile variant per load (:func:`split_variants`;
+    () or 0: as written)."""
 
     order: tuple[str, ...]
     levels: tuple[str, ...]
+    tiles: tuple[int, ...] = ()
+
+    def variant(self, i: int) -> int:
+        return self.tiles[i] if self.tiles else 0
+
+    def loads(self, chain: Chain) -> tuple[Load, ...]:
+        """The loads as this structure writes them."""
+        return tuple(chain.load(i, self.variant(i)) for i in range(len(chain.loads)))
 
     def describe(self, chain: Chain) -> dict:
         return {"order": list(self.order),
-                "loads": {str(ld): lv or "(top)" for ld, lv in zip(chain.loads, self.levels)}}
+                "loads": {str(ld): lv or "(top)" for ld, lv in zip(self.loads(chain), self.levels)},
+                "split": [str(chain.load(i, v)) for i, v in enumerate(self.tiles) if v]}
 
 
 def structures(chain: Chain) -> Iterator[Structure]:
-    """Every loop order and every legal placement of every load, in a fixed order (the spec's own
-    order first)."""
+    """Every loop order, every tile variant of every load and every legal placement of it, in a
+    fixed order (the spec's own order and tiles first)."""
     n = len(chain.loops)
+    counts = [len(v) for v in chain.variants] if chain.variants else [1] * len(chain.loads)
     for perm in itertools.permutations(chain.loops):
-        spans = [range(_depth(ld, perm), n + 1) for ld in chain.loads]
-        for depths in itertools.product(*spans):
-            yield Structure(tuple(l.var for l in perm),
-                            tuple(perm[d - 1].var if d else "" for d in depths))
+        for tiles in itertools.product(*(range(c) for c in counts)):
+            lds = [chain.load(i, t) for i, t in enumerate(tiles)]
+            spans = [range(_depth(ld, perm), n + 1) for ld in lds]
+            for depths in itertools.product(*spans):
+                yield Structure(tuple(l.var for l in perm),
+                                tuple(perm[d - 1].var if d else "" for d in depths),
+                                tiles if any(tiles) else ())
 
 
 def as_written(chain: Chain) -> Structure:
@@ -298,7 +409,7 @@ def arrange(chain: Chain, s: Structure, kernel: Kernel | None = None) -> Kernel:
     pos = {v: i + 1 for i, v in enumerate(s.order)}
     pre: list[list[Node]] = [[] for _ in range(n + 1)]
     post: list[list[Node]] = [[] for _ in range(n + 1)]
-    for ld, lv in zip(chain.loads, s.levels):
+    for ld, lv in zip(s.loads(chain), s.levels):
         pre[pos[lv] if lv else 0].append(ld)
     pre[n].extend(chain.compute)
     for st in chain.stores:
@@ -313,34 +424,68 @@ def arrange(chain: Chain, s: Structure, kernel: Kernel | None = None) -> Kernel:
 # parameter values
 
 
-def tile_roles(kernel: Kernel, tpl: Template) -> dict[str, str]:
-    """Free parameters that set a matmul tile: name -> "K", "M" or "N" (the step of the innermost
-    loop of that index of the matmul, when the step is written as the parameter's name)."""
+@dataclass(frozen=True, slots=True)
+class MatmulTiles:
+    """One matmul statement of a kernel: its K, M, N sizes (the batch folded into M) and, per
+    role, the free parameter that is its tile (the step of the innermost loop of that index,
+    written as the parameter's name), or None."""
+
+    kernel: str
+    m: int
+    n: int
+    k: int
+    tiles: tuple[tuple[str, str | None], ...]   # (role, parameter) for K, M, N
+
+
+def matmul_tiles(tpl: Template) -> tuple[MatmulTiles, ...]:
+    """Every matmul statement of every kernel of the spec (at its own values)."""
     from loopsim.ir.tiles import matmul_roles
 
-    step_text = {v: s for v, _, s in tpl.loop_text}
     free = set(tpl.free)
+    out = []
+    for kernel, texts in tpl.kernels:
+        step_text = {v: s for v, _, s in texts}
+        tm = kernel.tensor_map
+        for stmt, loops in kernel.statements():
+            if not isinstance(stmt, Matmul):
+                continue
+            r = matmul_roles(stmt, kernel)
+            step = {l.var: l.step for l in loops}
+            tiles = []
+            for acc, axis, role in ((stmt.stationary, r.k_stationary, "K"),
+                                    (stmt.stationary, r.m_stationary, "M"),
+                                    (stmt.moving, r.n_moving, "N")):
+                terms = [v for v in acc.index[axis] if v in step]
+                name = step_text.get(min(terms, key=lambda v: step[v]), "") if terms else ""
+                tiles.append((role, name if name in free else None))
+            a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
+            batch = math.prod(tm[stmt.out.tensor].shape[o] for _, _, o in r.batch)
+            out.append(MatmulTiles(kernel.name, a.shape[r.m_stationary] * batch,
+                                   b.shape[r.n_moving], a.shape[r.k_stationary], tuple(tiles)))
+    return tuple(out)
+
+
+def tile_roles(kernel: Kernel | None, tpl: Template) -> dict[str, str]:
+    """Free parameters that set a matmul tile: name -> "K", "M" or "N" (the first role it has in
+    any matmul of any kernel of the spec; see :func:`matmul_tiles`)."""
     out: dict[str, str] = {}
-    for stmt, loops in kernel.statements():
-        if not isinstance(stmt, Matmul):
-            continue
-        r = matmul_roles(stmt, kernel)
-        step = {l.var: l.step for l in loops}
-        for acc, axis, role in ((stmt.stationary, r.k_stationary, "K"),
-                                (stmt.stationary, r.m_stationary, "M"),
-                                (stmt.moving, r.n_moving, "N")):
-            terms = acc.index[axis]
-            if terms:
-                inner = min(terms, key=lambda v: step[v])
-                name = step_text.get(inner, "")
-                if name in free:
-                    out.setdefault(name, role)
+    for mt in matmul_tiles(tpl):
+        for role, name in mt.tiles:
+            if name is not None:
+                out.setdefault(name, role)
     return out
 
 
 def role_limit(role: str, hw) -> int | None:
     """The sheet's limit on a matmul tile of ``role`` (None when the sheet has none)."""
     return hw.tile_limits().get(role)
+
+
+def tile_limit(tpl: Template, name: str, hw) -> int | None:
+    """The tightest sheet limit over every matmul tile role parameter ``name`` plays."""
+    lims = [role_limit(role, hw) for mt in matmul_tiles(tpl) for role, n in mt.tiles if n == name]
+    lims = [x for x in lims if x]
+    return min(lims) if lims else None
 
 
 def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
@@ -357,12 +502,22 @@ def default_values(tpl: Template, hw) -> dict[str, tuple[int, ...]]:
     other up to the largest problem size."""
     params = tpl.params
     top = max((params[d] for d in tpl.dims if d in params), default=1)
-    roles = tile_roles(tpl.kernel, tpl) if tpl.kernel is not None else {}
     out = {}
     for name in tpl.free:
-        lim = role_limit(roles[name], hw) if name in roles else None
+        if tpl.is_reference:  # a traced kernel: each point is a trace, so near its own value
+            v = params[name]
+            out[name] = powers_of_two(max(1, v // REFERENCE_SPAN), v * REFERENCE_SPAN)
+            continue
+        lim = tile_limit(tpl, name, hw)
         out[name] = powers_of_two(1, min(lim, top) if lim else top)
     return out
+
+
+#: a kernel reference's integer keyword parameter is searched over the powers of two from its
+#: default / 8 to its default x 8 unless ``--space`` says otherwise
+REFERENCE_SPAN = 8
+#: most points (parameter combinations) a search space may have, before structures
+MAX_POINTS = 10**8
 
 
 def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, ...]]:
@@ -375,9 +530,9 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
         name, text = name.strip(), text.strip()
         if not eq or not name.isidentifier() or not text:
             raise InputError(f"--space {item}: expected NAME=INT,INT,... or NAME=LO..HI")
-        if name not in names:
+        if name not in names and name != BUFFERS:
             raise InputError(f"--space {name}: {tpl.spec.path} has no parameter {name}; it has: "
-                             f"{', '.join(names)}")
+                             f"{', '.join(names)} (and {BUFFERS}: SBUF buffers per load)")
         if name in dict(tpl.sets):
             raise InputError(f"--space {name} and --set {name} both given; use one")
         if name in out:
@@ -386,25 +541,57 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
             if ".." in text:
                 lo_t, _, hi_t = text.partition("..")
                 lo, hi = int(lo_t.replace("_", "")), int(hi_t.replace("_", ""))
+                check_int(hi, f"--space {name}", InputError)
                 if lo > hi:
                     raise InputError(f"--space {name}={text}: {lo} > {hi}")
                 vals = sorted({lo, hi, *powers_of_two(lo, hi)})
             else:
                 vals = [int(v.strip().replace("_", "")) for v in text.split(",")]
+        except InputError:
+            raise
         except ValueError:
             raise InputError(f"--space {name}={text}: values must be integers") from None
         for v in vals:
             if v <= 0:
                 raise InputError(f"--space {name}={text}: {v} must be > 0")
+            check_int(v, f"--space {name}", InputError)
         out[name] = tuple(dict.fromkeys(vals))
     return out
+
+
+#: the --space name of the buffers every load inside a loop rotates through (1: none, 2: double
+#: buffering), searched like a parameter (a spec parameter of that name takes precedence)
+BUFFERS = "buffers"
+
+
+def with_buffers(k, buffers: tuple[tuple[str, int], ...] | None):
+    """A kernel or program whose loads rotate through ``buffers`` (None: as the spec says)."""
+    if buffers is None or k is None:
+        return k
+    if isinstance(k, Kernel):
+        return replace(k, buffers=buffers)
+    return replace(k, stages=tuple(replace(st, kernel=replace(st.kernel, buffers=buffers))
+                                   for st in k.stages))
+
+
+def split_buffers(tpl: Template, values: Mapping[str, int]) -> tuple[dict, int | None]:
+    """(the parameter values, the searched buffer count or None)."""
+    if BUFFERS in values and BUFFERS not in tpl.spec.params:
+        rest = {k: v for k, v in values.items() if k != BUFFERS}
+        return rest, values[BUFFERS]
+    return dict(values), None
 
 
 def space_values(tpl: Template, hw, items: list[str] | None) -> dict[str, tuple[int, ...]]:
     """The values of every searched parameter: the defaults, with ``--space`` replacing some."""
     vals = default_values(tpl, hw)
     vals.update(parse_space(items, tpl))
-    return {n: v for n, v in vals.items() if v}
+    vals = {n: v for n, v in vals.items() if v}
+    if size(vals) > MAX_POINTS:
+        raise InputError(f"--space: {size(vals):,} points ({' x '.join(str(len(v)) for v in vals.values())}"
+                         f" values of {', '.join(vals)}) exceed the {MAX_POINTS:,} a search walks; "
+                         "narrow some with --space or fix some with --set")
+    return vals
 
 
 def combos(names: tuple[str, ...], vals: Mapping[str, tuple[int, ...]]) -> Iterator[dict[str, int]]:

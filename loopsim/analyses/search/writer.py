@@ -57,15 +57,16 @@ def _params(tpl: Template, values: dict[str, int]) -> list[str]:
 
 
 def write_spec(tpl: Template, values: dict[str, int], kernel: Kernel | None, *,
-               header: str = "") -> str:
+               header: str = "", name: str | None = None) -> str:
     """Spec text for ``kernel`` (the template's nest at ``values``, arranged); ``kernel`` None (a
-    program of ops): the template's own text with ``values`` in its [params]."""
+    program of ops): the template's own text with ``values`` in its [params]. ``name``: the
+    written kernel's name (default the template's)."""
     head = "".join(f"# {line}\n" for line in header.splitlines())
     if kernel is None:
-        return head + _replace_params(tpl.spec.text, values)
+        return head + _rename(_replace_params(tpl.spec.text, values), name)
     data = tpl.spec.data
     k = data["kernel"]
-    lines = ["[kernel]", f"name = {_toml_value(k.get('name', kernel.name))}"]
+    lines = ["[kernel]", f"name = {_toml_value(name or k.get('name', kernel.name))}"]
     about = str(k.get("about", "")).strip()
     lines.append(f'about = """{about}"""' if about else 'about = ""')
     lines += ["", "[params]", *_params(tpl, values), "", "[tensors]"]
@@ -96,4 +97,21 @@ def _replace_params(text: str, values: dict[str, int]) -> str:
         if m and m.group(2) in values:
             line = f"{m.group(1)}{m.group(2)}{m.group(3)}{values[m.group(2)]}{m.group(5)}"
         out.append(line)
+    return "\n".join(out) + "\n"
+
+
+_NAME = re.compile(r"^(\s*name\s*=\s*)(\"[^\"]*\"|'[^']*')(.*)$")
+
+
+def _rename(text: str, name: str | None) -> str:
+    """``text`` with its [kernel] table's ``name`` set to ``name`` (None: unchanged)."""
+    if name is None:
+        return text
+    out, table = [], ""
+    for line in text.splitlines():
+        s = line.split("#", 1)[0].strip()
+        if s.startswith("["):
+            table = s
+        m = _NAME.match(line) if table == "[kernel]" else None
+        out.append(f"{m.group(1)}{_toml_value(name)}{m.group(3)}" if m else line)
     return "\n".join(out) + "\n"

@@ -108,7 +108,28 @@ def comparison(rep, profile: measured.Profile) -> measured.Comparison:
     return measured.compare(rep.entitlement, profile,
                             read_bytes=sum(t.read_bytes for t in c.tensors),
                             write_bytes=sum(t.write_bytes for t in c.tensors),
-                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile))
+                            verdict=rep.verdict, predicted_lines=predicted_lines(rep, profile),
+                            predicted_parts=predicted_parts(rep), predicted_busy=predicted_busy(rep))
+
+
+def _timeline(rep):
+    """The one kernel's timeline when the verdict's T is the timeline's; None otherwise."""
+    if rep.verdict.limit != "timeline" or len(rep.stages) != 1:
+        return None
+    return getattr(rep.stages[0], "timeline", None)
+
+
+def predicted_parts(rep) -> tuple[tuple[str, float], ...]:
+    """The timeline's split of the predicted T - T_best into its causes, when the verdict's T is
+    the timeline's (one kernel); () otherwise (the gap table then names the verdict's limit)."""
+    t = _timeline(rep)
+    return tuple(t.gap) if t is not None else ()
+
+
+def predicted_busy(rep) -> tuple[tuple[str, float], ...]:
+    """The timeline's busy seconds per engine (busiest core), when its T is the verdict's."""
+    t = _timeline(rep)
+    return tuple(t.busy) if t is not None else ()
 
 
 def predicted_lines(rep, profile) -> tuple[tuple[int, str, float, str], ...]:

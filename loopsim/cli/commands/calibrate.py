@@ -1,12 +1,17 @@
 """``loopsim calibrate MEASUREMENTS.json --hardware H -o SHEET.toml``: fit the achievable HBM
 bandwidth (and Tensor Engine rate, where compute-bound measurements constrain it) to measured times
-under loopsim's model T = max(W/P, Q/BW), and write a sheet that is H plus those ``[measured]``
-roofs. With ``--hardware SHEET.toml --roofs measured`` the time loopsim gives is then a prediction
-fitted to the hardware, no longer a bound from its documented roofs.
+under loopsim's model T = max(W/P, Q/BW), and write a sheet that is H plus those ``[measured]`` roofs.
+Which measurement binds which roof is chosen by in-sample error over every cut in intensity; each
+measurement's residual and leave-one-out error are reported, and warnings (a residual over
+--threshold, a roof left at its spec value, ...) go to stderr (--strict: exit 1, no sheet). With
+``--hardware SHEET.toml --roofs measured`` the time loopsim gives is then a prediction fitted to the
+hardware where its limit is a fitted roof, and says so where it is not.
 
-MEASUREMENTS.json is a list of {"spec": NAME-or-PATH, "set": {"M": 2048}, "time_s": T} (W and Q
-counted from the nest as written; optional "label", "dtype"), or of Neuron profiler summaries (W and
-Q from the profile, as ``entitle --measured``)."""
+MEASUREMENTS.json is data (nothing in it runs): a list of {"spec": NAME-or-PATH, "set": {"M":
+2048}, "time_s": T} (W and Q counted from the nest as written; optional "label", "dtype"; a kernel
+file PATH.py::FUNCTION only with --allow-kernel-refs), of {"W", "Q", "time_s"} hand counts, of Neuron
+profiler summaries (W and Q from the profile, as ``entitle --measured``), or calibrate --json's own
+output. A --predict SPEC that names a kernel file runs it (kernel files are code)."""
 
 from __future__ import annotations
 
@@ -128,5 +133,6 @@ def run(args) -> int:
     if failed:
         return 1
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
-          f"--hardware {args.output} --roofs measured, T is a prediction, not a bound")
+          f"--hardware {args.output} --roofs measured, T is a prediction where its limit is a "
+          "fitted roof, and says so where it is not")
     return 0

@@ -48,7 +48,7 @@ def run(args) -> int:
         dtype = point.analysis(1).dtype
     except SpecError as e:
         hint = ("; a traced kernel's dimension usually must be a multiple of its tile: give "
-                "--multiple-of N" if args.multiple == 1 and "nki" in sf.data else "")
+                "--multiple-of N" if args.multiple == 1 and sf.tracer is not None else "")
         raise SpecError(f"--dim {args.dim}={args.multiple}, where the search starts: {e}{hint}") from None
     point = replace(point, kw=tuple({**dict(point.kw), "dtype": dtype}.items()))
     P = hw.P(dtype)

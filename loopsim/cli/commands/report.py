@@ -1,7 +1,7 @@
 """``loopsim report SPEC|KERNEL -H NAME [--measured FILE] -o FILE.html``: one self-contained page
 for a kernel (a design review's handout): the verdict and why, W and Q by tensor with r, the
 roofline with the kernel's point (and the measured point), the lower ceilings, SBUF and PSUM use
-with the largest buffers, the DMA transfers by size, the timeline where loopsim draws one, and the
+with the largest buffers, the DMA transfers by size, the predicted timeline (numbers and picture), and the
 gap table when a measurement is given. Its numbers are those of ``entitle --json`` and ``dma
 --json`` with the same options (``--json`` prints them). It prints on A4 or Letter. Exit status as
 ``entitle``: 0, or 3 when the kernel cannot run as written (the page is still written)."""
@@ -44,7 +44,7 @@ def run(args) -> int:
     fig = plot.roofline([point], hw, dtype=a.dtype, ceilings=ceilings_for([row], hw, a.dtype))
     stages = () if prog.is_single else [(s.name, [c.as_dict() for c in s.ceilings.ceilings]) for s in a.stages]
     page = html.report_page(d, dmas, html.figure_svg(fig), ceilings_of_stages=stages,
-                            timeline_html=timeline_html(a, hw),
+                            timeline_figures=timeline_figures(a, hw),
                             measured_lines=m.lines() if m is not None else ())
     html.write(args.output, page)
     if args.json:
@@ -57,23 +57,14 @@ def run(args) -> int:
     return 0 if a.feasible else INFEASIBLE
 
 
-def timeline_html(a, hw) -> str | None:
-    """The timeline picture of each kernel (``loopsim timeline``'s figure and lines) as HTML, where
-    this loopsim predicts a timeline (``loopsim.render.timeline``, a stage's ``timeline``); None
-    where it does not."""
-    import importlib.util
-
-    if importlib.util.find_spec("loopsim.render.timeline") is None:
-        return None
+def timeline_figures(a, hw) -> dict[str, str]:
+    """Each kernel's timeline picture (``loopsim timeline``'s figure) as inline SVG, by stage
+    name; only the kernels the analysis predicted a timeline for."""
     from loopsim.render import html, timeline as render
 
-    stages = [(st.name, getattr(st, "timeline", None)) for st in a.stages]
-    stages = [(n, t) for n, t in stages if t is not None]
-    if not stages:
-        return None
-    out = []
-    for name, t in stages:
-        title = f"{a.name} on {hw.name}" + (f", kernel {name}" if len(a.stages) > 1 else "")
-        out.append(f'<figure class="timeline">{html.figure_svg(render.figure(t, title=title))}</figure>'
-                   f"<pre>{html.esc(chr(10).join(render.lines(t)))}</pre>")
-    return "\n".join(out)
+    out = {}
+    for st in a.stages:
+        if st.timeline is not None:
+            title = f"{a.name} on {hw.name}" + (f", kernel {st.name}" if len(a.stages) > 1 else "")
+            out[st.name] = html.figure_svg(render.figure(st.timeline, title=title))
+    return out

@@ -1,7 +1,11 @@
-"""``loopsim search``: the tiling to write. Searches tile and block sizes (powers of two within the
-sheet's limits, or ``--space``), loop orders and load placements of a spec; ranks feasible tilings
-by attainable T, then Q, then SBUF peak; prints the top N with compare's columns. Closed forms and
-the I/O lower bound prune; every reported tiling is confirmed by the exact count."""
+"""``loopsim search``: the tiling to write. Searches a spec's tile and block sizes (powers of two
+within the sheet's limits, or ``--space``), loop orders and load placements; a program of several
+ops over its parameters; a kernel reference PATH.py::FUNCTION over its integer keyword parameters
+(EXECUTES that file, once per point). Ranks by the verdict ``entitle`` prints: feasible first,
+then attainable T, ties broken by the transfers' time at their sizes, instructions, Q and SBUF
+peak; prints the top N
+with compare's columns, where the space went and the runner-ups of other values. Closed forms
+and lower bounds prune; every reported tiling is confirmed by the exact count."""
 
 from __future__ import annotations
 
@@ -10,25 +14,27 @@ import sys
 
 from loopsim.targets import hardware
 from loopsim.frontends import spec
-from loopsim.analyses import sweep
 from loopsim.base.errors import InputError
-from loopsim.base.fmt import fmt_time
-from loopsim.cli.commands._common import add_kernel_options, dump_json
+from loopsim.cli.commands._common import add_kernel_options, dump_json, parse_buffers
 
 
 def register(sub) -> None:
     p = sub.add_parser("search", help="find the tiling to write (tiles, blocks, loop orders, hoisting)",
                        description=__doc__)
-    add_kernel_options(p, scope=False)
+    add_kernel_options(p, many=True, scope=False)
     p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...|LO..HI",
                    help="values of a parameter to search (LO..HI: the powers of two between, and "
-                        "both ends); default: powers of two within the sheet's tile limits")
+                        "both ends; NAME 'buffers': SBUF buffers per load); default: powers of two "
+                        "within the sheet's tile limits (a kernel reference: default/8 .. default*8)")
+    p.add_argument("--buffers", default=None, metavar="N|TENSOR=N,...",
+                   help="SBUF buffers a load inside a loop rotates through, for every point "
+                        "(2: double buffering); --space buffers=1,2 searches it instead")
     p.add_argument("--keep-order", action="store_true",
                    help="search parameters only: keep the spec's loop order and load placements")
     p.add_argument("--top", type=bounded("--top", 1, MAX_TOP), default=10, metavar="N",
                    help=f"tilings to show, 1 to {MAX_TOP:,} (default 10)")
     p.add_argument("-o", "--output", default=None, metavar="BEST.toml",
-                   help="write the best tiling as a spec file")
+                   help="write the best tiling as a spec file (its kernel named after the file)")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the Pareto fronts (T against SBUF peak and against Q)")
     from loopsim.analyses.parallel import add_options as add_parallel_options
@@ -37,33 +43,75 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def problem_of(args, ref: str | None = None, sets: dict | None = None,
+               space_items: tuple | None = None):
+    """The :class:`loopsim.analyses.search.engine.Problem` the options describe (for ``ref``,
+    with ``sets`` and ``space_items`` when given: one alternative of several)."""
+    from loopsim.analyses.search import engine
+
+    kargs = (tuple(args.nki_args), tuple(args.nki_kwargs), args.nki_grid)
+    sets = spec.parse_sets(args.sets) if sets is None else sets
+    return engine.Problem(ref or args.spec[0], tuple(sets.items()), args.hardware,
+                          tuple(args.space) if space_items is None else space_items, args.policy,
+                          args.sbuf_bytes, args.dtype, not args.keep_order, args.top, kargs,
+                          parse_buffers(args.buffers))
+
+
+def alternatives(args) -> list:
+    """One problem per SPEC: each gets the --set and --space items naming its parameters (every
+    item must name a parameter of some SPEC)."""
+    from loopsim.analyses.search.space import BUFFERS
+    from loopsim.model import pipeline
+
+    sets = spec.parse_sets(args.sets)
+    kargs = None
+    if args.nki_args or args.nki_kwargs or args.nki_grid:
+        from loopsim.frontends.nki.load import parse_options
+
+        kargs = parse_options(args.nki_args, args.nki_kwargs, args.nki_grid)
+    params = {ref: set(pipeline.read(ref, kargs, sets).params) for ref in args.spec}
+    names = [item.partition("=")[0].strip() for item in args.space]
+    for what, items in (("--set", list(sets)), ("--space", names)):
+        for n in items:
+            if n != BUFFERS and not any(n in ps for ps in params.values()):
+                raise InputError(f"{what} {n}: none of {', '.join(args.spec)} has a parameter {n}")
+    out = []
+    for ref in args.spec:
+        own = {k: v for k, v in sets.items() if k in params[ref]}
+        items = tuple(i for i, n in zip(args.space, names) if n in params[ref] or n == BUFFERS)
+        out.append(problem_of(args, ref, own, items))
+    return out
+
+
 def run(args) -> int:
     from loopsim.analyses.parallel import Pool, Progress, check_jobs
     from loopsim.analyses.search import engine
-
-    if args.top < 1:
-        raise InputError(f"--top {args.top} must be >= 1")
     from loopsim.base.outfile import figure_format, regular_target, require_suffix
+    from loopsim.render import search as report
 
     if args.output:
         require_suffix(args.output, (".toml",))
         regular_target(args.output)  # a device, FIFO or folder refused before any work
     if args.plot:
         figure_format(args.plot, "--plot")
+    problems = [problem_of(args)] if len(args.spec) == 1 else alternatives(args)
     hw = hardware.load(args.hardware)
-    problem = engine.Problem(args.spec, tuple(spec.parse_sets(args.sets).items()), args.hardware,
-                             tuple(args.space), args.policy, args.sbuf_bytes, args.dtype,
-                             not args.keep_order, args.top)
     jobs = None if args.scheduler else check_jobs(args.jobs)
-    ctx = engine.context(problem)  # bad spec, --set or --space: one line before any worker starts
+    for problem in problems:  # bad spec, --set or --space: one line before any worker starts
+        engine.Context(problem)
+    found = []
     try:
         with Pool(jobs, args.scheduler) as pool, \
                 Progress(None, "search", quiet=args.quiet, unit="unit") as bar:
-            out = engine.search(problem, pool, bar)
+            for problem in problems:
+                out = engine.search(problem, pool, bar)
+                found.append((engine.context(problem), out))
     except KeyboardInterrupt:
         print("loopsim: interrupted before any tiling was found", file=sys.stderr)
         return 130
-    rows = [result_row(ctx, c, i + 1) for i, c in enumerate(out.top)]
+    if len(found) > 1:
+        return _alternatives_report(args, found, hw)
+    ctx, out = found[0]
     if args.output:
         write_best(ctx, out, args.output, hw)
     if args.plot:
@@ -74,93 +122,46 @@ def run(args) -> int:
         write_atomic(args.plot, lambda tmp: fig.savefig(tmp, format=figure_format(args.plot)),
                      "--plot")
     if args.json:
-        dump_json({"spec": args.spec, "hardware": hw.name, "scope": hw.scope,
-                   "policy": args.policy, "space": {k: list(v) for k, v in out.values.items()},
-                   "structures_searched": out.structures_searched,
-                   "space_size": out.space_size, "evaluated": out.evaluated,
-                   "verdicts": out.verdicts, "infeasible": out.infeasible,
-                   "seconds": out.seconds, "interrupted": out.interrupted,
-                   "lower_bound_Q": out.lower_bound_Q, "best": rows[0], "top": rows,
-                   "pareto": {"T_vs_sbuf_peak": [result_row(ctx, c, None) for c in out.front_sbuf],
-                              "T_vs_Q": [result_row(ctx, c, None) for c in out.front_q]}})
+        dump_json(report.search_dict(ctx, out, hw))
     else:
-        print(format_text(ctx, out, rows, hw))
+        print(report.format_text(ctx, out, hw))
     return 130 if out.interrupted else 0
 
 
-def label_of(ctx, c) -> str:
-    from loopsim.analyses.search import engine
+def _alternatives_report(args, found, hw) -> int:
+    """Several SPECs searched: each one's best, ranked by the same key; -o writes the winner."""
+    from loopsim.render import search as report
 
-    vals = " ".join(f"{k}={v}" for k, v in c.values)
-    s = engine.structure_of(ctx, c)
-    if s is None:
-        return vals
-    loads = " ".join(f"{ld.split()[1].split('[')[0]}@{lv}" for ld, lv in s["loads"].items())
-    return f"{vals} | {' '.join(s['order'])}" + (f" | {loads}" if loads else "")
-
-
-def result_row(ctx, c, rank: int | None) -> dict:
-    """A compare row of one tiling, with its attainable T, binding limit, feasibility and
-    structure (loop order outer to inner, the loop whose body holds each load)."""
-    from loopsim.analyses.search import engine
-
-    from loopsim.render.json import row_dict
-
-    v = c.verdict
-    a = v.report
-    row = sweep.Row(sweep.Variant(label_of(ctx, c), ctx.problem.spec, a.program, c.values,
-                                  a.program.name, a.program.params), a, best=rank == 1)
-    d = row_dict(row, rank or 0)
-    d.update({"structure": engine.structure_of(ctx, c), "searched": dict(c.values)})
-    if rank is None:
-        d.pop("rank")
-        d.pop("best")
-    return d
-
-
-def best_text(ctx, out, hw) -> str:
-    from loopsim.analyses.search import engine
-    from loopsim.analyses.search.writer import write_spec
-
-    c = out.top[0]
-    v = c.verdict
-    lb = out.lower_bound_Q
-    over = f" ({v.Q / lb:.3g}x the I/O lower bound)" if lb else ""
-    header = (f"Found by loopsim search {ctx.problem.spec} on {hw.name}: T = {v.T:.6g} s "
-              f"({v.limit}), Q = {v.Q:,} bytes{over},\nSBUF peak {v.sbuf_peak_bytes:,} bytes; "
-              f"best of {out.evaluated:,} candidates.")
-    kernel = engine.kernel_of(ctx, c) if ctx.tpl.kernel is not None else None
-    return write_spec(ctx.tpl, dict(c.values), kernel, header=header)
+    works = {out.problem.spec: out.top[0].verdict.W for _, out in found}
+    if len(set(works.values())) > 1:
+        raise InputError("the SPECs do not do the same work, so their tilings are not alternatives: "
+                         + ", ".join(f"{k} W = {w:,} FLOPs" for k, w in works.items()))
+    ranked = sorted(found, key=lambda co: co[1].top[0].key[:-2])
+    ctx, out = ranked[0]
+    if args.output:
+        write_best(ctx, out, args.output, hw)
+    if args.json:
+        dump_json({"hardware": hw.name, "alternatives": [report.search_dict(c, o, hw) for c, o in ranked],
+                   "ranking": [o.problem.spec for _, o in ranked],
+                   "best": report.result_row(ctx, out.top[0], 1)})
+    else:
+        print(report.alternatives_text(ranked, hw))
+    return 130 if any(o.interrupted for _, o in ranked) else 0
 
 
 def write_best(ctx, out, path: str, hw) -> None:
-    from loopsim.base.outfile import write_atomic
+    """The best tiling as a spec file at ``path``; its kernel is named after the file."""
+    from pathlib import Path
 
-    text = best_text(ctx, out, hw)
+    from loopsim.base.outfile import write_atomic
+    from loopsim.render.search import best_text
+
+    stem = Path(path).stem
+    name = stem if stem.isidentifier() else None
+    text = best_text(ctx, out, hw, name)
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
 
     write_atomic(path, write, "-o")
-
-
-def format_text(ctx, out, rows: list[dict], hw) -> str:
-    from loopsim.render.text import compare_table as format_table
-
-    inputs = list(dict.fromkeys(n for d in rows for n in d.get("r", {})))
-    best = out.top[0].verdict
-    lb = out.lower_bound_Q
-    what = "tile/block sizes, loop orders and load placements" if out.structures_searched else \
-        "tile/block sizes (loop order as written)"
-    lines = [f"search {ctx.problem.spec} on {hw.name}: {what}; "
-             f"{out.evaluated:,} candidates evaluated ({out.verdicts:,} in full) of "
-             f"{out.space_size:,} in {out.seconds:.2f} s"
-             + (" (interrupted: best so far)" if out.interrupted else ""),
-             f"best: T = {fmt_time(best.T)} ({best.limit}), Q = {best.Q:,} bytes"
-             + (f" = {best.Q / lb:.3g}x the I/O lower bound" if lb else "")
-             + f", SBUF peak {best.sbuf_peak_bytes:,} bytes", ""]
-    lines.append(format_table(rows, hw, ctx.problem.policy, inputs))
-    lines.append("  tiling: searched values | loop order outer to inner | tensor@loop whose body "
-                 "holds its load")
-    return "\n".join(lines)

@@ -102,17 +102,6 @@ class Index(IndexTile):
         return id(self)
 
 
-def grid_shape(keys) -> tuple[int, ...]:
-    """The shape of the element grid a tuple of index tiles spans: each grid axis once, in axis
-    order (unplaced ones in the position they are used)."""
-    axes: dict = {}
-    for pos, k in enumerate(keys):
-        if isinstance(k, Index):
-            for a, _, n in k.terms:
-                axes.setdefault(pos if a is None else a, n)
-    return tuple(axes[a] for a in sorted(axes, key=lambda a: (a if isinstance(a, int) else 0)))
-
-
 def row_major(shape) -> tuple[int, ...]:
     """Element strides of ``shape`` laid out row-major."""
     out, s = [], 1
@@ -158,15 +147,19 @@ def decompose(shape, pattern, offset, what: str):
         for a, q in enumerate(_digits(c, shape, strides)):
             starts[a] = starts[a] + Sym({v: q}, 0)
     sizes = [1] * len(shape)
-    used: list[int] = []
+    used: list = []
     for st, n in pat:
         if n == 1:
             continue
         cands = [a for a, s in enumerate(strides) if s == st and a not in used and shape[a] >= n]
         if not cands:
-            raise NotABox(f"{what}: [{st}, {n}] of pattern {pattern!r} is not a run along one "
-                          f"axis of the {list(shape)} tensor (a strided, repeated or overlapping "
-                          "access): not modelled on an HBM tensor; slice the tensor instead")
+            split = _split_runs(shape, strides, pattern)
+            if split is None:
+                raise NotABox(f"{what}: [{st}, {n}] of pattern {pattern!r} is not a run along one "
+                              f"axis of the {list(shape)} tensor (a strided, repeated or overlapping "
+                              "access): not modelled on an HBM tensor; slice the tensor instead")
+            sizes, used = split
+            break
         a = cands[0]
         used.append(a)
         sizes[a] = n
@@ -175,8 +168,38 @@ def decompose(shape, pattern, offset, what: str):
         if hi > shape[a]:
             raise TraceError(f"{what}: offset {off} runs past axis {a} of the {list(shape)} tensor "
                              "(the access wraps into the next row): not modelled")
-    dims = [(starts[a], sizes[a], a in used) for a in range(len(shape))]
+    axes = {u[0] if isinstance(u, tuple) else u for u in used}
+    dims = [(starts[a], sizes[a], a in axes) for a in range(len(shape))]
     return dims, view_shape, used
+
+
+def _split_runs(shape, strides, pattern):
+    """A pattern walking axes in pieces: each run ``[stride, num]`` along the axis whose stride
+    divides its stride, the runs of one axis covering a contiguous range exactly once (mixed
+    radix: the scales are 1, n1, n1*n2, ...), in any order (``[[128, 128], [16384, 4], [1, 128]]``
+    on a [512, 128] tensor reads rows ``b * 128 + p``). Returns (size per axis, per run
+    ``(axis, scale)``), or None when the runs overlap, leave gaps or fit no axis."""
+    runs = []
+    for st, n in ((int(p[0]), int(p[1])) for p in pattern):
+        if n == 1:
+            continue
+        a = next((a for a in range(len(shape) - 1, -1, -1)
+                  if st % strides[a] == 0 and (st // strides[a]) * (n - 1) < shape[a]), None)
+        if a is None or st == 0:
+            return None
+        runs.append((a, st // strides[a], n))
+    sizes = [1] * len(shape)
+    for a in {r[0] for r in runs}:
+        mine = sorted((sc, n) for b, sc, n in runs if b == a)
+        expect = 1
+        for sc, n in mine:
+            if sc != expect:
+                return None
+            expect *= n
+        if expect > shape[a]:
+            return None
+        sizes[a] = expect
+    return sizes, [(a, sc) for a, sc, _ in runs]
 
 
 def merged_runs(pat, strides=()):
@@ -228,10 +251,6 @@ def covered(shape, pattern, offset, what: str):
             raise TraceError(f"{what}: offset {off} moves with loop {v.name} across axes: not modelled")
         dims[nz[0]][0] = dims[nz[0]][0] + Sym({v: digits[nz[0]]}, 0)
     return [tuple(d) for d in dims]
-
-
-def elements(shape) -> int:
-    return math.prod(shape)
 
 
 def reshape_groups(old, new, what: str) -> list[tuple[list[int], list[int]]]:

@@ -262,12 +262,28 @@ class _active:
 
 def _run(fn, args, kwargs, grid, rec: Recorder, shown: str, func: str) -> None:
     """One trace of ``fn``: bind its arguments, open the grid, call it, check the loops closed."""
+    from loopsim.frontends.nki.record import _ConcreteIter
+
     call_args = _arguments(fn, args, kwargs, shown, func, rec)
     for axis, g in enumerate(grid):
         rec.grid_var(axis, int(g))
+    by_program = any(v.site in rec.concrete for v in rec.grid)
+
+    def programs(axis: int) -> None:  # the grid run program by program, re-rolled like loops
+        if axis == len(rec.grid):
+            invoke(fn, call_args, shown, func)
+            return
+        for pid in _ConcreteIter(rec, rec.grid[axis], 0, 1):
+            rec.pids[axis] = pid
+            programs(axis + 1)
+
     rec.running = True
     try:
-        invoke(fn, call_args, shown, func)
+        if by_program:
+            rec.pids = [0] * len(rec.grid)
+            programs(0)
+        else:
+            invoke(fn, call_args, shown, func)
     finally:
         rec.running = False
     from loopsim.frontends.nki.record import _close_above

@@ -81,8 +81,11 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     for ev in events:
         if isinstance(ev, LoadEv) and ev.hoist and not ev.absorbed:
             ev.absorbed = _hoisted(ev)
+    _drop_unit_dims(events)
+    _fold_unit_dims(events, rec.notes)
     whole = _whole_dims(events)
     _fold_unit_dims(events, rec.notes)
+    _shift_on_chip(events)
     step: dict = {}
     for ev in events:
         for r in refs(ev):
@@ -198,14 +201,15 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     body, lifted = build(rec.root, 0)
     body = [s for s, _ in lifted] + body
-    for g in reversed(rec.grid + whole):
+    for g in reversed((rec.grid if rec.pids is None else []) + whole):
         st = step.get(g, 1)
         body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
     if not body:
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
-                       rec.shown, work=tuple(getattr(rec, "work", ())))
+                       rec.shown, work=tuple(getattr(rec, "work", ())),
+                       notes=tuple(getattr(rec, "notes", ())))
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -239,15 +243,20 @@ def _whole_dims(events) -> list:
             ev.out = spanning(ev.out, d, v)
             setattr(ev, operand, spanning(op, f, v))
         # a contraction over the whole of K in one instruction (no K loop): a loop of one trip
+        # (also a whole dimension of K beside a K loop: attention[h, :, s] @ weight[h, :, n])
         st, mv = ev.stationary, ev.moving
-        if len(st.starts) == 2 and len(mv.starts) == 2:
-            ks, km = 1 - ev.free_dims[0], 1 - ev.free_dims[1]
-            a, b = st.starts[ks], mv.starts[km]
-            if not (a.terms or a.const or b.terms or b.const) and st.sizes[ks] == mv.sizes[km]:
-                lg = ev.out.logical.find()
-                v = made.setdefault((id(lg), "k", st.sizes[ks]),
-                                    LoopVar(f"{lg.name}_k", 1, "whole", ev.line))
-                ev.stationary, ev.moving = spanning(st, ks, v), spanning(mv, km, v)
+        whole_s = [d for d in range(len(st.starts)) if d != ev.free_dims[0]
+                   and not (st.starts[d].terms or st.starts[d].const)]
+        whole_m = [d for d in range(len(mv.starts)) if d != ev.free_dims[1]
+                   and not (mv.starts[d].terms or mv.starts[d].const)]
+        if whole_s and len(whole_s) == len(whole_m) and all(
+                st.sizes[a] == mv.sizes[b] for a, b in zip(whole_s, whole_m)):
+            lg = ev.out.logical.find()
+            for j, (ks, km) in enumerate(zip(whole_s, whole_m)):
+                v = made.setdefault((id(lg), "k", j, st.sizes[ks]),
+                                    LoopVar(f"{lg.name}_k{j or ''}", 1, "whole", ev.line))
+                st, mv = spanning(st, ks, v), spanning(mv, km, v)
+            ev.stationary, ev.moving = st, mv
     return list(made.values())
 
 
@@ -270,6 +279,73 @@ def _extent(lg, rs, d: int) -> int:
                r.sizes[d] for r in rs)
 
 
+def _shift_on_chip(events) -> None:
+    """An on-chip tensor (an accumulator or op value) every access of which starts at least c
+    elements into a dimension (the accumulators of a pipelined loop's later stages) has its
+    origin moved by c: where a tensor made on chip sits is the trace's choice, not the kernel's."""
+    raw, seen = [], set()
+    for ev in events:
+        for r in _raw_refs(ev):
+            if id(r) not in seen:
+                seen.add(id(r))
+                raw.append(r)
+    groups: dict = {}
+    for r in raw:
+        lg = r.logical.find()
+        if lg.kind != "hbm":
+            groups.setdefault(id(lg), []).append(r)
+    for rs in groups.values():
+        nd = len(rs[0].starts)
+        if any(len(r.starts) != nd for r in rs):
+            continue
+        for d in range(nd):
+            m = min(r.starts[d].const for r in rs)
+            if m > 0:
+                for r in rs:
+                    r.starts = tuple(x - m if i == d else x for i, x in enumerate(r.starts))
+
+
+def _drop_unit_dims(events) -> None:
+    """Dimensions of one element (a batch of 1, ``x[0, :, :]``) dropped from a tensor and every
+    access to it: the same elements and bytes, and no ``:`` the matmul roles cannot place."""
+    raw, seen = [], set()
+    for ev in events:
+        for r in _raw_refs(ev):
+            if id(r) not in seen:
+                seen.add(id(r))
+                raw.append(r)
+    groups: dict = {}
+    for r in raw:
+        lg = r.logical.find()
+        groups.setdefault(id(lg), (lg, []))[1].append(r)
+    kept: dict = {}
+    mms = [(ev, ev.stationary.logical.find(), ev.moving.logical.find()) for ev in events
+           if isinstance(ev, MatmulEv)]
+    for lg, rs in groups.values():
+        nd = len(rs[0].starts)
+        if nd < 2 or any(len(r.starts) != nd for r in rs):
+            continue
+        drop = [d for d in range(nd) if _extent(lg, rs, d) == 1 and all(
+            not r.starts[d].terms and r.starts[d].const == 0 and r.sizes[d] == 1 for r in rs)]
+        if not drop or len(drop) == nd:
+            continue
+        keep = [d for d in range(nd) if d not in drop]
+        kept[id(lg)] = keep
+        for r in rs:
+            r.starts = tuple(r.starts[d] for d in keep)
+            r.sizes = tuple(r.sizes[d] for d in keep)
+        if lg.kind == "hbm":
+            lg.shape = tuple(lg.shape[d] for d in keep)
+        for attr in ("pa_strong", "pa_weak"):
+            pa = getattr(lg, attr)
+            if pa is not None:
+                setattr(lg, attr, keep.index(pa) if pa in keep else None)
+    for ev, st, mv in mms:  # the matmuls' M and N dimensions, renumbered
+        md, nd_ = ev.free_dims
+        ks, km = kept.get(id(st)), kept.get(id(mv))
+        ev.free_dims = (ks.index(md) if ks and md in ks else md, km.index(nd_) if km and nd_ in km else nd_)
+
+
 def _fold_unit_dims(events, notes: list) -> None:
     """A loop that moves tiles by S elements in one tensor and by c < S in another, where the
     second tensor's dimension is walked in tiles of c and another of its dimensions, of S / c
@@ -286,23 +362,80 @@ def _fold_unit_dims(events, notes: list) -> None:
     for r in raw:
         lg = r.logical.find()
         groups.setdefault(id(lg), (lg, []))[1].append(r)
+    mms = [ev for ev in events if isinstance(ev, MatmulEv)]
     for _ in range(4 * len(groups) + 1):  # each pass folds one pair of dimensions
-        if not _fold_one(raw, groups, notes):
+        if not _fold_one(raw, groups, notes, mms):
             return
 
 
-def _fold_one(raw, groups, notes) -> bool:
+def _renumber_free(mms, lg, d: int, e: int) -> None:
+    """The matmuls' M and N dimensions of ``lg`` after its dimension ``e`` merged into ``d``."""
+    def re(x: int) -> int:
+        return d - (d > e) if x == e else x - (x > e)
+    for ev in mms:
+        md, nn = ev.free_dims
+        if ev.stationary.logical.find() is lg:
+            md = re(md)
+        if ev.moving.logical.find() is lg:
+            nn = re(nn)
+        ev.free_dims = (md, nn)
+
+
+def _multi_k(mms) -> dict:
+    """id(logical) -> its dimensions that are a matmul's free (M or N) dimension, for the
+    operands of matmuls contracting over more than one dimension of an operand."""
+    out: dict = {}
+    free: dict = {}
+    for ev in mms:
+        for r, f in ((ev.stationary, ev.free_dims[0]), (ev.moving, ev.free_dims[1])):
+            free.setdefault(id(r.logical.find()), set()).add(f)
+    for ev in mms:
+        for r in (ev.stationary, ev.moving):
+            if len(r.starts) > 2:
+                out[id(r.logical.find())] = free.get(id(r.logical.find()), set())
+    return out
+
+
+def _fold_one(raw, groups, notes, mms=()) -> bool:
     coefs: dict = {}
     for r in raw:
         for st in r.starts:
             for v, c in st.terms.items():
                 coefs.setdefault(v, set()).add(c)
     top = {v: max(cs) for v, cs in coefs.items() if len(cs) > 1}
-    if not top:
+    multi = _multi_k(mms)
+    if not top and not multi:
         return False
     for lg, rs in groups.values():
         nd = len(rs[0].starts)
         if any(len(r.starts) != nd for r in rs):
+            continue
+        if id(lg) in multi:  # a leading dimension walked in unit tiles, merged with the next
+            free = multi[id(lg)]
+            for d in range(nd - 1):
+                e = d + 1
+                ext = _extent(lg, rs, e)
+                if d in free or e in free or not all(
+                        r.sizes[d] == 1 and len(r.starts[d].terms) <= 1 and not r.starts[e].terms
+                        and r.starts[e].const == 0 and r.sizes[e] == ext for r in rs):
+                    continue
+                for r in rs:
+                    r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
+                    r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
+                if lg.kind == "hbm":
+                    shape = list(lg.shape)
+                    shape[d] *= ext
+                    del shape[e]
+                    lg.shape = tuple(shape)
+                for attr in ("pa_strong", "pa_weak"):
+                    pa = getattr(lg, attr)
+                    if pa is not None:
+                        setattr(lg, attr, d if pa == e else pa - (pa > e))
+                _renumber_free(mms, lg, d, e)
+                notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
+                             "over both); the same tiles and bytes")
+                return True
+        if not top:
             continue
         for d in range(nd):
             vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
@@ -334,6 +467,7 @@ def _fold_one(raw, groups, notes) -> bool:
                     pa = getattr(lg, attr)
                     if pa is not None:
                         setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
+                _renumber_free(mms, lg, d, e)
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
                              f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
                              f"tiles by {c} and others' by {big}); the same tiles and bytes")

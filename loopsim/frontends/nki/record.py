@@ -25,6 +25,10 @@ from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, 
 from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, NeedsConcrete, Sym
 from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
+#: the site of a launch-grid axis (+ (axis,)): in ``concrete`` when the grid runs program by
+#: program (a kernel branching on ``nl.program_id``)
+GRID_SITE = ("<grid>",)
+
 _PKG = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
@@ -57,6 +61,8 @@ class Recorder:
         self.sites: set = set()
         self.notes: list[str] = []  # what the trace assumed or stubbed, for the report
         self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
+        self.pids: list | None = None  # the program ids, when the grid runs program by program
+        self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -116,12 +122,23 @@ class Recorder:
         return _LoopIter(self, var, start, step)
 
     def grid_var(self, axis: int, trips: int) -> LoopVar:
-        v = LoopVar(f"pid{axis}", trips, "grid", 0)
+        v = LoopVar(f"pid{axis}", trips, "grid", 0, GRID_SITE + (axis,))
         self.grid.append(v)
         return v
 
     # -- tensors and buffers --------------------------------------------------------------
     def hbm(self, name: str, shape, dtype, *, line: int = 0, buffer: str = "hbm") -> HbmTensor:
+        if self.pids is not None and self.running:
+            # programs of a grid run one by one share what they allocate in HBM (shared_hbm)
+            f = user_frame()
+            key = (f.f_code.co_filename, f.f_lineno, name) if f is not None else (name,)
+            if key in self.shared:
+                return self.shared[key]
+            t = self.shared[key] = self._hbm(name, shape, dtype, line, buffer)
+            return t
+        return self._hbm(name, shape, dtype, line, buffer)
+
+    def _hbm(self, name, shape, dtype, line, buffer) -> HbmTensor:
         lg = Logical("hbm", self.unique(name), dtype_name(dtype), tuple(int(d) for d in shape), line)
         self.logicals.append(lg)
         return HbmTensor(self, lg, dtype, buffer)
@@ -170,6 +187,10 @@ class Recorder:
         """Make ``dst`` hold ``ref`` (whose kept axes run along ``axis_of``); returns the loop
         variables the buffer's coordinates absorb (a buffer filled by a loop)."""
         kept = [a for a in range(len(dst.offsets)) if dst.kept[a]]
+        # an entry (d, scale): that axis steps ``scale`` elements of dimension d (a DMA walking a
+        # tensor axis in pieces); a plain d steps one
+        scale_of = [dd[1] if isinstance(dd, tuple) else 1 for dd in axis_of]
+        axis_of = [dd[0] if isinstance(dd, tuple) else dd for dd in axis_of]
         if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
             # a value along no tensor axis (a per-row statistic) into a slot of another shape
             dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
@@ -177,7 +198,8 @@ class Recorder:
             return set()
         if len(kept) != len(axis_of):
             # shapes equal but for axes of one element ([128, 1] into [128]): squeeze them
-            axis_of = [d for d in axis_of if d is not None and ref.sizes[d] != 1]
+            keep = [i for i, d in enumerate(axis_of) if d is not None and ref.sizes[d] != 1]
+            axis_of, scale_of = [axis_of[i] for i in keep], [scale_of[i] for i in keep]
             kept = [a for a in kept if dst.sizes[a] != 1]
             if len(kept) != len(axis_of):
                 raise TraceError(f"shape mismatch: writing a {len(axis_of)}-D tile into {dst!r}")
@@ -186,9 +208,9 @@ class Recorder:
         dims = []
         for d in range(len(ref.starts)):
             start = ref.starts[d]
-            axes = [(kept[i], 1) for i, dd in enumerate(axis_of) if dd == d]
-            for a, _ in axes:
-                start = start - dst.offsets[a]
+            axes = [(kept[i], scale_of[i]) for i, dd in enumerate(axis_of) if dd == d]
+            for a, sc in axes:
+                start = start - dst.offsets[a] * sc
             for a in range(len(dst.offsets)):
                 # a buffer axis indexed by loops inside the allocation: the tile it holds moves
                 # with that index, by a whole number of elements per buffer coordinate
@@ -229,9 +251,23 @@ class Recorder:
             lg.loaded = True
             ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
-            if _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
+            if axis_of and isinstance(axis_of[0], tuple):  # axes walked in pieces
+                if _squeezed(list(src.shape)) != _squeezed([s for s, k in zip(dst.sizes, dst.kept) if k]):
+                    raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+            elif _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
-                raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+                if math.prod(src.shape) != math.prod(dst.shape):
+                    raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
+                # a load that reshapes ([1024] into [128, 8]): its bytes are exact; the tile is
+                # not followed element by element on chip (a broadcast operand, say)
+                from loopsim.frontends.nki import work
+
+                self.notes.append(f"{work.call_site(self)}: a load reshapes {lg.name}{list(src.shape)} "
+                                  f"into {dst!r}; its bytes count, its elements are not followed on chip")
+                ev = LoadEv(ref, (), line, dst.buf)
+                self.body.append(ev)
+                dst.buf.binding = Binding(self._const(), ())
+                return ev
             absorbed = self.bind(dst, ref, axis_of)
             self._vote(dst, weak=True)
             order = [r.var for r in self.stack if isinstance(r, LoopRec)]
@@ -434,6 +470,7 @@ class Recorder:
         out = self.alloc(shape, dtype or tiles[0].dtype, "sbuf", self.assigned_name(name))
         self.op(name, "vector", out, args)
         out.buf.fresh_op = (name, list(args))
+        out.buf.compared = name in _COMPARISONS  # its truth is a data-dependent branch
         return out
 
     def op(self, name: str, engine: str, dst: Tile, inputs: list, *, reduce: bool = False) -> None:
@@ -456,6 +493,10 @@ class Recorder:
                     raise TraceError(f"{name} of a loop index is not modelled")
                 continue
             ref, axes = self.resolve(x, name)
+            if getattr(x, "grid", None) and len(axes) != sum(1 for k in dst.kept if k):
+                # an index-tile view (a window, a stride) of another rank: its axes walk the
+                # tensor by their own steps
+                axes = x.grid_axes(x.buf.binding) or axes
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
@@ -563,6 +604,9 @@ def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
         return lg.sources
     return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
                                           for x in s.starts), s.sizes) for s in lg.sources)
+
+
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 
 
 def _squeezed(shape) -> list:

@@ -59,12 +59,12 @@ def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None
             "nki": {"path": path, "func": func, **opts},
             # the keyword integers (not --arg dimensions): 0 or negative is a kernel's business
             "keywords": tuple(n for n in params if n not in named)}
-    return SpecFile(ref, data, "")
+    return SpecFile(ref, data, "", tracer=trace)
 
 
 def is_kernel_file(sf: SpecFile) -> bool:
     """Whether ``sf`` stands for a kernel file (made by :func:`spec_file`)."""
-    return "nki" in sf.data
+    return sf.tracer is trace
 
 
 def trace(sf: SpecFile, params: Mapping[str, int]):

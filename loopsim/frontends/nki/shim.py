@@ -1,9 +1,11 @@
 """The recording stand-in for the NKI modules (``nki``, ``nki.language``, ``nki.isa``,
-``nki.typing``, ``nki.compiler`` and the ``neuronxcc.nki...`` spellings).
+``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler`` and the
+``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each modelled call counts.
 
 Each call records into the active :class:`loopsim.frontends.nki.record.Recorder`; nothing computes a value.
-A name the shim does not model is an :class:`Unmodelled` placeholder: calling it stops the trace
-with the call's name. :func:`installed` puts the modules in ``sys.modules`` for one trace and
+A name the shim does not model is an :class:`Unmodelled` placeholder: called on tiles whose output
+shape is known it is costed as ASSUMED generic work on its engine (:mod:`.work`), else it stops the
+trace with the call's name. :func:`installed` puts the modules in ``sys.modules`` for one trace and
 restores whatever was there before, even when the trace fails.
 """
 
@@ -112,11 +114,15 @@ def _assumed(name: str, short: str, args, kwargs):
         if not ins:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim (and has no tile "
                              "argument to cost it by)")
-        if short not in _SAME_SHAPE:
+        # nki.language calls without an axis= are elementwise (the language reference's math
+        # functions): the output has the largest input's shape
+        elementwise = name.startswith("nki.language.") and "axis" not in kwargs
+        if short not in _SAME_SHAPE and not elementwise:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
                              f"not known: pass dst= (an output tile) so it can be costed as generic "
                              "work, or rewrite it with modelled calls")
-        dst = rec.alloc(ins[0].shape, kwargs.get("dtype") or ins[0].dtype, "sbuf",
+        big = max(ins, key=lambda t: t.size)
+        dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
                         rec.assigned_name(short))
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
@@ -247,6 +253,8 @@ def program_id(axis=0, axes=None):
     ``lnc_id = nl.program_id(0) if nl.num_programs(axes=0) > 1 else 0``)."""
     rec = _rec()
     axis = axis if axes is None else axes
+    if rec.pids is not None and axis < len(rec.pids):  # the grid runs program by program
+        return rec.pids[axis]
     if axis >= len(rec.grid):
         return 0
     return Sym({rec.grid[axis]: 1}, 0)
@@ -818,6 +826,17 @@ def _flat_reshaped(dst, src):
                 [n for n in b.shape if n != 1] and not (t.logical.loaded or t.logical.output):
             r = t.reshape(b.shape).full()
             return (b, r) if not swap else (r, b)
+    # a run along one dimension of an HBM tensor into a whole tile of as many elements: the
+    # tile's axes walk that dimension in pieces (row-major)
+    if isinstance(src, HbmTensor):
+        src = src.full()
+    if isinstance(src, HbmView) and src.order is None and src._shape is None and \
+            isinstance(dst, Tile) and dst.view_shape is None and len(dst.shape) > 1:
+        kept = [d for d, (_, n, k) in enumerate(src.dims) if k and n != 1]
+        if len(kept) == 1 and src.dims[kept[0]][1] == dst.size and dst.shape != src.shape:
+            import math as _m
+            order = [(kept[0], _m.prod(dst.shape[i + 1:])) for i in range(len(dst.shape))]
+            return dst, HbmView(src.tensor, src.dims, order, tuple(dst.shape))
     return dst, src
 
 

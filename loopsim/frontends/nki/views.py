@@ -102,7 +102,12 @@ class HbmTensor(_Viewable):
             j += 1
         return out
 
-    def _view(self, dims, order=None) -> "HbmView":
+    def _view(self, dims, order=None, view=None) -> "HbmView":
+        if order and isinstance(order[0], tuple):  # axes walked in pieces: the pattern's shape
+            if tuple(self.logical.shape) != self._shape:
+                raise TraceError(f"an access pattern walking the axes of {self!r} in pieces, on a "
+                                 "reshaped handle, is not modelled")
+            return HbmView(self, dims, order, tuple(n for n in view if n != 1))
         if tuple(self.logical.shape) == self._shape:
             return HbmView(self, dims, order)
         shape = tuple(n for _, n, k in dims if k)
@@ -147,7 +152,7 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         t._current()
         dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
-        return t._view(dims, order)
+        return t._view(dims, order, [int(p[1]) for p in pattern])
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -185,7 +190,8 @@ class HbmView(_Viewable):
         self.tensor, self.dims = t, dims
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
-        self.order = None if order is None or list(order) == sorted(order) else list(order)
+        self.order = None if not order or (not isinstance(order[0], tuple) and list(order) ==
+                                           sorted(order)) else list(order)
         self._shape = shape  # the shape the kernel sees when it differs by size-1 dimensions
 
     @property
@@ -257,19 +263,36 @@ def _shape_arg(shape, size: int, what: str) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+def _note(t, text: str) -> None:
+    """Add ``FILE:LINE: text`` to the trace's notes (shown with the report)."""
+    from loopsim.frontends.nki import work
+
+    rec = t._rec if isinstance(t, HbmTensor) else t.tensor._rec if isinstance(t, HbmView) else \
+        t.buf.rec
+    notes = getattr(rec, "notes", None)
+    if notes is not None:
+        line = f"{work.call_site(rec)}: {text}"
+        if line not in notes:
+            notes.append(line)
+
+
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
     what = f".ap of {t!r}"
-    if kw.get("vector_offset") is not None:
-        raise TraceError(f"{what}: vector_offset= makes the address depend on tensor data (an "
-                         "indirect access): loopsim cannot know which elements are read; not modelled")
+    so = kw.get("scalar_offset")
+    data_offset = kw.get("vector_offset") is not None or (
+        so is not None and not (isinstance(so, (int, Sym)) and not isinstance(so, bool)))
+    if data_offset:
+        # an indirect access (rows chosen by a tile or a register at run time): the bytes are
+        # known, which rows are not; counted as the pattern's box at its static offset, ASSUMED
+        _note(t, f"{what} with {'vector_offset' if kw.get('vector_offset') is not None else 'scalar_offset'}= "
+                 "(an indirect access: the rows it reads are data): its bytes counted as the "
+                 "pattern's box at its static offset (ASSUMED: which rows, and so their reuse, is "
+                 "not known)")
+        so = None
     if dtype is not None and nki_dtype(dtype).itemsize != t.dtype.itemsize:
         raise TraceError(f"{what}: reinterpreting {t.dtype} as {dtype} (another element size) is "
                          "not modelled")
-    so = kw.get("scalar_offset")
     if so is not None:  # a known scalar offset along indirect_dim (an int or a loop index)
-        if not isinstance(so, (int, Sym)) or isinstance(so, bool):
-            raise TraceError(f"{what}: scalar_offset={so!r} is read at run time (a register): the "
-                             "address depends on data; not modelled")
         d = kw.get("indirect_dim") or 0
         offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
     try:
@@ -280,7 +303,8 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
         # on chip: a strided or repeated (stride 0) read of the box it covers
         view = tuple(int(p[1]) for p in pattern)
         return access.covered(shape, pattern, offset, what), view
-    return dims, (order if hbm or order == sorted(order) else tuple(view))
+    split = bool(order) and isinstance(order[0], tuple)
+    return dims, (order if hbm or (not split and order == sorted(order)) else tuple(view))
 
 
 def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
@@ -301,7 +325,8 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                          "dimensions")
     complex_index = False
     view: list = []  # the view's own shape, entry by entry (a grid index adds its axes)
-    seen: set = set()
+    grid: list = []  # per view axis, the (buffer position, elements per step) it walks
+    seen: dict = {}  # index-grid axis key -> its view axis
     for pos, k in zip(positions, key):
         base, size, _ = out[pos]
         if isinstance(k, slice):
@@ -317,6 +342,7 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                     raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
                 out[pos] = (base + lo, n.const, True)
                 view.append(-(-n.const // k.step))
+                grid.append([(pos, k.step)])
                 complex_index = True
                 continue
             lo = Sym.of(0 if k.start is None else k.start)
@@ -326,9 +352,11 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                 raise TraceError(f"slice {lo}:{hi} must have a constant positive size")
             out[pos] = (base + lo, n.const, True)
             view.append(n.const)
+            grid.append([(pos, 1)])
         elif isinstance(k, DS):
             out[pos] = (base + k.start, k.size, True)
             view.append(k.size)
+            grid.append([(pos, 1)])
         elif isinstance(k, access.Index) and not k.simple:
             if hbm:
                 raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
@@ -336,24 +364,32 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
                                  "than once): not modelled; load the box once and index the "
                                  "window on chip")
             out[pos] = (base + k.low, k.extent, True)
-            for a, _, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
+            for a, c, n in sorted(k.terms, key=lambda t: t[0] if isinstance(t[0], int) else 0):
                 if a is None or a not in seen:
-                    seen.add(a)
+                    if a is not None:
+                        seen[a] = len(view)
                     view.append(n)
+                    grid.append([(pos, c)])
+                else:
+                    grid[seen[a]].append((pos, c))
             complex_index = True
         elif isinstance(k, IndexTile):
             out[pos] = (base + k.offset, k.size, True)
-            if isinstance(k, access.Index) and k.terms[0][0] in seen:
+            a = k.terms[0][0] if isinstance(k, access.Index) else None
+            if a is not None and a in seen:
+                grid[seen[a]].append((pos, 1))
                 continue
-            seen.add(k.axis if isinstance(k, access.Index) else None)
+            if a is not None:
+                seen[a] = len(view)
             view.append(k.size)
+            grid.append([(pos, 1)])
         elif isinstance(k, (int, Sym)) and not isinstance(k, bool):
             out[pos] = (base + Sym.of(k), 1, False)
         else:
             raise TraceError(f"index {k!r} is not modelled (slices, nl.ds, nl.arange, ints and "
                              "loop indices are)")
     if complex_index and shaped is not None:
-        shaped.append(tuple(view))
+        shaped.append((tuple(view), tuple(tuple(g) for g in grid) if len(grid) == len(view) else None))
     return out
 
 
@@ -454,6 +490,24 @@ class Tile(_Viewable):
         self.kept = kept if kept is not None else [True] * n
         self.view_shape = None if view_shape is None else tuple(view_shape)
         self.view_dtype = view_dtype  # the dtype a reinterpreting access pattern reads as
+        self.grid = None  # an index-tile view: per view axis ((buffer axis, step), ...)
+
+    def grid_axes(self, binding):
+        """Per axis of an index-tile view, the tensor dimension it walks and its step there
+        ((dim, elements), for :meth:`Recorder.bind`), from ``binding``; None where a view axis
+        walks two buffer axes or one holding no dimension."""
+        if self.grid is None:
+            return None
+        out = []
+        for steps in self.grid:
+            if len(steps) != 1:
+                return None
+            a, c = steps[0]
+            hit = [(d, sc) for d, dm in enumerate(binding.dims) for b, sc in dm.axes if b == a]
+            if len(hit) != 1:
+                return None
+            out.append((hit[0][0], hit[0][1] * c))
+        return out
 
     @property
     def shape(self):
@@ -491,8 +545,10 @@ class Tile(_Viewable):
         shaped: list = []
         dims = _slice_dims(self.sizes, self.offsets, self.kept, key, shaped=shaped)
         # a slice of a tile is relative to the tile's own start
-        return Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
-                    shaped[0] if shaped else None)
+        t = Tile(self.buf, [a for a, _, _ in dims], [s for _, s, _ in dims], [k for *_, k in dims],
+                 shaped[0][0] if shaped else None)
+        t.grid = shaped[0][1] if shaped else None
+        return t
 
     def reshape(self, *shape) -> "Tile":
         """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
@@ -594,7 +650,14 @@ class Tile(_Viewable):
                          f"values of a {list(self.shape)} tile; loopsim traces shapes, never tensor "
                          "values")
 
-    __bool__ = __int__ = __float__ = __index__ = __iter__ = __len__ = _data
+    __int__ = __float__ = __index__ = __iter__ = __len__ = _data
+
+    def __bool__(self):
+        """A tile tested for presence (``if bias_tile:``, as NKI's tensor objects are truthy) is
+        True; the truth of a comparison (``if nl.max(t) > 0:``) needs data: refused."""
+        if getattr(self.buf, "compared", False):
+            self._data()
+        return True
 
     def __repr__(self):
         return f"tile {self.buf.name}{list(self.shape)}"

@@ -280,6 +280,7 @@ def compute(kernel: Kernel, hw, *, dtype: str, parallel: Parallel | None = None,
         out.append(c)
     if hw.roofs == "measured":
         notes.append("ceilings are fractions of the spec Tensor Engine peak; the roofs are measured")
+    notes.extend(n for n in getattr(kernel, "notes", ()) if n not in notes)
     work = _engine_work(kernel, hw, link_bw, notes)
     return Ceilings(dtype, p_ref, W, count, inst_s, cores,
                     split.var if split else None, tuple(out), ps, ln, tuple(notes), work)

@@ -40,16 +40,13 @@ def check(hw, K: int, M: int | None, N: int, count: int, dtype: str) -> None:
     """An :class:`InputError` (one line, naming the option) for a sequence the array cannot run
     as one instruction per moving tile (``M`` None: all the columns), or a sheet that is not one
     physical NeuronCore."""
-    if getattr(hw, "family", "neuron") != "neuron":
-        raise InputError(f"--hardware {hw.name}: the clockwork draws a NeuronCore's PE array; "
-                         f"{hw.name} is a {hw.family} machine, with none")
+    a = array_of(hw)  # first: a machine without a PE array is refused by name
     if dtype not in hw.dtypes():
         raise InputError(f"--dtype {dtype}: {hw.name} has no Tensor Engine roof for it "
                          f"(known: {', '.join(hw.dtypes())})")
     if hw.physical_cores != 1:
         raise InputError(f"--hardware {hw.name}: the clockwork is one physical core's Tensor "
                          f"Engine; this sheet is {hw.physical_cores} cores ({hw.scope})")
-    a = array_of(hw)
     M = a.cols if M is None else M
     if hw.P("bf16") != a.rows * a.cols * 2 * a.clock_hz:
         raise InputError(f"--hardware {hw.name}: its P is not derived from a PE array "

@@ -234,7 +234,13 @@ class NeuronCore(Roofs):
 
     def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
                 run: bool = True):
-        """The engine timeline of one stage (:mod:`.timeline`), added to ``times``/``details``."""
+        """The engine timeline of one stage (:mod:`.timeline`), added to ``times``/``details``.
+        Not on measured roofs: the timeline times transfers and instructions from the sheet's
+        documented constants, while calibrated roofs already are the machine as achieved (as the
+        DMA ceiling, :meth:`dma_time`); added, it would bind a calibrated sheet's prediction for
+        the very kernel it was fitted to above that kernel's measured time."""
+        if self.roofs == "measured":
+            return None
         from loopsim.targets.neuron import timeline
 
         return timeline.attach(stage, op_map, counts, self, dtype, times, details, run=run)

@@ -221,23 +221,23 @@ class _Core:
         return self.queues[key]
 
 
+#: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
 
 def _region(acc, loops, t, env):
     """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
     the tensor's edge (the execution does not run)."""
-    key = (id(acc), id(loops[-1]) if loops else 0, id(t))
+    key = (id(acc), id(t), *map(id, loops))
     geom = _GEOM.get(key)
-    last = loops[-1] if loops else None
-    # the entry holds the objects its key names, so their ids cannot be reused while it lives;
-    # checked by identity (an id of a freed loop reused by another gave a stale extent: a search's
-    # T for one tiling varied from run to run in one process)
-    if geom is None or geom[0] is not acc or geom[2] is not last or geom[3] is not t:
-        geom = _GEOM[key] = (acc, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
-                                        for axis, terms in enumerate(acc.index)), last, t)
+    if geom is None or geom[0] is not acc or geom[2] is not t or \
+            len(geom[1]) != len(loops) or any(a is not b for a, b in zip(geom[1], loops)):
+        if len(_GEOM) > 1 << 14:
+            _GEOM.clear()
+        geom = _GEOM[key] = (acc, loops, t, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
+                                                  for axis, terms in enumerate(acc.index)))
     st, en = [], []
-    for terms, ext, dim in geom[1]:
+    for terms, ext, dim in geom[3]:
         s = 0
         for v in terms:
             s += env[v]
@@ -270,6 +270,8 @@ class _Run:
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.engine_cache: dict = {}
         self.eff: dict[int, float] = {}
+        self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
+        self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
         self.dma_bytes = 0
         self.dma_bytes_core: dict[int, int] = {}
         self.latency = 0.0  # every DMA's fixed cost and every PSUM read's fill (the serial sum's share)
@@ -310,7 +312,10 @@ class _Run:
             ppb, e = nbytes, self.c.dma_engines
         eff = self.eff.get(ppb)
         if eff is None:
-            eff = self.eff[ppb] = relative_throughput(ppb, self.c.dma_curve)
+            # no [dma] throughput curve (a sheet written before it existed): no derating, as
+            # the sheet's own dma_efficiency says
+            eff = self.eff[ppb] = (relative_throughput(ppb, self.c.dma_curve)
+                                   if self.c.dma_curve else 1.0)
         rate = e * self.c.dma_engine_bw * eff
         self.dma_bytes += nbytes
         self.latency += self.c.dma_fixed
@@ -423,8 +428,10 @@ class _Run:
         reg = _region(stmt.tile, loops, t, env)
         if reg is None:
             return
-        q = cs.q(f"dma:{stmt}", "dma")
-        chunk = stmt.chunks(t.partition_axis)
+        q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
+        chunk = self.chunk_of.get(id(stmt))
+        if chunk is None:
+            chunk = self.chunk_of[id(stmt)] = stmt.chunks(t.partition_axis)
         subs = _chunks(reg, chunk)
         for n, (s0, e0) in enumerate(subs):
             slot = self._slot(cs, stmt, t.name, loops, n)
@@ -461,7 +468,8 @@ class _Run:
         if not waits:
             waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
         dur, _, _ = self._dma_cost([e - s for s, e in zip(*reg)], t, cs.core)
-        i = self.sched.add(cs.q(f"dma:{stmt}", "dma"), dur, waits, pipe=cs.pipe, label=label)
+        name = self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}")
+        i = self.sched.add(cs.q(name, "dma"), dur, waits, pipe=cs.pipe, label=label)
         self._read_done(cs, ents, i)
         cs.execs[label] = cs.execs.get(label, 0) + 1
 
@@ -747,7 +755,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     T = fig["T"]
     busy = tuple((k, fig["busy." + k]) for k in ENGINE_ORDER if fig.get("busy." + k, 0.0) > 0)
     top = max((v for _, v in busy), default=0.0)
-    if cut and T < top:
+    clamped = bool(cut) and T < top
+    if clamped:
         # a cut inner loop can shift the bottleneck (its loads stay whole while its compute
         # shrinks), so the makespan's extrapolation can fall below an engine's busy time, which is
         # exact (a sum of durations): the kernel takes at least that
@@ -771,6 +780,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
         share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
             biggest.sched.end[i] - biggest.sched.start[i]
     critical = max(share, key=share.get) if share else ref
+    if clamped:  # the run's critical path is the cut run's; the whole kernel's is the busiest engine
+        critical = max(busy, key=lambda b: b[1])[0]
     return Timeline(kernel.name, T, T_best, fig["serial"], busy, counts, gap, ref, critical,
                     not cut, len(samples), sim, tuple((l.var, l.trips, KEEP) for l in cut), used,
                     tuple(dict.fromkeys(notes)), biggest.sched)
@@ -798,8 +809,11 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
     ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
     (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
     when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
-    so)."""
+    so), and with measured roofs (a calibrated sheet's roofs are the achieved times; the
+    timeline's constants are not fitted)."""
     kernel = stage.kernel
+    if hw.roofs == "measured":  # measured roofs already are the kernel's time as achieved (the
+        return None             # DMA ceiling steps aside too); the timeline's constants are not fitted
     fl = transfers_floor(kernel, hw)
     if fl is not None:
         times["dma_transfers"], details["dma_transfers"] = fl
@@ -816,7 +830,8 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
                      Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of)
     except HardwareError:
         return None
-    times["timeline"] = max(t.T, fl[0] if fl else 0.0)
+    # to 12 significant digits: the same schedule summed in another order must tie, not rank
+    times["timeline"] = float(f"{max(t.T, fl[0] if fl else 0.0):.12g}")
     parts = ", ".join(f"{CAUSE_SHORT[k]} {v / t.T:.0%}" for k, v in t.gap if abs(v) >= 0.005 * t.T) if t.T else ""
     details["timeline"] = t.summary() + (f"; the gap to T_best: {parts}" if parts else "")
     return t
