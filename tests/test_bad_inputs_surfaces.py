@@ -51,9 +51,9 @@ def copy(a, offset=0, code=0, note="x"):
     return out
 
 
-def huge(a):
+def huge(a, trips=10**30):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(10**30):
+    for i in nl.affine_range(trips):
         t = nl.load(a[i * 128:(i + 1) * 128, :])
         nl.store(out[i * 128:(i + 1) * 128, :], t)
     return out
@@ -129,6 +129,8 @@ KERNEL_CASES = {  # name -> (function, extra argv, pinned message)
                                r"--kwarg note='\(\(\(.*\.\.\.<200,000 characters>' is not a Python literal loopsim takes"),
     "affine_range(10**30)": ("huge", [], r"copy_kernel\.py:26: kernel huge: affine_range bound=a 31-digit integer "
                                          r"exceeds the largest loop bound"),
+    "affine_range(2**62) over 1,024 rows": ("huge", ["--kwarg", f"trips={2**62}"],
+                                            r"out of memory: numpy cannot allocate an array that large"),
     "5000-digit --arg": ("copy", ["--arg", "b=1024x" + "9" * 5000], r"--arg b=<5,000 digits> exceeds the largest integer"),
     "--grid 2^63x2": ("copy", ["--grid", f"{2**63}x2"], r"--grid=9223372036854775808 exceeds the largest integer"),
     "--grid 2^62x2": ("copy", ["--grid", f"{2**62}x2"], r"--grid 4611686018427387904x2 \(launches in all\)=9223372036854775808 exceeds"),
@@ -284,6 +286,19 @@ def test_named_json_case(tmp_path, capsys, name, reader):
     err = refused(capsys, argv, pattern)
     assert "data.json" in err
     assert not (tmp_path / "out.toml").exists()
+
+
+def test_an_npz_claiming_a_zip_version_zipfile_lacks(tmp_path, capsys):
+    # found by the fuzz campaign (seed 1340679858): a damaged central directory naming zip
+    # version 12.3 made zipfile raise NotImplementedError, a traceback
+    p = tmp_path / "v.npz"
+    np.savez(p, obj=np.arange(4), size=np.full(4, 8))
+    raw = bytearray(p.read_bytes())
+    at = raw.find(b"PK\x01\x02")  # first central directory entry: "version needed to extract"
+    raw[at + 6:at + 8] = (123).to_bytes(2, "little")
+    p.write_bytes(bytes(raw))
+    refused(capsys, ["replay", p, "--capacity", "16", "--policy", "opt"],
+            r"v\.npz: not an \.npz archive .*NotImplementedError: zip file version 12\.3")
 
 
 def test_an_npy_header_with_a_negative_shape(tmp_path, capsys):

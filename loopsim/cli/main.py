@@ -127,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         asked = " ".join(str(e).split()) or "a memory allocation failed"
         return fail(f"out of memory: {asked}; use larger tiles (fewer tile accesses) or smaller "
                     "parameters (--set), or run where more memory is free")
+    except ValueError as e:  # numpy refusing an array past the address space: memory, not a bug
+        if not any(m in str(e) for m in _TOO_BIG):
+            raise
+        return fail(f"out of memory: numpy cannot allocate an array that large ({one_line(str(e))}); "
+                    "use larger tiles (fewer tile accesses) or smaller parameters (--set)")
     except KeyboardInterrupt:
         print("loopsim: interrupted", file=sys.stderr)
         return 130
@@ -143,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
             silence_stdout()
             return fail(f"cannot write the output ({e.strerror or e})")
         raise
+
+
+#: numpy's words for an array larger than the address space (np.arange / np.empty of > 2^63 bytes)
+_TOO_BIG = ("array is too big", "Maximum allowed size exceeded")
 
 
 def _interrupted(e: BaseException) -> bool:

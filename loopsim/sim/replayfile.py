@@ -100,7 +100,8 @@ def _read_arrays(name: str) -> dict[str, np.ndarray]:
     not_npz = f"{name}: not an .npz archive (expected arrays obj, size and optional write"
     try:
         zf = zipfile.ZipFile(name)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+        # NotImplementedError: a damaged header naming a zip version or method zipfile lacks
         raise InputError(f"{not_npz}; {type(e).__name__}: {_one_line(e)})") from None
     out = {}
     with zf:
