@@ -132,7 +132,7 @@ def test_search_top_equals_brute_force(hw):
     """Pruned search = brute force: the best engine.wide(5) by the closed forms (the roofline with
     the DMA transfers' floor), re-ranked by the timeline's T."""
     p = engine.Problem("matmul_blocked", (("M", 1024), ("N", 2048), ("K", 512)), "trn2-core",
-                       ("TK=128", "TM=64,128", "TN=256,512", "BM=128..512", "BN=512,2048"), top=5)
+                       ("TK=128", "TM=64,128", "TN=256,512", "BM=128..512:x2", "BN=512,2048"), top=5)
     with Pool(1) as pool:
         out = engine.search(p, pool)
     brute = _brute(p, timeline=True)
@@ -230,7 +230,7 @@ def test_cli_json_and_output(tmp_path, capsys):
     (["--space", "XX=1,2"], "has no parameter XX"),
     (["--space", "TM=3", "--space", "BM=5", "--space", "TK=128", "--space", "TN=512", "--space",
       "BN=1024"], "the search space is empty"),
-    (["--space", "TM=abc"], "values must be integers"),
+    (["--space", "TM=abc"], "--space TM=abc: 'abc' is not an integer"),
     (["--space", "TM=0"], "must be > 0"),
     (["--set", "TM=128", "--space", "TM=64"], "both given"),
     (["--sbuf-bytes", "4096", "--space", "TM=64,128", "--space", "TN=512", "--space", "TK=128"],
@@ -245,11 +245,13 @@ def test_cli_bad_input_one_line(capsys, argv, msg):
     assert msg in err and err.startswith("loopsim: error:") and err.count("\n") == 1
 
 
-def test_space_takes_the_shared_grammar_steps_and_keeps_bare_ranges_as_powers_of_two():
-    # --space shares base/values.py's explicit steps with --vary; a bare LO..HI stays the tile
-    # sizes search has always meant: the powers of two in the range and both ends
+def test_space_is_the_shared_grammar_and_refuses_every_integer_as_a_search_space():
+    # --space reads base/values.py's grammar: lists, LO..HI:STEP, LO..HI:xN mean what they mean
+    # for --vary; a bare LO..HI (every integer) is refused with the stepped spellings
     tpl = space.template("matmul", {"M": 512, "N": 1024, "K": 256})
-    got = space.parse_space(["TN=128..512:128", "TM=16..128:x2", "TK=48..256"], tpl)
-    assert got == {"TN": (128, 256, 384, 512), "TM": (16, 32, 64, 128), "TK": (48, 64, 128, 256)}
+    got = space.parse_space(["TN=128..512:128", "TM=16..128:x2", "TK=64,128"], tpl)
+    assert got == {"TN": (128, 256, 384, 512), "TM": (16, 32, 64, 128), "TK": (64, 128)}
     with pytest.raises(InputError, match="the step must be > 0"):
         space.parse_space(["TN=128..512:0"], tpl)
+    with pytest.raises(InputError, match=r"a bare LO\.\.HI is every integer .* TN=64\.\.512:x2"):
+        space.parse_space(["TN=64..512"], tpl)

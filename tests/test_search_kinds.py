@@ -150,7 +150,8 @@ def _cli(capsys, *argv):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--space", "TM=1..9223372036854775808"], "exceeds the largest value"),
+    (["--space", "TM=1..9223372036854775808:x2"], "exceeds the largest value"),
+    (["--space", "TM=1..512"], "a bare LO..HI is every integer from LO to HI; give a step"),
     (["--sbuf-bytes", str(2**70)], "is not between 1 and 2^62"),
     (["--top", "1000000000"], "--top 1000000000 is not between 1 and 1,000"),
     (["-o", "best"], "no extension"),

@@ -521,17 +521,20 @@ MAX_POINTS = 10**8
 
 
 def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, ...]]:
-    """``--space TN=128,256,512`` (listed values), ``--space TN=64..512`` (the powers of two in
-    that range and both ends: tile sizes), or the shared grammar's explicit steps
-    ``TN=128..512:128`` / ``TN=64..512:x2`` (:mod:`loopsim.base.values`). Names must be
-    parameters of the spec not fixed by ``--set``."""
+    """``--space NAME=...`` in the one ``NAME=values`` grammar (:mod:`loopsim.base.values`):
+    ``TN=128,256,512`` (listed), ``TN=64..512:x2`` (LO, 2 LO, ... up to HI), ``TN=128..512:128``
+    (a step). A bare ``LO..HI`` means every integer there, as it does for ``--vary``; a search
+    space of every integer is refused with the stepped spellings (it is tile sizes by the
+    hundred, most of them ragged). Names must be parameters of the spec not fixed by ``--set``."""
+    from loopsim.base.values import GRAMMAR, listed, parse
+
     out: dict[str, tuple[int, ...]] = {}
     names = tpl.spec.params
     for item in items or ():
         name, eq, text = item.partition("=")
         name, text = name.strip(), text.strip()
         if not eq or not name.isidentifier() or not text:
-            raise InputError(f"--space {item}: expected NAME=INT,INT,... or NAME=LO..HI")
+            raise InputError(f"--space {item}: expected {GRAMMAR}")
         if name not in names and name != BUFFERS:
             raise InputError(f"--space {name}: {tpl.spec.path} has no parameter {name}; it has: "
                              f"{', '.join(names)} (and {BUFFERS}: SBUF buffers per load)")
@@ -539,29 +542,20 @@ def parse_space(items: list[str] | None, tpl: Template) -> dict[str, tuple[int, 
             raise InputError(f"--space {name} and --set {name} both given; use one")
         if name in out:
             raise InputError(f"--space {name}: given twice; list all its values in one --space")
-        try:
-            if ":" in text:  # LO..HI:STEP or LO..HI:xN: the shared grammar (base/values.py)
-                from loopsim.base.values import listed, parse
-
-                vals = list(listed(parse(item, "--space")[1], "--space", name))
-            elif ".." in text:
-                lo_t, _, hi_t = text.partition("..")
-                lo, hi = int(lo_t.replace("_", "")), int(hi_t.replace("_", ""))
-                check_int(hi, f"--space {name}", InputError)
-                if lo > hi:
-                    raise InputError(f"--space {name}={text}: {lo} > {hi}")
-                vals = sorted({lo, hi, *powers_of_two(lo, hi)})
-            else:
-                vals = [int(v.strip().replace("_", "")) for v in text.split(",")]
-        except InputError:
-            raise
-        except ValueError:
-            raise InputError(f"--space {name}={text}: values must be integers") from None
+        if ".." in text and ":" not in text:
+            lo, _, hi = text.partition("..")
+            raise InputError(f"--space {name}={text}: a bare LO..HI is every integer from LO to HI; "
+                             f"give a step for a search space: {name}={lo}..{hi}:x2 (LO, 2 LO, 4 LO, "
+                             f"...) or {name}={lo}..{hi}:{lo.strip() or 'STEP'}")
+        if ".." in text:
+            hi_t = text.partition("..")[2].partition(":")[0].strip().replace("_", "")
+            if hi_t.isdigit():
+                check_int(int(hi_t), f"--space {name}", InputError)
+        _, vals = parse(item.strip(), "--space")
+        vals = listed(vals, "--space", name)
         for v in vals:
-            if v <= 0:
-                raise InputError(f"--space {name}={text}: {v} must be > 0")
             check_int(v, f"--space {name}", InputError)
-        out[name] = tuple(dict.fromkeys(vals))
+        out[name] = tuple(vals)
     return out
 
 

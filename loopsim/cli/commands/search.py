@@ -23,8 +23,9 @@ def register(sub) -> None:
                        description=__doc__)
     add_kernel_options(p, many=True, scope=False)
     p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...|LO..HI[:STEP|:x2]",
-                   help="values of a parameter to search (LO..HI: the powers of two between, and "
-                        "both ends; LO..HI:STEP and LO..HI:x2 as in compare --vary; NAME 'buffers': SBUF buffers per load); default: powers of two "
+                   help="values of a parameter to search, in compare --vary's grammar: a list, "
+                        "LO..HI:x2 (LO, 2 LO, ...) or LO..HI:STEP (a bare LO..HI, every integer, is "
+                        "refused as a search space); NAME 'buffers': SBUF buffers per load); default: powers of two "
                         "within the sheet's tile limits (a kernel reference: default/8 .. default*8)")
     p.add_argument("--buffers", default=None, metavar="N|TENSOR=N,...",
                    help="SBUF buffers a load inside a loop rotates through, for every point "
