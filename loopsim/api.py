@@ -226,7 +226,7 @@ def search(spec: str, hardware: str, *, sets: Mapping[str, int] | None = None,
            kwargs: Mapping | None = None, grid=None, jobs: int | None = 1,
            scheduler: str | None = None, **options) -> Searched:
     """``loopsim search SPEC -H HARDWARE``: the tiling to write, ranked by the verdict of
-    :func:`analyze`. ``space``: {name: values} or ``--space`` strings ("TN=128..512");
+    :func:`analyze`. ``space``: {name: values} or ``--space`` strings ("TN=128..512:x2");
     ``jobs``/``scheduler``: as ``--jobs``/``--scheduler`` (the same result)."""
     from loopsim.analyses.parallel import Pool
     from loopsim.analyses.search import engine
