@@ -38,6 +38,13 @@ from loopsim.sim import replay
 M, N, K = %d, %d, %d
 k = spec.load_kernel("matmul", {"M": M, "N": N, "K": K, "TM": 32, "TK": 32, "TN": 32})
 trace.build(spec.load_kernel("matmul"))  # imports and jit caches loaded
+try:  # the target protocol (issue 19); a revision before it took the partition count
+    from loopsim.targets import hardware as _hw_sheets
+    TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+    count(spec.load_kernel("matmul"), policy="as-written", capacity=1 << 16, target=TRN)
+    WHERE = {"target": TRN}
+except TypeError:
+    TRN, WHERE = 128, {"partitions": 128}
 def best(f, r=3):
     b, out = 1e9, None
     for _ in range(r):
@@ -51,11 +58,11 @@ tr = trace.build(k)
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 cap = 64 * 1024  # bytes per partition: far below the operands, so both policies evict
-t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, target=TRN))
-t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, target=TRN), 2)
+t_aw, c = best(lambda: count(k, policy="as-written", capacity=cap, **WHERE))
+t_lru, _ = best(lambda: count(k, policy="lru", capacity=cap, **WHERE), 2)
 cost, write = tr.object_cost(TRN), tr.write
 out = {"n": n, "build_ns": t_build / n * 1e9, "build_bytes": peak / n, "count_aw_s": t_aw,
-       "count_lru_s": t_lru, "Q_aw": c.Q}
+       "count_lru_s": t_lru, "Q_aw": getattr(c, "Q", None) or c.hbm_bytes}
 for policy in ("lru", "opt"):
     replay(tr.obj[:1000], write[:1000], cost, cap, policy)
     dt, r = best(lambda: replay(tr.obj, write, cost, cap, policy))
@@ -69,11 +76,15 @@ COLD = r"""
 import json, time
 from loopsim.frontends import spec
 from loopsim.count.counts import count
-from loopsim.targets import hardware as _hw_sheets
-TRN = _hw_sheets.load("trn2-core")  # 128 SBUF partitions: costs per partition
+import inspect
 k = spec.load_kernel("matmul", {"M": %d, "N": %d, "K": %d, "TM": 32, "TK": 32, "TN": 32})
+if "target" in inspect.signature(count).parameters:  # the target protocol (issue 19)
+    from loopsim.targets import hardware as _hw_sheets
+    WHERE = {"target": _hw_sheets.load("trn2-core")}
+else:
+    WHERE = {"partitions": 128}
 t = time.process_time()
-count(k, policy="lru", capacity=64 * 1024, target=TRN)
+count(k, policy="lru", capacity=64 * 1024, **WHERE)
 print(json.dumps({"first_lru_s": time.process_time() - t}))
 """
 
