@@ -126,3 +126,16 @@ def same_tile(a: TileRef, b: TileRef) -> bool:
 
 def fmt_tile(ref: TileRef) -> str:
     return "[" + ", ".join(f"{s}:+{n}" for s, n in zip(ref.starts, ref.sizes)) + "]"
+
+
+def tile_refs(ev) -> list[TileRef]:
+    """The tile references an event reads or writes (output first), [] for a loop record."""
+    if isinstance(ev, (LoadEv, StoreEv)):
+        return [ev.ref]
+    if isinstance(ev, MatmulEv):
+        return [ev.out, ev.stationary, ev.moving]
+    if isinstance(ev, AccumulateEv):
+        return [ev.out, ev.src]
+    if isinstance(ev, OpEv):
+        return [ev.out, *ev.value.sources]
+    return []

@@ -15,7 +15,7 @@ from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.symbolic import LoopVar, Sym
-from loopsim.frontends.nki.events import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef
+from loopsim.frontends.nki.events import ARITH, AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef, tile_refs
 from loopsim.frontends.nki.record import Recorder
 
 
@@ -260,16 +260,23 @@ def _whole_dims(events) -> list:
     return list(made.values())
 
 
-def _raw_refs(ev) -> list:
-    if isinstance(ev, (LoadEv, StoreEv)):
-        return [ev.ref]
-    if isinstance(ev, MatmulEv):
-        return [ev.out, ev.stationary, ev.moving]
-    if isinstance(ev, AccumulateEv):
-        return [ev.out, ev.src]
-    if isinstance(ev, OpEv):
-        return [ev.out, *ev.value.sources]
-    return []
+def _merge_dims(lg, rs, mms, d: int, e: int, ext: int) -> None:
+    """Read dimension ``e`` (extent ``ext``) of the logical tensor ``lg`` as part of ``d``: every
+    region's start and size along ``d`` scaled by ``ext`` and ``e`` dropped, an HBM tensor's shape
+    merged, partition-axis marks and the matmuls' free-axis numbers renumbered."""
+    for r in rs:
+        r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
+        r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
+    if lg.kind == "hbm":
+        shape = list(lg.shape)
+        shape[d] *= ext
+        del shape[e]
+        lg.shape = tuple(shape)
+    for attr in ("pa_strong", "pa_weak"):
+        pa = getattr(lg, attr)
+        if pa is not None:
+            setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
+    _renumber_free(mms, lg, d, e)
 
 
 def _extent(lg, rs, d: int) -> int:
@@ -285,7 +292,7 @@ def _shift_on_chip(events) -> None:
     origin moved by c: where a tensor made on chip sits is the trace's choice, not the kernel's."""
     raw, seen = [], set()
     for ev in events:
-        for r in _raw_refs(ev):
+        for r in tile_refs(ev):
             if id(r) not in seen:
                 seen.add(id(r))
                 raw.append(r)
@@ -310,7 +317,7 @@ def _drop_unit_dims(events) -> None:
     access to it: the same elements and bytes, and no ``:`` the matmul roles cannot place."""
     raw, seen = [], set()
     for ev in events:
-        for r in _raw_refs(ev):
+        for r in tile_refs(ev):
             if id(r) not in seen:
                 seen.add(id(r))
                 raw.append(r)
@@ -354,7 +361,7 @@ def _fold_unit_dims(events, notes: list) -> None:
     one step. The tensor's shape in the report shows the merge, and a note says so."""
     raw, seen = [], set()
     for ev in events:
-        for r in _raw_refs(ev):
+        for r in tile_refs(ev):
             if id(r) not in seen:
                 seen.add(id(r))
                 raw.append(r)
@@ -419,19 +426,7 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                         r.sizes[d] == 1 and len(r.starts[d].terms) <= 1 and not r.starts[e].terms
                         and r.starts[e].const == 0 and r.sizes[e] == ext for r in rs):
                     continue
-                for r in rs:
-                    r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
-                    r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
-                if lg.kind == "hbm":
-                    shape = list(lg.shape)
-                    shape[d] *= ext
-                    del shape[e]
-                    lg.shape = tuple(shape)
-                for attr in ("pa_strong", "pa_weak"):
-                    pa = getattr(lg, attr)
-                    if pa is not None:
-                        setattr(lg, attr, d if pa == e else pa - (pa > e))
-                _renumber_free(mms, lg, d, e)
+                _merge_dims(lg, rs, mms, d, e, ext)
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
                              "over both); the same tiles and bytes")
                 return True
@@ -455,19 +450,7 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                         not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
                         for r in rs):
                     continue
-                for r in rs:
-                    r.starts = tuple(x * ext if i == d else x for i, x in enumerate(r.starts) if i != e)
-                    r.sizes = tuple(n * ext if i == d else n for i, n in enumerate(r.sizes) if i != e)
-                if lg.kind == "hbm":
-                    shape = list(lg.shape)
-                    shape[d] *= ext
-                    del shape[e]
-                    lg.shape = tuple(shape)
-                for attr in ("pa_strong", "pa_weak"):
-                    pa = getattr(lg, attr)
-                    if pa is not None:
-                        setattr(lg, attr, d - (d > e) if pa == e else pa - (pa > e))
-                _renumber_free(mms, lg, d, e)
+                _merge_dims(lg, rs, mms, d, e, ext)
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
                              f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
                              f"tiles by {c} and others' by {big}); the same tiles and bytes")

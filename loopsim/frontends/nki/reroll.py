@@ -19,23 +19,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from loopsim.frontends.nki.events import AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef
+from loopsim.frontends.nki.events import AccumulateEv, LoadEv, LoopRec, MatmulEv, OpEv, StoreEv, TileRef, tile_refs
 from loopsim.frontends.nki.symbolic import LoopVar, Sym
 
 #: logical kinds made by the kernel's own statements: one per iteration merges into one
 _MADE = ("acc", "op", "sum")
-
-
-def _refs(ev) -> list[TileRef]:
-    if isinstance(ev, (LoadEv, StoreEv)):
-        return [ev.ref]
-    if isinstance(ev, MatmulEv):
-        return [ev.out, ev.stationary, ev.moving]
-    if isinstance(ev, AccumulateEv):
-        return [ev.out, ev.src]
-    if isinstance(ev, OpEv):
-        return [ev.out, *ev.value.sources]
-    return []
 
 
 class _Flat:
@@ -63,7 +51,7 @@ class _Flat:
                 self.tokens.append(("end",))
                 self.core_tokens.append(("end",))
                 continue
-            rs = _refs(n)
+            rs = tile_refs(n)
             tok = (type(n).__name__, n.line, tuple(r.sizes for r in rs))
             if isinstance(n, MatmulEv):
                 tok += (n.free_dims,)
@@ -214,7 +202,7 @@ def _rebuild(body: list, moved, own: dict, v: LoopVar, cvar: LoopVar, depth: int
         if isinstance(n, LoopRec):
             out.append(LoopRec(n.var, _rebuild(n.body, moved, own, v, cvar, depth + 1)))
             continue
-        rs = [next(moved) for _ in _refs(n)]
+        rs = [next(moved) for _ in tile_refs(n)]
         if isinstance(n, LoadEv):
             new = replace(n, ref=rs[0])
             if id(n) in own and not n.absorbed and len(n.hoist) == depth:
@@ -265,7 +253,7 @@ def _fixed(n) -> bool:
     """Whether a node has a tile at a constant offset (a statement no IR loop holds)."""
     if isinstance(n, LoopRec):
         return any(_fixed(m) for m in n.body)
-    return any(s.const for r in _refs(n) for s in r.starts)
+    return any(s.const for r in tile_refs(n) for s in r.starts)
 
 
 def reroll_runs(body: list, notes: list | None = None) -> list:
