@@ -41,8 +41,8 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     for l in loops:  # an edge rule that no iteration can break leaves every iteration running
         if id(l) in edges:
             terms, extent = edges[id(l)]
-            if sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms) >= extent:
-                used |= set(terms)
+            if _reach(terms, loop_of) >= extent:
+                used |= {v for v, _ in terms}
     rel = [l for l in loops if l.var in used or l is split]
     weight = math.prod(l.trips for l in loops if l not in rel)
     nl = len(rel)
@@ -65,19 +65,20 @@ def executions(stmt: Statement, loops: tuple[Loop, ...], accs, kernel: Kernel, s
     ext = {}
     zero = np.zeros((1,) * nl, dtype=np.int64)
     def reaches(terms, extent) -> bool:  # whether some iteration starts at or past ``extent``
-        return sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms) >= extent
+        return _reach(terms, loop_of) >= extent
 
     # (conditions no iteration breaks are left out: an all-True mask the size of every execution)
     for l in rel:  # iterations of a blocked loop past a tensor's edge do not run
         if id(l) in edges and reaches(*edges[id(l)]):
             terms, extent = edges[id(l)]
-            exists = exists & (sum((ivals[v] for v in terms if v in ivals), zero) < extent)
+            exists = exists & (sum((ivals[v] * c for v, c in terms if v in ivals), zero) < extent)
     for a in accs:
         t = tmap[a.tensor]
         per_axis = []
-        for axis, terms in enumerate(a.index):
-            start = sum((ivals[v] for v in terms), zero)
-            if reaches(terms, t.shape[axis]):
+        for axis in range(len(a.index)):
+            terms = a.terms_of(axis)
+            start = sum((ivals[v] * c for v, c in terms), zero) + a.offset_of(axis)
+            if reaches(terms, t.shape[axis] - a.offset_of(axis)):
                 exists = exists & (start < t.shape[axis])
             per_axis.append(np.minimum(full_extent(a, axis, loops, t), t.shape[axis] - start))
         ext[id(a)] = per_axis
@@ -108,17 +109,23 @@ def _interior(l: Loop, accs, tmap, loops, loop_of, edges) -> int:
         t = tmap[a.tensor]
         for axis, terms in enumerate(a.index):
             if l.var in terms:
-                rest = sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms if v != l.var)
-                conds.append((rest, t.shape[axis], full_extent(a, axis, loops, t)))
+                pairs = a.terms_of(axis)
+                rest = _reach([(v, c) for v, c in pairs if v != l.var], loop_of) + a.offset_of(axis)
+                conds.append((rest, t.shape[axis], full_extent(a, axis, loops, t), dict(pairs)[l.var]))
     for m in loops:
-        if id(m) in edges and l.var in edges[id(m)][0]:
+        if id(m) in edges and l.var in {v for v, _ in edges[id(m)][0]}:
             terms, extent = edges[id(m)]
-            rest = sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms if v != l.var)
-            conds.append((rest, extent, 1))
+            rest = _reach([(v, c) for v, c in terms if v != l.var], loop_of)
+            conds.append((rest, extent, 1, dict(terms)[l.var]))
     n = l.trips
-    for rest, bound, need in conds:  # i * step + rest + need <= bound
-        n = min(n, max(0, (bound - rest - need) // l.step + 1))
+    for rest, bound, need, c in conds:  # i * step * c + rest + need <= bound
+        n = min(n, max(0, (bound - rest - need) // (l.step * c) + 1))
     return n
+
+
+def _reach(terms, loop_of) -> int:
+    """The largest ``sum(coef * var)`` over ``terms`` ((var, coef) pairs) of any iteration."""
+    return sum((loop_of[v].trips - 1) * loop_of[v].step * c for v, c in terms)
 
 
 #: (kernel, its loop_edges) of the last kernel asked about: the ceilings and engine passes call

@@ -108,7 +108,16 @@ def _fresh(kernel: Kernel, base: str) -> str:
     return name
 
 
+def _plain(acc: Access) -> Access:
+    if not acc.plain:
+        raise SpecError(f"{acc}: a tile at a constant offset, with a coefficient or an explicit "
+                        "extent is not split across cores (LNC); write it with plain loop indices "
+                        "or drop the [lnc] split")
+    return acc
+
+
 def _subst_access(acc: Access, var: str, terms: tuple[str, ...]) -> Access:
+    _plain(acc)
     idx = tuple(tuple(t for v in ix for t in (terms if v == var else (v,))) for ix in acc.index)
     return dataclasses.replace(acc, index=idx)
 
@@ -146,7 +155,7 @@ def _slice_stmt(stmt, kernel: Kernel, dims, cvar: str, loop: Loop):
         acc = getattr(stmt, f.name)
         if not isinstance(acc, Access) or not any((acc.tensor, ax) in dims for ax in range(len(acc.index))):
             continue
-        idx = list(acc.index)
+        idx = list(_plain(acc).index)
         for ax, ix in enumerate(idx):
             if (acc.tensor, ax) not in dims or cvar in ix:
                 continue

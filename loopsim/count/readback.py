@@ -32,8 +32,9 @@ MAX_EVENTS = 1 << 24
 
 
 def _max_start(terms, loop_of: dict) -> int:
-    """Largest value ``sum(terms)`` takes over all iterations (elements)."""
-    return sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms)
+    """Largest value ``sum(coef * var)`` over ``terms`` ((var, coef) pairs) takes over all
+    iterations (elements)."""
+    return sum((loop_of[v].trips - 1) * loop_of[v].step * c for v, c in terms)
 
 
 def _statements(body, loops=(), path=()):
@@ -55,11 +56,11 @@ def _relevant(sts, tm, edges) -> set[int]:
         relevant |= {id(loop_of[v]) for ix in acc.index for v in ix}
         for a, _ in stmt.accesses():
             for axis, terms in enumerate(a.index):
-                if _max_start(terms, loop_of) >= tm[a.tensor].shape[axis]:
+                if a.offset_of(axis) + _max_start(a.terms_of(axis), loop_of) >= tm[a.tensor].shape[axis]:
                     relevant |= {id(loop_of[v]) for v in terms}
         for l in loops:
             if id(l) in edges and _max_start(edges[id(l)][0], loop_of) >= edges[id(l)][1]:
-                relevant |= {id(loop_of[v]) for v in edges[id(l)][0]}
+                relevant |= {id(loop_of[v]) for v, _ in edges[id(l)][0]}
     return relevant
 
 
@@ -154,15 +155,19 @@ def _events(stmt, loops, path, acc, kind, j, relevant, edges, tm, g, width, req=
     for l in loops:
         if id(l) in edges and _max_start(edges[id(l)][0], loop_of) >= edges[id(l)][1]:
             terms, extent = edges[id(l)]
-            ok = ok & (sum((ival[v] for v in terms), zero) < extent)
+            ok = ok & (sum((ival[v] * c for v, c in terms), zero) < extent)
+
+    def start(a, ax):
+        return sum((ival[v] * c for v, c in a.terms_of(ax)), zero) + a.offset_of(ax)
+
     for a, _ in stmt.accesses():
-        for ax, terms in enumerate(a.index):
-            if _max_start(terms, loop_of) >= tm[a.tensor].shape[ax]:
-                ok = ok & (sum((ival[v] for v in terms), zero) < tm[a.tensor].shape[ax])
+        for ax in range(len(a.index)):
+            if a.offset_of(ax) + _max_start(a.terms_of(ax), loop_of) >= tm[a.tensor].shape[ax]:
+                ok = ok & (start(a, ax) < tm[a.tensor].shape[ax])
     obj = zero + g.offset
     stride = 1
     for ax in reversed(range(len(acc.index))):
-        b = sum((ival[v] for v in acc.index[ax]), zero) // g.block[ax] + axis(nl + ax)
+        b = start(acc, ax) // g.block[ax] + axis(nl + ax)
         ok = ok & (b < g.counts[ax])
         obj = obj + b * stride
         stride *= g.counts[ax]

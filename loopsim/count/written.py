@@ -94,6 +94,9 @@ class _Analysis:
         d = t.shape[axis]
         d_text = _atom(t.shape_names[axis]) if t.shape_names else str(d)
         terms = acc.index[axis]
+        if not acc.plain:  # the general form (offset, coefficients, extent): enumerated, not claimed
+            value = _enumerate_general(acc, axis, loops, t)
+            return d_text, value, value == d, False
         if not terms:
             return d_text, d, True, True
         bound = {l.var: l for l in loops}
@@ -163,6 +166,26 @@ class _Analysis:
         if r_text == "1":
             return None, ""
         return self.part(acc, loops, (f"({r_text} - 1)", r_value - 1)), ""
+
+
+def _enumerate_general(acc: Access, axis: int, loops: tuple[Loop, ...], t) -> int:
+    """Elements of ``acc``'s tiles in ``axis`` summed over every start (``offset + sum(coef *
+    var)`` below the dimension), each clipped at the tensor's edge."""
+    from loopsim.ir.kernel import tile_extent
+
+    d = t.shape[axis]
+    bound = {l.var: l for l in loops}
+    starts = np.full(1, acc.offset_of(axis), dtype=np.int64)
+    for v, c in acc.terms_of(axis):
+        l = bound[v]
+        st = l.step * c
+        trips = min(l.trips, -(-d // st))
+        if starts.size * trips > 50_000_000:
+            raise InternalError("tile cover too large to enumerate")
+        starts = (starts[:, None] + np.arange(trips, dtype=np.int64)[None, :] * st).ravel()
+    tile = tile_extent(acc, axis, {l.var: l.step for l in loops}, t)
+    s = starts[starts < d]
+    return int(np.minimum(tile, d - s).sum())
 
 
 def _enumerate_cover(ls: list[Loop], d: int) -> int:
@@ -261,7 +284,11 @@ def _written_parts(an: _Analysis) -> tuple[dict[str, list[_Part]], dict[str, lis
                 elif p is not None:
                     reads.setdefault(acc.tensor, []).append(p)
     parts = [p for ps in (*reads.values(), *writes.values()) for p in ps]
-    if not all(p.exact for p in parts):
+    if any(not a.plain for s, _ in an.stmts for a, _ in s.accesses()):
+        why.append("a tile starts at a constant offset, moves by a coefficient times its loop's "
+                   "step or has an explicit extent (the general access form), which this closed "
+                   "form does not model; the counts come from the trace")
+    elif not all(p.exact for p in parts):
         why.append("a tile index is not a clean cover of its dimension (inner loop extents do "
                    "not match the outer step)")
     if _split(kernel):

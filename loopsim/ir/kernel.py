@@ -8,7 +8,10 @@ is its loop level: a load placed outside an inner loop is hoisted and runs fewer
 Tile geometry. An access ``A[k, m]`` names, per tensor dimension, the loop variables whose sum is
 the tile's start (``A[k, mo + mi]`` for a blocked loop) or ``:`` for the whole dimension. The
 tile's extent in a dimension is the smallest step among its variables, clipped at the tensor's
-edge, so a ragged last tile has its real, smaller size and is never rounded up.
+edge, so a ragged last tile has its real, smaller size and is never rounded up. The general form
+(:class:`Access`'s optional ``coefs``, ``offsets`` and ``extents``) starts a tile at
+``offset + sum(coef * var)`` with an explicit extent: ``q[128*t + 128 : 128*t + 256]``, a fixed
+slice ``x[128:256, :]`` outside any loop, one loop moving two tensors by different strides.
 """
 
 from __future__ import annotations
@@ -84,10 +87,21 @@ class Tensor:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """A tile of ``tensor``: per dimension, the loop variables summed for its start; () is ':'."""
+    """A tile of ``tensor``. Per dimension its start is ``offset + sum(coef * var)`` over the loop
+    variables of ``index`` (() with offset 0: ':', the whole dimension) and its extent is
+    ``extent`` elements, or by default the smallest ``coef * step`` of its variables (':': the
+    whole dimension; a fixed offset with no variables: the rest of the dimension).
+
+    ``coefs`` (per dimension, one positive integer per variable), ``offsets`` (non-negative
+    integers) and ``extents`` (positive, 0: the default) are () for today's meaning: coefficient 1,
+    offset 0, the default extent. They are normalised so that an access spelled with the defaults
+    equals one spelled without them."""
 
     tensor: str
     index: tuple[tuple[str, ...], ...]
+    coefs: tuple[tuple[int, ...], ...] = ()
+    offsets: tuple[int, ...] = ()
+    extents: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _name(self.tensor, "access.tensor")
@@ -95,14 +109,96 @@ class Access:
             for v in terms:
                 _name(v, f"{self.tensor}[...] index")
             if len(set(terms)) != len(terms):
-                raise SpecError(f"{self}: a loop variable appears twice in one index")
+                raise SpecError(f"{self.tensor}[...]: loop variable {v} appears twice in one index")
+        nd = len(self.index)
+        where = f"{self.tensor}[...]"
+
+        def ints(xs, what, lo):
+            return isinstance(xs, tuple) and all(
+                not isinstance(x, bool) and isinstance(x, int) and x >= lo for x in xs)
+
+        if self.coefs:
+            if len(self.coefs) != nd or any(
+                    not ints(cs, "coef", 1) or len(cs) != len(t) for cs, t in zip(self.coefs, self.index)):
+                raise SpecError(f"{where}: coefs={self.coefs!r} must give one positive integer per "
+                                "index variable")
+            if all(c == 1 for cs in self.coefs for c in cs):
+                object.__setattr__(self, "coefs", ())
+        if self.offsets:
+            if len(self.offsets) != nd or not ints(self.offsets, "offset", 0):
+                raise SpecError(f"{where}: offsets={self.offsets!r} must give one non-negative "
+                                f"integer per dimension ({nd})")
+            if not any(self.offsets):
+                object.__setattr__(self, "offsets", ())
+        if self.extents:
+            if len(self.extents) != nd or not ints(self.extents, "extent", 0):
+                raise SpecError(f"{where}: extents={self.extents!r} must give one non-negative "
+                                f"integer per dimension ({nd}; 0: the default)")
+            if not any(self.extents):
+                object.__setattr__(self, "extents", ())
 
     @property
     def variables(self) -> frozenset[str]:
         return frozenset(v for terms in self.index for v in terms)
 
+    @property
+    def plain(self) -> bool:
+        """Today's meaning: every coefficient 1, no offset, no explicit extent."""
+        return not (self.coefs or self.offsets or self.extents)
+
+    def coefs_of(self, axis: int) -> tuple[int, ...]:
+        """The coefficient of each variable of ``index[axis]``."""
+        return self.coefs[axis] if self.coefs else (1,) * len(self.index[axis])
+
+    def terms_of(self, axis: int) -> tuple[tuple[str, int], ...]:
+        """(variable, coefficient) pairs of the start in ``axis``."""
+        return tuple(zip(self.index[axis], self.coefs_of(axis)))
+
+    def offset_of(self, axis: int) -> int:
+        return self.offsets[axis] if self.offsets else 0
+
+    def extent_of(self, axis: int) -> int:
+        """The explicit extent in ``axis`` (elements), 0 for the default."""
+        return self.extents[axis] if self.extents else 0
+
+    def whole(self, axis: int) -> bool:
+        """Whether ``axis`` is ':' (the whole dimension)."""
+        return not self.index[axis] and not self.offset_of(axis) and not self.extent_of(axis)
+
+    def start_text(self, axis: int) -> str:
+        parts = [v if c == 1 else f"{c}*{v}" for v, c in self.terms_of(axis)]
+        if self.offset_of(axis) or not parts:
+            parts.append(str(self.offset_of(axis)))
+        return " + ".join(parts)
+
+    def dim_text(self, axis: int) -> str:
+        if self.whole(axis):
+            return ":"
+        lo = self.start_text(axis)
+        e = self.extent_of(axis)
+        if not e and self.index[axis]:
+            return lo
+        if not self.index[axis]:
+            return f"{self.offset_of(axis)}:{self.offset_of(axis) + e}" if e else f"{lo}:"
+        hi = " + ".join([v if c == 1 else f"{c}*{v}" for v, c in self.terms_of(axis)] +
+                        [str(self.offset_of(axis) + e)])
+        return f"{lo}:{hi}"
+
     def __str__(self) -> str:
-        return f"{self.tensor}[{', '.join(' + '.join(t) if t else ':' for t in self.index)}]"
+        return f"{self.tensor}[{', '.join(self.dim_text(a) for a in range(len(self.index)))}]"
+
+
+def tile_extent(acc: Access, axis: int, steps: dict[str, int], tensor: Tensor) -> int:
+    """Extent (elements) of a full tile of ``acc`` in ``axis`` (``steps``: loop variable -> step),
+    clipped only where it would pass the tensor's edge from its offset: the explicit extent, else
+    the smallest coefficient x step of its variables, else (no variables) the dimension from the
+    offset on."""
+    d = tensor.shape[axis] - acc.offset_of(axis)
+    e = acc.extent_of(axis)
+    if not e:
+        terms = acc.terms_of(axis)
+        e = min(steps[v] * c for v, c in terms) if terms else d
+    return min(d, e)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,9 +407,15 @@ class Kernel:
                         raise SpecError(f"{where}: {node.where()}: index {v} in {acc} is not a "
                                         "loop variable of an enclosing loop")
                 for axis, terms in enumerate(acc.index):
+                    off, ext, d = acc.offset_of(axis), acc.extent_of(axis), t.shape[axis]
+                    if off >= d or ext > d or (not terms and off + ext > d):
+                        raise SpecError(f"{where}: {node.where()}: {acc} dimension {axis}: the tile "
+                                        f"(offset {off}, extent {ext or 'default'}) lies outside "
+                                        f"{t.name}'s {d} elements")
                     # blocked index outer + inner: each step divides the next larger one; a block
-                    # equal to its tile (equal steps, one tile per block) is legal
-                    steps = [bound[v].step for v in terms]
+                    # equal to its tile (equal steps, one tile per block) is legal (steps times
+                    # the variables' coefficients)
+                    steps = [bound[v].step * c for v, c in acc.terms_of(axis)]
                     for outer, inner in zip(sorted(steps, reverse=True), sorted(steps, reverse=True)[1:]):
                         if outer % inner:
                             raise SpecError(
@@ -349,7 +451,7 @@ class Kernel:
 
         def tile(acc: Access) -> list[int]:
             t = self.tensor_map[acc.tensor]
-            return [min([d] + [steps[v] for v in ix]) for d, ix in zip(t.shape, acc.index)]
+            return [tile_extent(acc, a, steps, t) for a in range(len(t.shape))]
 
         if tile(node.out) != tile(node.src):
             raise SpecError(f"{where}: {node.where()}: '{node}' adds a {tile(node.src)} tile into a "

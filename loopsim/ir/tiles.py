@@ -1,8 +1,9 @@
 """Tile geometry: the extent of every access, each tensor's block grid, and matmul tile roles.
 
 A tensor touched with tiles of different shapes is divided into blocks at the common refinement of
-its tile grids: per dimension the block size is the gcd of the steps that index it, so every tile
-is a whole number of blocks (a ragged last tile covers the ragged last blocks).
+its tile grids: per dimension the block size is the gcd of the steps (times their coefficients)
+that index it and of every tile's constant offset and explicit extent, so every tile is a whole
+number of blocks (a ragged last tile covers the ragged last blocks).
 """
 
 from __future__ import annotations
@@ -11,16 +12,12 @@ import math
 from dataclasses import dataclass
 
 from loopsim.base.errors import SpecError
-from loopsim.ir.kernel import Access, Accumulate, Kernel, Loop, Matmul, Store, Tensor, walk
+from loopsim.ir.kernel import Access, Accumulate, Kernel, Loop, Matmul, Store, Tensor, tile_extent, walk
 
 
 def full_extent(acc: Access, axis: int, loops: tuple[Loop, ...], tensor: Tensor) -> int:
     """Extent (elements) of the tile in ``axis`` before clipping at the tensor's edge."""
-    terms = acc.index[axis]
-    if not terms:
-        return tensor.shape[axis]
-    steps = {l.var: l.step for l in loops}
-    return min(tensor.shape[axis], min(steps[v] for v in terms))
+    return tile_extent(acc, axis, {l.var: l.step for l in loops}, tensor)
 
 
 def full_tile(acc: Access, loops: tuple[Loop, ...], tensor: Tensor) -> tuple[int, ...]:
@@ -50,9 +47,14 @@ def grids(kernel: Kernel) -> dict[str, Grid]:
         steps = {l.var: l.step for l in loops}
         for acc, _ in stmt.accesses():
             g = gcds[acc.tensor]
+            t = tmap[acc.tensor]
             for axis, terms in enumerate(acc.index):
-                for v in terms:
-                    g[axis] = math.gcd(g[axis], steps[v])
+                for v, c in acc.terms_of(axis):
+                    g[axis] = math.gcd(g[axis], steps[v] * c)
+                if not acc.plain:  # every tile's start and end fall on block boundaries
+                    off = acc.offset_of(axis)
+                    end = off + tile_extent(acc, axis, steps, t)
+                    g[axis] = math.gcd(math.gcd(g[axis], off), end if end < t.shape[axis] else 0)
     out: dict[str, Grid] = {}
     offset = 0
     for t in kernel.tensors:
@@ -161,13 +163,15 @@ def matmul_tile(mm: Matmul, loops: tuple[Loop, ...], kernel: Kernel) -> tuple[in
 
 
 def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
-    """Where each loop's iterations run past a tensor's edge: id(loop) -> (terms, extent).
+    """Where each loop's iterations run past a tensor's edge: id(loop) -> (terms, extent), the
+    iteration not running where ``sum(coef * var) >= extent`` over ``terms`` ((var, coef) pairs).
 
     An iteration of ``for mi in BM by TM`` under ``for mb in M by BM`` whose tile would start at
     mb + mi >= M does not exist, for every statement in its body (a statement that does not index
     mi does not run there either). The rule comes from the first access in the loop's body that
     indexes its variable: ``terms`` are that index's variables bound at the loop (the loop's and
-    its enclosing loops'), ``extent`` the size of that dimension. Loops whose variable no access
+    its enclosing loops') with their coefficients, ``extent`` the size of that dimension less the
+    access's constant offset. Loops whose variable no access
     in their body uses are absent, and so is the loop over the cores of an LNC split
     (``spmd``): each core runs the whole program, its accesses clipped to its slice one by one.
     """
@@ -185,8 +189,8 @@ def loop_edges(kernel: Kernel) -> dict[int, tuple[tuple[str, ...], int]]:
                                 for axis, terms in enumerate(acc.index) if node.var in terms), None)
                     if hit:
                         acc, axis = hit
-                        out[id(node)] = (tuple(v for v in acc.index[axis] if v in here),
-                                         tm[acc.tensor].shape[axis])
+                        out[id(node)] = (tuple((v, c) for v, c in acc.terms_of(axis) if v in here),
+                                         tm[acc.tensor].shape[axis] - acc.offset_of(axis))
                         break
                 visit(node.body, here)
 

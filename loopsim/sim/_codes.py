@@ -15,11 +15,14 @@ L_TRIPS, L_STEP, L_T0, L_T1, L_EDGE = range(5)
  S_INSTR) = range(13)
 #: the matmul statement kinds of column S_MM
 MM_NONE, MM_WHOLE, MM_RAGGED = 0, 1, 2
-#: ``accs`` int64[n_accs, 9]: first object id, event kind, skip (a PSUM use), axes [x0, x1),
-#: simple (one block), linear terms [l0, l1), zeroed (an SBUF accumulator)
-A_OFFSET, A_KIND, A_SKIP, A_X0, A_X1, A_SIMPLE, A_L0, A_L1, A_ZEROED = range(9)
-#: ``axes`` int64[n_axes, 7]: loop terms [t0, t1), dimension, block, blocks, full blocks, id stride
-X_T0, X_T1, X_DIM, X_BLOCK, X_COUNT, X_NFULL, X_STRIDE = range(7)
+#: ``accs`` int64[n_accs, 10]: first object id, event kind, skip (a PSUM use), axes [x0, x1),
+#: simple (one block), linear terms [l0, l1), zeroed (an SBUF accumulator), the constant of a
+#: simple access's linear id (its constant offsets, in blocks, times their id strides)
+A_OFFSET, A_KIND, A_SKIP, A_X0, A_X1, A_SIMPLE, A_L0, A_L1, A_ZEROED, A_LIN0 = range(10)
+#: ``axes`` int64[n_axes, 8]: loop terms [t0, t1), dimension, block, blocks, full blocks, id
+#: stride, constant offset of the tile's start (elements)
+X_T0, X_T1, X_DIM, X_BLOCK, X_COUNT, X_NFULL, X_STRIDE, X_OFF = range(8)
+#: ``terms`` and ``edge_terms`` int64[n, 2]: (loop number, coefficient) of one term of a start
 #: ``lin`` int64[n, 2]: (loop number, id coefficient) of a simple access's linear id
 N_LOOP, N_COEF = range(2)
 #: ``fast`` int64[n_loops, 5]: a fast loop's requests rows[r0:r1], and per iteration its most

@@ -12,7 +12,8 @@ Tables (all int64, built by ``trace.compile_nest``):
     ``OP_LOOP``: arg = loop number, jump = pc after its END. ``OP_END``: arg = loop number,
     jump = first pc of its body. ``OP_STMT``: arg = statement number.
 ``loops[L] = (trips, step, edge_t0, edge_t1, edge_extent)``
-    an iteration whose ``sum(ival[edge_terms[edge_t0:edge_t1]]) >= edge_extent`` does not run
+    an iteration whose ``sum(coef * ival[loop])`` over ``edge_terms[edge_t0:edge_t1]`` (rows of
+    (loop, coef)) is ``>= edge_extent`` does not run
     (the loop has run past a tensor's edge; ``edge_t0 == edge_t1``: no such rule). Iterations
     past the edge are all at the end, so the loop stops at the first one.
 ``stmts[s] = (acc0, acc1, max_events, check, matmul, k_ax, m_ax, n_ax, kt0, mt0, nt0, flops, batch)``
@@ -21,14 +22,14 @@ Tables (all int64, built by ``trace.compile_nest``):
     matmul (1: tiles always whole, ``flops`` each; 2: ragged) the axis rows (into ``axes``) of its
     K, M and N extents and its full tile extents; ``batch``: instructions per execution (the
     batch values its tile spans, never ragged; 1 for a plain matmul), ``flops`` includes them.
-``accs[a] = (first_id, kind, skip, ax0, ax1, simple, l0, l1, zeroed)``
+``accs[a] = (first_id, kind, skip, ax0, ax1, simple, l0, l1, zeroed, lin0)``
     ``skip``: a read of a PSUM tile, no SBUF request (dropped). ``simple``: the tile is one block,
-    whose id is ``first_id + sum(cnt[lin[l0:l1, 0]] * lin[l0:l1, 1])``. ``zeroed``: the tensor is
+    whose id is ``first_id + lin0 + sum(cnt[lin[l0:l1, 0]] * lin[l0:l1, 1])``. ``zeroed``: the tensor is
     an SBUF accumulator, which starts as zeros: a read that is its block's first request is
     dropped.
-``axes[x] = (t0, t1, shape, block, blocks, nfull, id_stride)``
-    per tensor dimension of an access: the loop numbers summed for its start
-    (``terms[t0:t1]``), the dimension, its block size and count, the blocks a full tile spans and
+``axes[x] = (t0, t1, shape, block, blocks, nfull, id_stride, offset)``
+    per tensor dimension of an access: its start is ``offset + sum(coef * ival[loop])`` over the
+    rows (loop, coef) of ``terms[t0:t1]``; the dimension, its block size and count, the blocks a full tile spans and
     the id stride of one block along it.
 ``fast[L] = (r0, r1, events, flops, instructions)``, ``rows[r] = (access, stride, kind, plain)``
     a fast loop (``r0 >= 0``, see ``trace._fast_loops``): its body is statements whose requests
@@ -49,10 +50,10 @@ from loopsim.sim._jit import njit
 from loopsim.ir.codes import ACC as _ACC, PRODUCE as _PRODUCE, STORE as _STORE, USE as _USE
 from loopsim.sim._codes import MM_RAGGED, OP_LOOP, OP_STMT
 from loopsim.sim._codes import (  # the tables' columns, by name
-    A_KIND, A_L0, A_L1, A_OFFSET, A_SIMPLE, A_SKIP, A_X0, A_X1, A_ZEROED, C_ARG, C_JUMP, C_OP,
+    A_KIND, A_L0, A_L1, A_LIN0, A_OFFSET, A_SIMPLE, A_SKIP, A_X0, A_X1, A_ZEROED, C_ARG, C_JUMP, C_OP,
     F_EVENTS, F_FLOPS, F_INSTR, F_R0, F_R1, L_EDGE, L_STEP, L_T0, L_T1, L_TRIPS, N_COEF, N_LOOP,
     R_ACC, R_KIND, R_PLAIN, R_STRIDE, S_A0, S_A1, S_CHECK, S_FLOPS, S_INSTR, S_KT, S_MM,
-    S_ROW_K, S_SLOTS, X_BLOCK, X_COUNT, X_DIM, X_NFULL, X_STRIDE, X_T0, X_T1)
+    S_ROW_K, S_SLOTS, X_BLOCK, X_COUNT, X_DIM, X_NFULL, X_OFF, X_STRIDE, X_T0, X_T1)
 
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
@@ -126,11 +127,11 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
                 fixed = 0
                 mult = 0
                 for t in range(t0, t1):
-                    v = edge_terms[t]
+                    v = edge_terms[t, 0]
                     if v == L:
-                        mult += 1
+                        mult += edge_terms[t, 1]
                     else:
-                        fixed += ival[v]
+                        fixed += ival[v] * edge_terms[t, 1]
                 room = loops[L, L_EDGE] - fixed - mult * ival[L]
                 if room <= 0:
                     pc = after
@@ -148,7 +149,7 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
             r1 = fast[L, F_R1]
             for r in range(r0, r1):
                 a = rows[r, R_ACC]
-                o = accs[a, A_OFFSET]
+                o = accs[a, A_OFFSET] + accs[a, A_LIN0]
                 for t in range(accs[a, A_L0], accs[a, A_L1]):
                     o += cnt[lin[t, N_LOOP]] * lin[t, N_COEF]
                 scratch[r - r0] = o
@@ -188,9 +189,9 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
             ok = True
             for a in range(a0, a1):
                 for x in range(accs[a, A_X0], accs[a, A_X1]):
-                    v = 0
+                    v = axes[x, X_OFF]
                     for t in range(axes[x, X_T0], axes[x, X_T1]):
-                        v += ival[terms[t]]
+                        v += ival[terms[t, 0]] * terms[t, 1]
                     if v >= axes[x, X_DIM]:
                         ok = False
             if not ok:
@@ -202,9 +203,9 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
                 e = 2
                 for j in range(3):
                     x = stmts[s, S_ROW_K + j]
-                    v = 0
+                    v = axes[x, X_OFF]
                     for t in range(axes[x, X_T0], axes[x, X_T1]):
-                        v += ival[terms[t]]
+                        v += ival[terms[t, 0]] * terms[t, 1]
                     e *= min(stmts[s, S_KT + j], axes[x, X_DIM] - v)
                 e *= stmts[s, S_INSTR]
             instr += stmts[s, S_INSTR]
@@ -223,13 +224,14 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
             x1 = accs[a, A_X1]
             total = 1
             if not general or accs[a, A_SIMPLE]:  # one block per tile: id linear in the loop counters
+                base += accs[a, A_LIN0]
                 for t in range(accs[a, A_L0], accs[a, A_L1]):
                     base += cnt[lin[t, N_LOOP]] * lin[t, N_COEF]
             else:
                 for x in range(x0, x1):
-                    v = 0
+                    v = axes[x, X_OFF]
                     for t in range(axes[x, X_T0], axes[x, X_T1]):
-                        v += ival[terms[t]]
+                        v += ival[terms[t, 0]] * terms[t, 1]
                     b = v // axes[x, X_BLOCK]
                     scratch[x - x0] = b
                     base += b * axes[x, X_STRIDE]

@@ -237,7 +237,7 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                 if id(node) in edges:
                     vs, ext = edges[id(node)]
                     if _max_start(vs, loop_of) >= ext:  # else no iteration can run past the edge
-                        edge_terms.extend(loop_no[v] for v in vs)
+                        edge_terms.extend([loop_no[v], c] for v, c in vs)
                 loops_t.append([node.trips, node.step, t0, len(edge_terms), ext])
                 at = len(code)
                 code.append([OP_LOOP, L, 0])
@@ -257,16 +257,20 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                     dims.append((axis, stride))
                     stride *= g.counts[axis]
                 coef: dict[int, int] = {}
+                lin0 = 0
                 for axis, id_stride in sorted(dims):
                     rows[(id(acc), axis)] = len(axes)
                     t0 = len(terms)
-                    vs = acc.index[axis]
-                    terms.extend(loop_no[v] for v in vs)
+                    vs = acc.terms_of(axis)
+                    off = acc.offset_of(axis)
+                    terms.extend([loop_no[v], k] for v, k in vs)
                     d, b = g.tensor.shape[axis], g.block[axis]
-                    axes.append([t0, len(terms), d, b, g.counts[axis], nfull[id(acc)][axis], id_stride])
-                    check |= _max_start(vs, loop_of) >= d
-                    for v in vs:  # block = gcd of the steps: start // block is linear in the counters
-                        st = loop_of[v].step
+                    axes.append([t0, len(terms), d, b, g.counts[axis], nfull[id(acc)][axis], id_stride,
+                                 off])
+                    check |= off + _max_start(vs, loop_of) >= d
+                    lin0 += off // b * id_stride  # the grid's blocks divide every offset
+                    for v, k in vs:  # block = gcd of the steps: start // block is linear in the counters
+                        st = loop_of[v].step * k
                         c = st // b * id_stride if st % b == 0 else 0  # else only counter 0 runs
                         coef[loop_no[v]] = coef.get(loop_no[v], 0) + c
                 simple = int(math.prod(nfull[id(acc)]) == 1)
@@ -274,7 +278,7 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                 lin.extend([L, c] for L, c in coef.items() if c)
                 skip = int(kind == USE and acc.tensor in psum)
                 accs.append([g.offset, kind, skip, x0, len(axes), simple, l0, len(lin),
-                             int(acc.tensor in zeroed)])
+                             int(acc.tensor in zeroed), lin0])
             mm = [0] * 9
             if isinstance(node, Matmul):
                 r = matmul_roles(node, kernel)
@@ -283,12 +287,12 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
                        (node.moving, r.n_moving, b))
                 full = [full_extent(acc, axis, loops, t) for acc, axis, t in ops]
                 # every instruction's tile is whole when no tile can start past shape - extent
-                ragged = any(_max_start(acc.index[axis], loop_of) + f > t.shape[axis]
+                ragged = any(_acc_max_start(acc, axis, loop_of) + f > t.shape[axis]
                              for (acc, axis, t), f in zip(ops, full))
                 # batch axes (tiles.matmul_roles): one instruction per value the tile spans
                 batch = [(node.stationary, bs, a) for bs, _, _ in r.batch]
                 bt = math.prod(full_extent(acc, axis, loops, t) for acc, axis, t in batch)
-                if any(_max_start(acc.index[axis], loop_of) + full_extent(acc, axis, loops, t) >
+                if any(_acc_max_start(acc, axis, loop_of) + full_extent(acc, axis, loops, t) >
                        t.shape[axis] for acc, axis, t in batch):
                     raise SpecError(f"{kernel.source or kernel.name}: {node.where()}: the batch tile of "
                                     f"'{node}' is ragged at the edge of {a.name}; step its batch loop "
@@ -313,7 +317,7 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     if temp_names:
         temp = np.isin(obj_tensor, [names.index(t) for t in temp_names])
     st = table(stmts, 13)
-    ac = table(accs, 9)
+    ac = table(accs, 10)
     ln = table(lin, 2)
     code_t = table(code, 3)
     ft, rows = _fast_loops(code_t, len(loops_t), st, ac, ln, fast)
@@ -321,8 +325,8 @@ def compile_nest(kernel: Kernel, fast: bool = True) -> Nest:
     emits = (ac[:, A_SKIP] == 0) | (ac[:, A_ZEROED] != 0)  # a PSUM read (skip, not zeroed) emits nothing
     general = bool(st[:, S_CHECK].any() or (st[:, S_MM] == MM_RAGGED).any()
                    or (emits & (ac[:, A_SIMPLE] == 0)).any())
-    return Nest(kernel, code_t, table(loops_t, 5), np.array(edge_terms, np.int64), st, ac,
-                table(axes, 7), np.array(terms, np.int64), ln, ft, rows, max(scratch, 1), general, slots,
+    return Nest(kernel, code_t, table(loops_t, 5), table(edge_terms, 2), st, ac,
+                table(axes, 8), table(terms, 2), ln, ft, rows, max(scratch, 1), general, slots,
                 int(st[:, S_SLOTS].max()) if st.size else 0, obj_bytes, obj_tensor, names, gs, temp)
 
 
@@ -372,9 +376,15 @@ def _fast_loops(code: np.ndarray, n_loops: int, stmts: np.ndarray, accs: np.ndar
     return fast, np.array(rows, np.int64).reshape(-1, 4)
 
 
-def _max_start(terms: tuple[str, ...], loop_of: dict[str, Loop]) -> int:
-    """Largest value ``sum(terms)`` takes over all iterations (elements)."""
-    return sum((loop_of[v].trips - 1) * loop_of[v].step for v in terms)
+def _max_start(terms: tuple[tuple[str, int], ...], loop_of: dict[str, Loop]) -> int:
+    """Largest value ``sum(coef * var)`` over ``terms`` ((var, coef) pairs) takes over all
+    iterations (elements)."""
+    return sum((loop_of[v].trips - 1) * loop_of[v].step * c for v, c in terms)
+
+
+def _acc_max_start(acc, axis: int, loop_of: dict[str, Loop]) -> int:
+    """Largest start of ``acc``'s tile in ``axis`` over all iterations (elements)."""
+    return acc.offset_of(axis) + _max_start(acc.terms_of(axis), loop_of)
 
 
 class Walker:

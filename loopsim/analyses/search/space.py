@@ -254,6 +254,8 @@ def clean(kernel: Kernel) -> bool:
         by_var = {l.var: l for l in loops}
         for acc, _ in stmt.accesses():
             t = tm[acc.tensor]
+            if not acc.plain:  # an offset, coefficient or explicit extent: no closed form here
+                return False
             for axis, terms in enumerate(acc.index):
                 if not terms:
                     continue
@@ -294,6 +296,8 @@ def split_variants(ld: Load, compute: tuple[Statement, ...], loop_vars) -> tuple
     ``x[b, d]`` for ``matmul ... x[b, d]``): the same tile walked by the loop that walks it, so
     less of the tensor is on chip at once. An axis the compute statements index in two ways, or
     by a loop outside the chain, stays whole."""
+    if not ld.tile.plain:
+        return (ld,)
     axes = []
     for ax, terms in enumerate(ld.tile.index):
         if terms:

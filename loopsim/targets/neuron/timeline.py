@@ -234,13 +234,14 @@ def _region(acc, loops, t, env):
             len(geom[1]) != len(loops) or any(a is not b for a, b in zip(geom[1], loops)):
         if len(_GEOM) > 1 << 14:
             _GEOM.clear()
-        geom = _GEOM[key] = (acc, loops, t, tuple((terms, full_extent(acc, axis, loops, t), t.shape[axis])
-                                                  for axis, terms in enumerate(acc.index)))
+        geom = _GEOM[key] = (acc, loops, t, tuple((acc.terms_of(axis), acc.offset_of(axis),
+                                                   full_extent(acc, axis, loops, t), t.shape[axis])
+                                                  for axis in range(len(acc.index))))
     st, en = [], []
-    for terms, ext, dim in geom[3]:
-        s = 0
-        for v in terms:
-            s += env[v]
+    for terms, off, ext, dim in geom[3]:
+        s = off
+        for v, c in terms:
+            s += env[v] * c
         if s >= dim:
             return None
         st.append(s)
