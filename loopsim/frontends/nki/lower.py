@@ -1,8 +1,11 @@
 """A trace record -> loopsim IR: loops as loops, tiles as affine accesses, ops as op statements.
 
 A recorded loop ``for i in nl.affine_range(n)`` whose index appears in tile starts as ``c·i``
-becomes ``for i in n·c by c`` (the IR's loop variables run in elements); an index used with two
-different coefficients cannot be one IR loop and is refused. A load into a buffer allocated
+becomes ``for i in n·c by c`` (the IR's loop variables run in elements); an index that moves tiles
+by different strides gets the gcd g of them as its step and each stride's multiple of it as the
+access's coefficient (``A[8*i]`` beside ``B[i]``). A tile at a constant offset (``q[:, 128*t +
+128]``, a fixed slice outside any loop, an unrolled statement that does not re-roll) keeps the
+offset, and a tile whose size is not the smallest stride (a window with its halo) its extent. A load into a buffer allocated
 outside the loops that fill it (``for k: dma_copy(tiles[k], A[k·128 ...])``) becomes one load of
 the union, placed at the buffer's level: the same bytes, and the whole buffer live while it is
 used, as the allocation states. A kernel whose matmuls or ops make tensors that are never stored
@@ -10,6 +13,8 @@ becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an
 """
 
 from __future__ import annotations
+
+import math
 
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
@@ -86,17 +91,14 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     whole = _whole_dims(events)
     _fold_unit_dims(events, rec.notes)
     _shift_on_chip(events)
-    step: dict = {}
+    step: dict = {}  # a loop's step: the gcd of the strides it moves tiles by (each a coefficient x step)
     for ev in events:
         for r in refs(ev):
             for s in r.starts:
                 for v, c in s.terms.items():
                     if c <= 0:
                         raise TraceError(f"{_where(rec, ev.line)}: tile start {s} must grow with loop {v.name}")
-                    if step.setdefault(v, c) != c:
-                        raise TraceError(f"{_where(rec, ev.line)}: loop {v.name} moves tiles by {step[v]} "
-                                         f"elements in one place and by {c} in another; loopsim's IR "
-                                         "gives a loop one step")
+                    step[v] = math.gcd(step.get(v, 0), c)
     # tensors
     used: dict = {}
     for ev in events:
@@ -133,35 +135,25 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         return names[v]
 
     def access(r: TileRef, line: int) -> ir.Access:
+        """The IR access of a recorded tile: per dimension ``const + sum(c * v)``, the loop's step
+        the gcd of its strides (a coefficient where a stride is a multiple of it), and an explicit
+        extent where the tile's size is not the default (the smallest stride; ':' the whole)."""
         lg = r.logical.find()
         t = tensors[lg.name]
-        idx = []
-        unrolled = getattr(ev_of.get(id(r)), "unrolled", None)
+        idx, coefs, offs, exts = [], [], [], []
         for d, (s, n) in enumerate(zip(r.starts, r.sizes)):
-            if unrolled is not None and (s.const or not s.terms and n != t.shape[d]):
-                raise TraceError(f"{_where(rec, line)}: loop {unrolled.name} (line {unrolled.line}) "
-                                 "was traced iteration by iteration and its iterations move "
-                                 "different tiles, so it does not re-roll into one loop; "
-                                 "loopsim's IR has no statement at a fixed offset")
-            if s.const:
-                raise TraceError(f"{_where(rec, line)}: tile of {lg.name} starts at a constant "
-                                 f"offset ({s}) in dimension {d}: loopsim's IR indexes tiles by "
-                                 "loop variables only")
-            if not s.terms:
-                if n != t.shape[d]:
-                    raise TraceError(f"{_where(rec, line)}: a fixed {n}-element slice of {lg.name}'s "
-                                     f"dimension {d} (of {t.shape[d]}) outside any loop is not "
-                                     "modelled")
-                idx.append(())
-                continue
-            if n != min(s.terms.values()) and n != t.shape[d]:
-                raise TraceError(f"{_where(rec, line)}: tile of {lg.name} is {n} elements in "
-                                 f"dimension {d} but its loops step by {min(s.terms.values())}: "
-                                 "loopsim's IR needs tile size = loop step")
-            idx.append(tuple(name_of(v) for v, _ in sorted(s.terms.items(), key=lambda vc: -vc[1])))
-        return ir.Access(lg.name, tuple(idx))
-
-    ev_of = {id(r): ev for ev in events for r in refs(ev)}
+            if s.const < 0:
+                raise TraceError(f"{_where(rec, line)}: tile of {lg.name} starts at {s} in dimension "
+                                 f"{d}, below 0 at its first iteration: a negative offset is not modelled")
+            pairs = sorted(((v, c // step[v]) for v, c in s.terms.items()),
+                           key=lambda vc: -vc[1] * step[vc[0]])
+            idx.append(tuple(name_of(v) for v, _ in pairs))
+            coefs.append(tuple(c for _, c in pairs))
+            offs.append(s.const)
+            room = t.shape[d] - s.const
+            default = min(room, min(c * step[v] for v, c in pairs)) if pairs else room
+            exts.append(0 if min(n, room) == default else n)
+        return ir.Access(lg.name, tuple(idx), tuple(coefs), tuple(offs), tuple(exts))
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
