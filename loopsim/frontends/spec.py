@@ -321,22 +321,63 @@ _ACCESS = re.compile(r"^\s*([A-Za-z_]\w*)\s*\[(.*)\]\s*$")
 _FOR = re.compile(r"^for\s+([A-Za-z_]\w*)\s+in\s+(.+?)\s+by\s+(.+?)\s*:$")
 
 
+def _affine(part: str, whole: str, where: str) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+    """``128*t + kb + 64`` -> (variables, coefficients, constant offset)."""
+    names, coefs, const = [], [], 0
+    for term in part.split("+"):
+        bits = [b.strip() for b in term.split("*")]
+        nums = [b for b in bits if b.isdigit()]
+        ids = [b for b in bits if b.isidentifier()]
+        if not term.strip() or len(nums) + len(ids) != len(bits) or len(ids) > 1 or len(bits) > 2:
+            raise SpecError(f"{where}: index '{part.strip()}' in '{whole}' must be ':', loop variables "
+                            "joined by + (each may carry a coefficient, 128*t, and one term may be a "
+                            "constant offset, t + 128), or a slice START:STOP of such (x[128:256], "
+                            "A[k:k + 130])")
+        if ids:
+            names.append(ids[0])
+            coefs.append(int(nums[0]) if nums else 1)
+        else:
+            const += int(nums[0])
+    return tuple(names), tuple(coefs), const
+
+
 def parse_access(text: str, where: str) -> Access:
     m = _ACCESS.match(text)
     if not m:
         raise SpecError(f"{where}: expected a tile like A[k, m], got '{text.strip()}'")
-    index = []
+    whole = text.strip()
+    index, coefs, offsets, extents = [], [], [], []
     for part in m.group(2).split(","):
         part = part.strip()
         if part == ":":
             index.append(())
+            coefs.append(())
+            offsets.append(0)
+            extents.append(0)
             continue
-        terms = tuple(v.strip() for v in part.split("+"))
-        if not part or not all(v.isidentifier() for v in terms):
-            raise SpecError(f"{where}: index '{part}' in '{text.strip()}' must be ':' or loop "
-                            "variables joined by +")
-        index.append(terms)
-    return Access(m.group(1), tuple(index))
+        lo, sep, hi = part.partition(":")
+        names, cs, off = _affine(lo, whole, where) if lo.strip() or not sep else ((), (), 0)
+        ext = 0
+        if sep:
+            if not hi.strip():  # START: the rest of the dimension
+                if names:
+                    raise SpecError(f"{where}: index '{part}' in '{whole}': a slice with loop "
+                                    "variables needs its stop (A[k:k + 130])")
+            else:
+                hnames, hcs, hoff = _affine(hi, whole, where)
+                if dict(zip(hnames, hcs)) != dict(zip(names, cs)) or hoff <= off:
+                    raise SpecError(f"{where}: index '{part}' in '{whole}': the stop must be the "
+                                    "start plus a positive number of elements (A[k:k + 130], "
+                                    "x[128:256])")
+                ext = hoff - off
+        index.append(names)
+        coefs.append(cs)
+        offsets.append(off)
+        extents.append(ext)
+    try:
+        return Access(m.group(1), tuple(index), tuple(coefs), tuple(offsets), tuple(extents))
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
 
 
 def _load(rest: str, line: int, where: str) -> Statement:

@@ -214,12 +214,13 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
 
 def _whole_dims(events) -> list:
-    """A matmul whose output spans a whole dimension (``res[m, :] += a @ b``) gets a loop of one
-    trip over that dimension (``for res_n in N by N``), so that the IR can tell M from N by index."""
+    """A matmul whose output spans a whole dimension (``res[m, :] += a @ b``) or a fixed slice of
+    one (``x[0:128]``, outside any loop) gets a loop of one trip over it (``for res_n in N by N``;
+    a slice keeps its offset), so that the IR can tell M from N (and K) by index."""
     made: dict = {}
 
-    def spanning(ref: TileRef, d: int, v) -> TileRef:
-        starts = tuple(Sym({v: ref.sizes[d]}, 0) if i == d else x for i, x in enumerate(ref.starts))
+    def spanning(ref: TileRef, d: int, v) -> TileRef:  # a fixed slice keeps its offset
+        starts = tuple(Sym({v: ref.sizes[d]}, x.const) if i == d else x for i, x in enumerate(ref.starts))
         return TileRef(ref.logical, starts, ref.sizes)
 
     for ev in events:
@@ -228,7 +229,7 @@ def _whole_dims(events) -> list:
         for d, operand in enumerate(("stationary", "moving")):
             s, n = ev.out.starts[d], ev.out.sizes[d]
             op, f = getattr(ev, operand), ev.free_dims[d]
-            if s.terms or s.const or op.starts[f].terms or op.starts[f].const:
+            if s.terms or op.starts[f].terms or op.sizes[f] != n:
                 continue
             lg = ev.out.logical.find()
             v = made.setdefault((id(lg), d, n), LoopVar(f"{lg.name}_{'mn'[d]}", 1, "whole", ev.line))
@@ -237,10 +238,11 @@ def _whole_dims(events) -> list:
         # a contraction over the whole of K in one instruction (no K loop): a loop of one trip
         # (also a whole dimension of K beside a K loop: attention[h, :, s] @ weight[h, :, n])
         st, mv = ev.stationary, ev.moving
-        whole_s = [d for d in range(len(st.starts)) if d != ev.free_dims[0]
-                   and not (st.starts[d].terms or st.starts[d].const)]
-        whole_m = [d for d in range(len(mv.starts)) if d != ev.free_dims[1]
-                   and not (mv.starts[d].terms or mv.starts[d].const)]
+        def fixed(r, d):  # a whole dimension, or a fixed slice of more than one element
+            return not r.starts[d].terms and (not r.starts[d].const or r.sizes[d] > 1)
+
+        whole_s = [d for d in range(len(st.starts)) if d != ev.free_dims[0] and fixed(st, d)]
+        whole_m = [d for d in range(len(mv.starts)) if d != ev.free_dims[1] and fixed(mv, d)]
         if whole_s and len(whole_s) == len(whole_m) and all(
                 st.sizes[a] == mv.sizes[b] for a, b in zip(whole_s, whole_m)):
             lg = ev.out.logical.find()
@@ -299,7 +301,7 @@ def _shift_on_chip(events) -> None:
             continue
         for d in range(nd):
             m = min(r.starts[d].const for r in rs)
-            if m > 0:
+            if m:  # also below 0: a rolled loop's stage that starts past iteration 0
                 for r in rs:
                     r.starts = tuple(x - m if i == d else x for i, x in enumerate(r.starts))
 
