@@ -24,12 +24,16 @@ def interpret(kernel: Kernel, held: list | None = None):
     instructions = 0
 
     def tile_range(acc: Access, axis: int, env: dict, loops: dict):
+        # start = offset + sum(coef * var); extent = the explicit one, else the smallest
+        # coef * step, else (no variables) the dimension from the offset on
         t = tm[acc.tensor]
         terms = acc.index[axis]
-        if not terms:
-            return 0, t.shape[axis]
-        start = sum(env[v] for v in terms)
-        ext = min(loops[v].step for v in terms)
+        coefs = acc.coefs[axis] if acc.coefs else (1,) * len(terms)
+        off = acc.offsets[axis] if acc.offsets else 0
+        ext = acc.extents[axis] if acc.extents else 0
+        start = off + sum(env[v] * c for v, c in zip(terms, coefs))
+        if not ext:
+            ext = min(loops[v].step * c for v, c in zip(terms, coefs)) if terms else t.shape[axis] - off
         return start, min(start + ext, t.shape[axis])
 
     def blocks(acc, env, loops):
@@ -60,7 +64,10 @@ def interpret(kernel: Kernel, held: list | None = None):
             for a, _ in stmt.accesses():
                 for axis, terms in enumerate(a.index):
                     if loop.var in terms:
-                        return sum(env[v] for v in terms if v in env) >= tm[a.tensor].shape[axis]
+                        coefs = a.coefs[axis] if a.coefs else (1,) * len(terms)
+                        off = a.offsets[axis] if a.offsets else 0
+                        return off + sum(env[v] * c for v, c in zip(terms, coefs) if v in env) >= \
+                            tm[a.tensor].shape[axis]
         return False
 
     def run(body, env, loops):

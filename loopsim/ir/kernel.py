@@ -408,7 +408,7 @@ class Kernel:
                                         "loop variable of an enclosing loop")
                 for axis, terms in enumerate(acc.index):
                     off, ext, d = acc.offset_of(axis), acc.extent_of(axis), t.shape[axis]
-                    if off >= d or ext > d or (not terms and off + ext > d):
+                    if off >= d or (not terms and off + ext > d):  # a moving tile clips at the edge
                         raise SpecError(f"{where}: {node.where()}: {acc} dimension {axis}: the tile "
                                         f"(offset {off}, extent {ext or 'default'}) lies outside "
                                         f"{t.name}'s {d} elements")
