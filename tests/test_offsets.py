@@ -9,6 +9,8 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -227,3 +229,22 @@ def test_general_form_trace_matches_the_interpreter(kernel):
     assert list(zip(tr.obj.tolist(), tr.kind.tolist())) == events
     moved = sum(int(tr.obj_bytes[o]) for o, k in events if k in (LOAD, STORE))
     assert _q(kernel) == moved == dma.report(kernel, TRN2).bytes
+
+
+@settings(max_examples=40, deadline=None)
+@given(general_copies())
+def test_general_form_walker_paths_agree(kernel):
+    """The compiled walker (tests/conftest.py), its plain-Python twin and the statement-by-
+    statement path (no fast loops) emit the same requests for offsets, coefficients and extents."""
+    from loopsim.sim import _jit
+
+    tr = trace.build(kernel)
+    slow = trace.build(kernel, trace.compile_nest(kernel, fast=False))
+    assert slow.obj.tolist() == tr.obj.tolist() and slow.kind.tolist() == tr.kind.tolist()
+    nest = trace.compile_nest(kernel)
+    w = trace.Walker(nest)
+    w._gen = _jit.plain("loopsim.sim._gen")
+    obj = np.empty(nest.slots + nest.max_events, nest.id_dtype)
+    kind = np.empty(obj.size, np.int8)
+    m = w.fill(obj, kind)
+    assert obj[:m].tolist() == tr.obj.tolist() and kind[:m].tolist() == tr.kind.tolist()
