@@ -96,6 +96,19 @@ def test_windows_with_a_halo_at_an_offset():
     assert grids(k)["x"].block == (128, 1)
 
 
+def test_matmul_contracting_over_a_fixed_slice_of_k():
+    """lhsT 512 x 128, rhs 512 x 512 bf16; one matmul over rows 128..256 of both (K_t = 128):
+    W = 2 x 128 x 128 x 512 = 16,777,216 (the slice, not K = 512); lhsT's slice 128 x 128 and
+    rhs's 128 x 512 read once (r = 1/4 each), out 128 x 512 written:
+    Q = 2 B x (16,384 + 65,536 + 65,536) = 294,912."""
+    c, k = analyzed("sliced_contraction", lhsT=(512, 128), rhs=(512, 512))
+    mm = next(s for s, _ in k.statements() if isinstance(s, Matmul))
+    assert mm.stationary.offsets[0] == mm.moving.offsets[0] == 128
+    assert c.flops == 2 * 128 * 128 * 512 == 16_777_216
+    assert c.Q == 2 * (128 * 128 + 2 * 128 * 512) == 294_912
+    assert c.tensor_map["lhsT"].r == c.tensor_map["rhs"].r == 0.25
+
+
 # ---------------------------------------------------------------------------------------------
 # the spec grammar
 

@@ -99,13 +99,39 @@ def shape_flops(kernel: Kernel) -> int:
     """W from the shapes: 2*M*N*K for every matmul statement."""
     tm = kernel.tensor_map
     w = 0
-    for stmt, _ in kernel.statements():
+    for stmt, loops in kernel.statements():
         if isinstance(stmt, Matmul):
             r = matmul_roles(stmt, kernel)
             a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
-            w += 2 * a.shape[r.k_stationary] * a.shape[r.m_stationary] * b.shape[r.n_moving] * \
-                batch_size(stmt, kernel)
+            w += 2 * _spans(stmt.stationary, r.k_stationary, loops, a) * \
+                _spans(stmt.stationary, r.m_stationary, loops, a) * \
+                _spans(stmt.moving, r.n_moving, loops, b) * batch_size(stmt, kernel)
     return w
+
+
+def _spans(acc, axis: int, loops, t) -> int:
+    """The elements of ``t``'s dimension ``axis`` the tiles of ``acc`` cover (the whole dimension
+    for today's accesses; for a tile at an offset or of an explicit extent, the union of its
+    tiles over every iteration: ``x[128:256]`` spans 128)."""
+    if acc.plain:
+        return t.shape[axis]
+    from loopsim.ir.kernel import tile_extent
+
+    d = t.shape[axis]
+    starts = {acc.offset_of(axis)}
+    bound = {l.var: l for l in loops}
+    for v, c in acc.terms_of(axis):
+        st = bound[v].step * c
+        starts = {s0 + i * st for s0 in starts for i in range(min(bound[v].trips, -(-d // st)))
+                  if s0 + i * st < d}
+    ext = tile_extent(acc, axis, {l.var: l.step for l in loops}, t)
+    covered, end = 0, 0
+    for s0 in sorted(starts):
+        lo, hi = max(s0, end), min(d, s0 + ext)
+        if hi > lo:
+            covered += hi - lo
+            end = hi
+    return covered
 
 
 def tile_reasons(kernel: Kernel, limits: dict[str, int], sheet: str) -> list[str]:

@@ -53,3 +53,14 @@ def halo_windows(x, n=4, w=256, halo=2):
         win = nl.load(x[:, t * w + 1:t * w + 1 + w + halo])
         nl.store(out[:, t * (w + halo):(t + 1) * (w + halo)], value=win)
     return out
+
+
+def sliced_contraction(lhsT, rhs):
+    """out = lhsT[128:256, :].T @ rhs[128:256, :]: one matmul contracting over a fixed 128-row
+    slice of K, outside any loop (a qkv-style fused-weight slice)."""
+    N = rhs.shape[1]
+    out = nl.ndarray((lhsT.shape[1], N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    a = nl.load(lhsT[P:2 * P, :])
+    b = nl.load(rhs[P:2 * P, :])
+    nl.store(out, value=nl.matmul(a, b, transpose_x=True))
+    return out
