@@ -174,12 +174,6 @@ class NeuronCore(Roofs):
         return dataclasses.replace(self, **ch)
 
     @property
-    def calibrated(self) -> tuple[tuple[str, str], ...]:
-        """(sheet key, provenance) of each value ``loopsim calibrate`` fitted (its source kind
-        ``calibrated``); empty on a documented sheet. Every report showing the constants says so."""
-        return tuple((v.key, v.source.derivation) for v in self.values if v.source.kind == "calibrated")
-
-    @property
     def mm_init_seconds(self) -> float:
         return self.mm_init_cycles / self.clock_hz
 
