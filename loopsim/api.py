@@ -269,7 +269,8 @@ class Compared:
         from loopsim.render.json import clean, row_dict
 
         return clean({"hardware": self.hardware.name, "scope": self.hardware.scope,
-                      "calibrated": dict(self.hardware.calibrated),
+                      **({"calibrated": dict(self.hardware.calibrated)}
+                         if self.hardware.calibrated else {}),
                       "policy": self.policy,
                       "rows": [row_dict(r, i + 1) for i, r in enumerate(self.rows)]})
 

@@ -47,7 +47,8 @@ def run(args) -> int:
         name, t = max(stages, key=lambda x: x[1].T)
         plot.save(render.figure(t, title=args.title), args.output)
     if args.json:
-        dump_json({"kernel": a.name, "hardware": hw.name, "calibrated": dict(hw.calibrated),
+        dump_json({"kernel": a.name, "hardware": hw.name,
+                   **({"calibrated": dict(hw.calibrated)} if hw.calibrated else {}),
                    "T": a.T, "limit": a.limit,
                    "output": args.output,
                    "stages": [{"stage": n, **t.as_dict()} for n, t in stages]})
