@@ -269,6 +269,8 @@ class Compared:
         from loopsim.render.json import clean, row_dict
 
         return clean({"hardware": self.hardware.name, "scope": self.hardware.scope,
+                      **({"calibrated": dict(self.hardware.calibrated)}
+                         if self.hardware.calibrated else {}),
                       "policy": self.policy,
                       "rows": [row_dict(r, i + 1) for i, r in enumerate(self.rows)]})
 
@@ -370,9 +372,12 @@ class Calibrated:
         return ax
 
 
-def calibrate(measurements, hardware: str, *, name: str = "calibrated") -> Calibrated:
-    """``loopsim calibrate MEASUREMENTS -H HARDWARE``: roofs fitted to measured times.
-    ``measurements``: a JSON file's path, or a list of records as that file holds them."""
+def calibrate(measurements, hardware: str, *, name: str = "calibrated", model: str = "auto",
+              constants=None) -> Calibrated:
+    """``loopsim calibrate MEASUREMENTS -H HARDWARE``: roofs, or the timeline's constants, fitted
+    to measured times. ``measurements``: a JSON file's path, or a list of records as that file
+    holds them; ``model``: ``roofline``, ``timeline`` or ``auto`` (the better by in-sample error);
+    ``constants``: the timeline constants to fit (names; default all the sheet gives)."""
     from loopsim.analyses import calibrate as cal
     from loopsim.targets import hardware as hw_mod
 
@@ -381,8 +386,8 @@ def calibrate(measurements, hardware: str, *, name: str = "calibrated") -> Calib
         ms = cal.load(measurements, hw)
     else:
         ms = [cal.measurement_of(e, hw, f"measurements[{i}]") for i, e in enumerate(measurements)]
-    fit = cal.fit(ms, hw)
+    fit = cal.fit(ms, hw, model=model, constants=constants)
     text, origin = cal.base_text(hw)
-    sheet = cal.sheet_text(fit, text, origin, name)
-    hw_mod.loads(sheet, origin=f"{name}.toml")  # the sheet loads, or nothing is returned
+    sheet = cal.sheet_text(fit, text, origin, name, hw)
+    cal.check_sheet(fit, sheet, f"{name}.toml")  # the sheet loads, or nothing is returned
     return Calibrated(fit, sheet, name)

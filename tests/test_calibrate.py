@@ -49,7 +49,7 @@ def test_synthetic_times_recover_the_known_roofs_exactly(tmp_path, capsys):
     hw = hardware.load("trn2-core")
     f = _write(tmp_path, _measurements(hw))
     out = tmp_path / "cal.toml"
-    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out), "--json"]) == 0
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(out), "--json", "--model", "roofline"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["bw"] == BW_KNOWN and d["flops"]["bf16"]["value"] == P_KNOWN
     assert d["flops"]["bf16"]["fitted"] and not d["flops"]["fp8"]["fitted"]
@@ -169,7 +169,7 @@ def test_predict_side_by_side(tmp_path, capsys):
     hw = hardware.load("trn2-core")
     Q1 = calibrate.measurement_of({"spec": "matmul", "time_s": 1.0}, hw, "m").Q
     f = _write(tmp_path, [{"spec": "matmul", "time_s": 3.2 * Q1 / hw.bw}])
-    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "s.toml"),
+    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "s.toml"), "--model", "roofline",
             "--predict", "matmul M=4096 N=4096", "--predict", "projection"]
     assert main(argv + ["--json"]) == 0
     mm, proj = json.loads(capsys.readouterr().out)["predictions"]
@@ -245,7 +245,7 @@ def test_a_memory_and_a_compute_measurement_fit_the_right_roofs(tmp_path, capsys
     # hoist_load (memory-bound on the known sheet) and block-free (compute-bound there, memory-bound
     # under the spec roofs): assigned by in-sample error, both roofs recovered exactly
     f = _write(tmp_path, _tut_entries("2_hoist_load", "3_block_free_dimension"))
-    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--json",
+    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--json", "--model", "roofline",
             "--predict", "nki_tutorial/4_fully_optimized", "--predict", "nki_tutorial/1_tiled"]
     assert main(argv) == 0
     d = json.loads(capsys.readouterr().out)
@@ -269,7 +269,8 @@ def test_a_memory_and_a_compute_measurement_fit_the_right_roofs(tmp_path, capsys
 def test_a_compute_only_set_warns_that_memory_rests_on_the_spec(tmp_path, capsys):
     f = _write(tmp_path, _tut_entries("4_fully_optimized"))
     out = tmp_path / "c.toml"
-    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(out), "--predict", "nki_tutorial/1_tiled"]
+    argv = ["calibrate", f, "-H", "trn2-core", "-o", str(out), "--predict", "nki_tutorial/1_tiled",
+            "--model", "roofline"]
     assert main(argv + ["--json"]) == 0
     cap = capsys.readouterr()
     d = json.loads(cap.out)
@@ -297,7 +298,7 @@ def test_a_residual_over_the_threshold_warns(tmp_path, capsys):
     f = _write(tmp_path, [{"spec": "copy", "time_s": ts[0], "label": "a"},
                           {"spec": "copy", "set": {"R": 8192}, "time_s": ts[1], "label": "b"},
                           {"spec": "copy", "time_s": ts[2], "label": "slow"}])
-    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--json"]) == 0
+    assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"), "--json", "--model", "roofline"]) == 0
     d = json.loads(capsys.readouterr().out)
     x = [Fraction(1), Fraction(1), Fraction(4, 5)]           # (Q_i / t_i) / BW_T
     bw = sum(v * v for v in x) / sum(x) * BW_T
@@ -307,7 +308,7 @@ def test_a_residual_over_the_threshold_warns(tmp_path, capsys):
     (w,) = [w for w in d["warnings"] if "threshold" in w]
     assert w.startswith("slow: predicted/measured 0.8485 (-15.2%)") and "10% threshold" in w
     assert main(["calibrate", f, "-H", "trn2-core", "-o", str(tmp_path / "c.toml"),
-                 "--threshold", "0.2", "--json"]) == 0
+                 "--threshold", "0.2", "--json", "--model", "roofline"]) == 0
     assert not [w for w in json.loads(capsys.readouterr().out)["warnings"] if "threshold" in w]
 
 

@@ -65,6 +65,9 @@ class Measurement:
     dtype: str
     time_s: float
     transfers: int | None = None  # DMA transfers (the nest's, or the profile's dma_transfer_count)
+    #: (spec, sets as sorted (name, value) pairs, dtype or None) of a measurement counted from a
+    #: nest: what the timeline-constants fit runs again (None for hand counts and profiles)
+    ref: tuple | None = None
 
     def __post_init__(self) -> None:
         if self.W == 0 and self.Q == 0:
@@ -185,6 +188,22 @@ class Fit:
     warnings: tuple[str, ...] = ()
     threshold: float = THRESHOLD
     fixed_cost: object = None  # FixedCost, a sentence saying why not, or None
+    #: the model chosen: "roofline" (the [measured] roofs above) or "timeline" (``timeline``'s
+    #: constants, the roofs at spec)
+    model: str = "roofline"
+    #: the timeline constants fitted (a calibrate_constants.ConstantsFit), or a sentence saying why not
+    timeline: object = None
+    #: the roofline fit's own warnings, when the timeline was chosen (then not the fit's warnings)
+    roofline_warnings: tuple[str, ...] = ()
+
+    @property
+    def chosen_rows(self):
+        """Each measurement under the chosen model: (label, measured s, predicted s, residual, LOO
+        error or None)."""
+        if self.model == "roofline":
+            return [(r.measurement.label, r.measurement.time_s, r.predicted_s, r.residual,
+                     r.loo_error) for r in self.rows]
+        return [(r.label, r.time_s, r.predicted_s, r.residual, r.loo_error) for r in self.timeline.rows]
 
     @property
     def loo_max(self) -> float | None:
@@ -219,6 +238,11 @@ class Fit:
                 "assignments_tried": self.candidates, "warnings": list(self.warnings),
                 "dma_fixed_cost": (self.fixed_cost.as_dict() if isinstance(self.fixed_cost, FixedCost)
                                    else self.fixed_cost),
+                "chosen_model": self.model,
+                "timeline_constants": (self.timeline.as_dict() if hasattr(self.timeline, "as_dict")
+                                       else {"not_fitted": self.timeline}),
+                "roofline_warnings": list(self.roofline_warnings) if self.model != "roofline"
+                else list(self.warnings),
                 "model": "T = max(W/P, Q/BW); roofs fitted by least squares in relative time; the "
                          "assignment of measurements to roofs chosen by in-sample error"}
 
@@ -417,10 +441,70 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.4g} {unit}"
 
 
-def fit(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
+#: the models ``fit`` chooses between (``auto``: by in-sample error)
+MODELS = ("auto", "roofline", "timeline")
+
+
+def fit(measurements, hw, *, threshold: float = THRESHOLD, model: str = "auto",
+        constants=None) -> Fit:
     """Fit ``hw``'s roofs (spec values as the fallback) to ``measurements``: every threshold
     assignment tried, the best by in-sample error (module docstring); warnings for residuals over
-    ``threshold``, roofs left at spec, fitted roofs above spec and ties between assignments."""
+    ``threshold``, roofs left at spec, fitted roofs above spec and ties between assignments. Then,
+    where every measurement comes from a nest, the timeline's constants (``constants``: their
+    names, default all the sheet gives; :mod:`loopsim.analyses.calibrate_constants`), and the model
+    (``model``: ``roofline``, ``timeline`` or ``auto``) chosen by in-sample error: the one with
+    fewer fitted numbers, unless the other cuts the RMS error to :data:`GAIN` x or less (a tie
+    keeps the roofline)."""
+    if model not in MODELS:
+        raise InputError(f"calibrate: --model={model!r} must be one of: {', '.join(MODELS)}")
+    roof = _fit_roofs(measurements, hw, threshold=threshold)
+    if model == "roofline":
+        return roof
+    return _with_timeline(roof, list(measurements), hw, threshold, model, constants)
+
+
+def _with_timeline(roof: Fit, ms, hw, threshold: float, model: str, constants) -> Fit:
+    """``roof`` with the timeline constants fitted beside it and the model chosen."""
+    import dataclasses
+
+    why = None
+    if not hasattr(hw, "constants") or not hw.constants():
+        why = f"{hw.name} has no timeline constants to fit"
+    elif hw.roofs == "measured":
+        why = "the sheet's measured roofs leave no timeline to fit (use its spec roofs)"
+    elif any(m.ref is None for m in ms):
+        why = ("a measurement has no kernel (hand counts or a profile summary): the timeline "
+               "cannot be run for it")
+    if why is not None:
+        if model == "timeline":
+            raise InputError(f"calibrate: --model timeline: {why}")
+        return dataclasses.replace(roof, timeline=f"not fitted: {why}")
+    from loopsim.analyses import calibrate_constants as cc
+
+    kernels = [(m.label, m.ref[0], m.ref[1], m.ref[2]) for m in ms]
+    tf = cc.fit(kernels, [m.time_s for m in ms], hw, names=constants, loo=len(ms) > 1)
+    n_roof = int(roof.bw_fitted) + sum(f for _, _, f in roof.flops)
+    n_tl = len(tf.fitted)
+    if model == "timeline":
+        pick = "timeline"
+    elif n_tl < n_roof:
+        pick = "roofline" if roof.rms < GAIN * tf.rms - _TIE else "timeline"
+    elif n_tl > n_roof:
+        pick = "timeline" if tf.rms < GAIN * roof.rms - _TIE else "roofline"
+    else:
+        pick = "timeline" if tf.rms < roof.rms - _TIE else "roofline"
+    if pick == "roofline":
+        return dataclasses.replace(roof, timeline=tf)
+    warn = [f"{r.label}: predicted/measured {r.ratio:.4f} ({r.residual:+.1%}) is off by more than "
+            f"the {threshold:.0%} threshold under the calibrated timeline" for r in tf.rows
+            if abs(r.residual) > threshold]
+    warn += list(tf.warnings)
+    return dataclasses.replace(roof, model="timeline", timeline=tf, warnings=tuple(warn),
+                               roofline_warnings=roof.warnings)
+
+
+def _fit_roofs(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
+    """The roofline half of :func:`fit`: the roofs alone."""
     ms = list(measurements)
     if not ms:
         raise InputError("calibrate: no measurements")
@@ -581,7 +665,7 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
     label = entry.get("label")
     if not isinstance(label, str) or not label:
         label = " ".join([name] + [f"{k}={v}" for k, v in sets.items()])
-    return Measurement(label, W, Q, dt, float(t), transfers)
+    return Measurement(label, W, Q, dt, float(t), transfers, (ref, tuple(sorted(sets.items())), dtype))
 
 
 def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
@@ -643,12 +727,57 @@ def base_text(hw) -> tuple[str, str]:
     return p.read_text(encoding="utf-8"), hw.path
 
 
-def sheet_text(f: Fit, base_text: str, origin: str, name: str) -> str:
-    """The calibrated sheet: ``base_text`` renamed ``name``, with a fitted [measured] section."""
+def _set_value(text: str, key: str, value: int, calibrated: str, note: str, origin: str) -> str:
+    """``text`` with the one-line value ``key`` (``section.field``) replaced by a calibrated one."""
+    section, _, field_ = key.rpartition(".")
+    out, inside, done = [], False, False
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            inside = m.group(1).strip('"') == section
+        elif inside and not done and re.match(rf"^\s*{re.escape(field_)}\s*=\s*\{{.*\}}\s*(#.*)?$", line):
+            line = (f"{field_} = {{ value = {value}, calibrated = {_q(calibrated)}, "
+                    f"note = {_q(note)} }}")
+            done = True
+        out.append(line)
+    if not done:
+        raise InputError(f"{origin}: no one-line {field_} = {{ ... }} in its [{section}] table to "
+                         "write the calibrated value into")
+    return "\n".join(out) + "\n"
+
+
+def _timeline_sheet(f: Fit, text: str, origin: str, hw) -> str:
+    """``text`` with the fitted timeline constants written in, each with its provenance."""
+    tf = f.timeline
+    runs = "; ".join(f"{r.label} {r.time_s:.6g} s (predicted/measured {r.ratio:.4f})" for r in tf.rows)
+    loo = (f", leave-one-out error max {tf.loo_max:.2%}" if tf.loo_max is not None
+           else ", one measurement: no leave-one-out error")
+    fitted = ", ".join(c.name for c in tf.fitted)
+    kept = ", ".join(f"{c.name} ({c.status})" for c in tf.constants if not c.fitted) or "none"
+    for c in tf.fitted:
+        prov = (f"fitted by loopsim calibrate to {len(tf.rows)} measurement(s) on {f.hardware} "
+                f"({', '.join(r.label for r in tf.rows)}); "
+                f"model: the engine timeline, least squares in relative time, in-sample rms "
+                f"{tf.rms:.2%}{loo}; fitted together: {fitted}; kept at the sheet value: {kept}; "
+                f"measurements: {runs}")
+        try:
+            was = str(hw.value(c.key).source)
+        except Exception:  # a value the sheet records under another key
+            was = "the sheet's"
+        text = _set_value(text, c.key, c.value, prov, f"replaces {c.sheet_value}: {was}", origin)
+    return text
+
+
+def sheet_text(f: Fit, base_text: str, origin: str, name: str, hw=None) -> str:
+    """The calibrated sheet: ``base_text`` renamed ``name``, with a fitted [measured] section (the
+    roofline model), or with its fitted timeline constants written in place (the timeline model;
+    ``hw``: the sheet the fit ran on, for the sources the values replace)."""
     text = _without_measured(base_text, origin)
     text, n = re.subn(r'(?m)^name\s*=\s*"[^"\n]*"', f"name = {_q(name)}", text, count=1)
     if n != 1:
         raise InputError(f"{origin}: no top-level name = \"...\" line to rename")
+    if f.model == "timeline":
+        return _timeline_sheet(f, text, origin, hw)
     kernels = "; ".join(f"{r.measurement.label} {r.measurement.time_s:.6g} s "
                         f"(predicted/measured {r.ratio:.4f}, {r.bound}-bound)" for r in f.rows)
     loo = (f"; leave-one-out error max {f.loo_max:.2%}, rms {f.loo_rms:.2%}"
@@ -670,3 +799,19 @@ def sheet_text(f: Fit, base_text: str, origin: str, name: str) -> str:
                  f"not fitted: no {d} measurement is compute-bound; the spec P.{d} is kept")
         lines.append(f"{d} = {{ value = {p}, where = {_q(where)} }}")
     return text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+
+def check_sheet(f: Fit, sheet: str, origin: str):
+    """The calibrated sheet ``sheet`` loaded (a HardwareError if it does not), and, on the timeline
+    model, holding the fitted constants: what calibrate writes is what it fitted."""
+    from loopsim.targets import hardware
+
+    hw = hardware.loads(sheet, origin=origin)
+    if f.model == "timeline":
+        want = f.timeline.values()
+        got = hw.constants()
+        bad = [k for k in want if got.get(k) != want[k]]
+        if bad:
+            raise InputError(f"{origin}: the calibrated sheet gives {bad[0]}={got.get(bad[0])!r}, "
+                             f"not the fitted {want[bad[0]]!r}")
+    return hw

@@ -110,7 +110,7 @@ def analysis_dict(a) -> dict:
     c, e, hw = a.counts, a.entitlement, a.hardware
     d = {"kernel": c.kernel, "spec_file": a.program.path, "spec_bundled": a.program.bundled,
          "hardware": hw.name, "hardware_file": hw.path, "scope": hw.scope, "roofs": hw.roofs,
-         "policy": c.policy, "dtype": a.dtype, "params": dict(a.params),
+         **({"calibrated": dict(hw.calibrated)} if hw.calibrated else {}), "policy": c.policy, "dtype": a.dtype, "params": dict(a.params),
          **entitlement_dict(e),
          **verdict_dict(a),
          "compulsory_Q": c.compulsory_bytes,

@@ -40,6 +40,7 @@ def analysis_text(a) -> str:
     c, e, hw = a.counts, a.entitlement, a.hardware
     params = ", ".join(f"{k}={v}" for k, v in a.params)
     lines = [f"{c.kernel} on {hw.name} ({hw.scope}); policy {c.policy}; {a.dtype}",
+             f"  {hw.calibration}" if hw.calibration else None,
              f"  params: {params}" if params else None]
     lines += headline(a)
     lines.append("")
@@ -169,7 +170,10 @@ def compare_table(dicts: list[dict], hw, policy: str, inputs: list[str]) -> str:
             + "".join(f"{'r_' + n:>{rw}}" for n in inputs)
             + f" {'Q/Qc':>6} {'Q/LB':>6} {'I':>8} {'T_best':>10}  {'SBUF peak':>13} {'PSUM':>6}")
     lines = [f"{len(dicts)} tilings on {hw.name} ({hw.scope}); policy {policy}; "
-             "ranked: can run first, then by T (attainable); ties: transfers' time, instructions, Q, SBUF peak", head]
+             "ranked: can run first, then by T (attainable); ties: transfers' time, instructions, Q, SBUF peak"]
+    if hw.calibration:
+        lines.append(f"  {hw.calibration}")
+    lines.append(head)
     for d in dicts:
         mark = "*" if d["best"] else ("!" if not d["feasible"] else " ")
         if d.get("error"):

@@ -171,6 +171,30 @@ class Roofs:
             self, roofs="measured", flops=tuple((d, p) for d, p, _ in m.flops), bw=m.bw
         )
 
+    @property
+    def calibrated(self) -> tuple[tuple[str, str], ...]:
+        """(sheet key, provenance) of each value ``loopsim calibrate`` fitted (source kind
+        ``calibrated``); empty on a documented sheet."""
+        return tuple((v.key, v.source.derivation) for v in self.values if v.source.kind == "calibrated")
+
+    @property
+    def calibration(self) -> str | None:
+        """One line for every report that shows the sheet's constants: which values are calibrated,
+        to what, and from which measurements (None on a sheet without calibrated values)."""
+        cal = self.calibrated
+        parts = []
+        if cal:
+            vals = ", ".join(f"{k.rpartition('.')[2]} = {self.value(k).value:,}" for k, _ in cal)
+            parts.append(f"{vals} ({cal[0][1].split(';')[0]})")
+        m = self.measured if self.roofs == "measured" else None
+        src = next((w for w in [m.bw_where] + [w for _, _, w in m.flops]
+                    if w.startswith("loopsim calibrate")), None) if m is not None else None
+        if src is not None:
+            fitted = [f"bw = {m.bw:.4g} B/s"] * (not m.bw_where.startswith("not fitted")) + [
+                f"P.{d} = {p:.4g} FLOP/s" for d, p, w in m.flops if not w.startswith("not fitted")]
+            parts.append(f"measured roofs {', '.join(fitted)} ({src.split(':')[0]})")
+        return "calibrated: " + "; ".join(parts) if parts else None
+
     def roof_unfitted(self, limit: str, dtype: str) -> bool:
         """Whether, on measured roofs, the roof ``limit`` ("memory" or "compute" for ``dtype``) is a
         spec value that ``loopsim calibrate`` kept for want of a measurement (its ``where`` says

@@ -64,6 +64,9 @@ class Source:
     - ``"defined"``: ``derivation`` explains a value the sheet itself defines (illustrative machines,
       a sheet's own scope); never a property of real hardware.
     - ``"measured"``: ``derivation`` says where it was measured.
+    - ``"calibrated"``: ``derivation`` says which measurements ``loopsim calibrate`` fitted it to
+      (a sheet value's ``calibrated = "..."``, written by ``calibrate -o``); ``note`` keeps the
+      value it replaced and that value's source.
     """
 
     kind: str
@@ -82,6 +85,8 @@ class Source:
             text = f"derived: {self.derivation}"
         elif self.kind == "measured":
             text = f"measured: {self.derivation}"
+        elif self.kind == "calibrated":
+            text = f"calibrated: {self.derivation}"
         else:
             text = f"defined: {self.derivation}"
         return text + (f" — {self.note}" if self.note else "")
@@ -177,7 +182,8 @@ def loads(text: str, origin: str = "<string>"):
     return _Builder(origin, data).build()
 
 
-_VALUE_KEYS = {"value", "source", "quote", "paraphrase", "defined", "note", "alternatives", "assumed", "reason"}
+_VALUE_KEYS = {"value", "source", "quote", "paraphrase", "defined", "note", "alternatives", "assumed", "reason",
+               "calibrated"}
 _ALT_KEYS = {"value", "per", "source", "quote", "paraphrase", "defined", "note"}
 
 class _Builder:
@@ -236,6 +242,13 @@ class _Builder:
             if not isinstance(d, str) or not d.strip():
                 self.fail(f"{path}.defined", d, "must be a non-empty string saying why the sheet defines it")
             return Source("defined", derivation=d, note=note)
+        if "calibrated" in node:  # written by loopsim calibrate -o: the fit's provenance
+            if "source" in node:
+                self.fail(f"{path}.calibrated", node["calibrated"], "cannot be combined with source")
+            d = node["calibrated"]
+            if not isinstance(d, str) or not d.strip():
+                self.fail(f"{path}.calibrated", d, "must be a non-empty string saying what it was fitted to")
+            return Source("calibrated", derivation=d, note=note)
         key = node.get("source", _MISSING)
         if key is _MISSING:
             self.fail(path, _short(node), f"has no source: give source = \"S<n>\" with quote or "

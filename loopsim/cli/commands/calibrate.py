@@ -19,10 +19,12 @@ from pathlib import Path
 
 from loopsim.analyses import calibrate
 from loopsim.analyses.calibrate import _si
+from loopsim.base.errors import InputError
 from loopsim.targets import hardware
 from loopsim.base.outfile import write_atomic
 from loopsim.base.fmt import fmt_time
 from loopsim.cli.commands._common import dump_json
+from loopsim.targets.neuron.sheet import CALIBRATABLE
 
 
 def register(sub) -> None:
@@ -50,6 +52,13 @@ def register(sub) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1, writing no sheet, when the fit warns (a residual over the "
                         "threshold, a roof left at spec, a fitted roof above spec, a tie)")
+    p.add_argument("--model", choices=calibrate.MODELS, default="auto",
+                   help="what to fit: roofline (measured roofs, T = max(W/P, Q/BW)), timeline (the "
+                        "engine timeline's constants: DMA fixed cost and peak, engine and Tensor "
+                        "Engine overheads) or auto (default: both, the better by in-sample error)")
+    p.add_argument("--constants", default=None, metavar="NAME,...",
+                   help="the timeline constants to fit (default every one the sheet gives: "
+                        + ", ".join(CALIBRATABLE) + ")")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
     p.set_defaults(func=run)
 
@@ -69,11 +78,17 @@ def run(args) -> int:
     regular_target(args.output)  # a device, FIFO or folder refused before any work
     hw = hardware.load(args.hardware)
     ms = calibrate.load(args.measurements, hw, allow_kernel_refs=args.allow_kernel_refs)
-    fit = calibrate.fit(ms, hw, threshold=args.threshold)
+    names = None
+    if args.constants is not None:
+        names = [n.strip() for n in args.constants.split(",") if n.strip()]
+        if not names:
+            raise InputError(f"--constants={args.constants!r} names no constant; known: "
+                             f"{', '.join(CALIBRATABLE)}")
+    fit = calibrate.fit(ms, hw, threshold=args.threshold, model=args.model, constants=names)
     name = args.name or Path(args.output).stem
     text, origin = calibrate.base_text(hw)
-    sheet = calibrate.sheet_text(fit, text, origin, name)
-    hardware.loads(sheet, origin=args.output)  # the written sheet loads, or nothing is written
+    sheet = calibrate.sheet_text(fit, text, origin, name, hw)
+    calibrate.check_sheet(fit, sheet, args.output)  # the written sheet loads, or nothing is written
     failed = args.strict and bool(fit.warnings)
     if not failed:
         write_atomic(args.output, lambda tmp: Path(tmp).write_text(sheet, encoding="utf-8"))
@@ -83,9 +98,12 @@ def run(args) -> int:
         dump_json({**fit.as_dict(), "sheet": None if failed else args.output, "name": name,
                    "predictions": [x.as_dict() for x in preds]})
         return 1 if failed else 0
-    print(f"calibrated {hw.name} from {len(ms)} measurement(s); model T = max(W/P, Q/BW), "
-          f"roofs fitted by least squares in relative time; {fit.candidates} roof assignment(s) "
-          "tried, the best by in-sample error")
+    print(f"calibrated {hw.name} from {len(ms)} measurement(s); chosen model: {fit.model} "
+          + ("(the engine timeline with fitted constants; roofs at spec)" if fit.model == "timeline"
+             else "(T = max(W/P, Q/BW) with fitted roofs)"))
+    print(f"roofline: roofs fitted by least squares in relative time; {fit.candidates} roof "
+          "assignment(s) tried, the best by in-sample error" + ("" if fit.model == "roofline"
+                                                                else " (not chosen)"))
     n_mem = sum(r.bound == "memory" for r in fit.rows)
     if fit.bw_fitted:
         print(f"  measured bw     {_si(fit.bw, 'B/s'):>14}   ({fit.bw / fit.spec_bw:.4f} x spec "
@@ -120,6 +138,7 @@ def run(args) -> int:
               "to the sheet")
     elif fc is not None:
         print(f"  DMA fixed cost  {fc}")
+    _timeline_lines(fit)
     if preds:
         print(f"  {'prediction':<32}{'Q bytes':>14}{'bound (spec)':>14}{'predicted':>12}{'ratio':>8}"
               "  limit")
@@ -132,7 +151,39 @@ def run(args) -> int:
         _warn(fit)
     if failed:
         return 1
+    if fit.model == "timeline":
+        got = ", ".join(c.name for c in fit.timeline.fitted) or "none (the sheet's values fit)"
+        print(f"wrote {args.output} (sheet '{name}': {hw.name} with calibrated timeline constants: "
+              f"{got}). With --hardware {args.output}, T is the timeline on them, and every report "
+              "says calibrated")
+        return 0
     print(f"wrote {args.output} (sheet '{name}': {hw.name} plus [measured] roofs). With "
           f"--hardware {args.output} --roofs measured, T is a prediction where its limit is a "
           "fitted roof, and says so where it is not")
     return 0
+
+
+def _timeline_lines(fit) -> None:
+    """The timeline-constants fit: each constant, each measurement, the errors."""
+    tf = fit.timeline
+    if tf is None:
+        return
+    if isinstance(tf, str):
+        print(f"timeline constants: {tf}")
+        return
+    print("timeline: the verdict's T (engine timeline among the roofs and ceilings) with the sheet's "
+          f"timeline constants fitted by least squares in relative time ({tf.evaluations} runs)"
+          + ("" if fit.model == "timeline" else " (not chosen)"))
+    print(f"  {'constant':<20}{'sheet':>20}{'calibrated':>20}  status")
+    for c in tf.constants:
+        val = f"{c.value:,}" if c.fitted else "-"
+        print(f"  {c.name:<20}{c.sheet_value:>20,}{val:>20}  {c.status}: {c.why}")
+    print(f"  {'measurement':<32}{'measured':>12}{'sheet':>12}{'predicted':>12}{'pred/meas':>11}"
+          f"{'LOO error':>10}")
+    for r in tf.rows:
+        loo = f"{r.loo_error:+.2%}" if r.loo_error is not None else "-"
+        print(f"  {r.label:<32}{fmt_time(r.time_s):>12}{fmt_time(r.sheet_s):>12}"
+              f"{fmt_time(r.predicted_s):>12}{r.ratio:>11.4f}{loo:>10}")
+    print(f"  in-sample error: rms {tf.rms:.2%} (the sheet's constants: {tf.sheet_rms:.2%})" + (
+        f"; leave-one-out error: max {tf.loo_max:.2%}, rms {tf.loo_rms:.2%}"
+        if tf.loo_max is not None else "; one measurement: no leave-one-out error"))

@@ -67,7 +67,9 @@ def run(args) -> int:
     hw = hardware_of(args)
     rows, dicts = analysed_rows(args, hw)
     if args.json:
-        dump_json({"hardware": hw.name, "scope": hw.scope, "policy": args.policy, "rows": dicts})
+        dump_json({"hardware": hw.name, "scope": hw.scope,
+                   **({"calibrated": dict(hw.calibrated)} if hw.calibrated else {}),
+                   "policy": args.policy, "rows": dicts})
         return 0
     inputs = list(dict.fromkeys(n for d in dicts for n in d.get("r", {})))
     if args.csv:

@@ -47,13 +47,17 @@ def run(args) -> int:
         name, t = max(stages, key=lambda x: x[1].T)
         plot.save(render.figure(t, title=args.title), args.output)
     if args.json:
-        dump_json({"kernel": a.name, "hardware": hw.name, "T": a.T, "limit": a.limit,
+        dump_json({"kernel": a.name, "hardware": hw.name,
+                   **({"calibrated": dict(hw.calibrated)} if hw.calibrated else {}),
+                   "T": a.T, "limit": a.limit,
                    "output": args.output,
                    "stages": [{"stage": n, **t.as_dict()} for n, t in stages]})
         return 0
     from loopsim.render import timeline as render
 
     print(f"{a.name} on {hw.name} ({hw.scope}): T = {fmt_time(a.T)}, limit {a.limit}")
+    if hw.calibration:
+        print(f"  {hw.calibration}")
     for n, t in stages:
         if len(a.stages) > 1:
             print(f"kernel {n}:")

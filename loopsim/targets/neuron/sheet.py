@@ -42,6 +42,14 @@ TIMELINE_KEYS = {
     "te_fill_cycles": "TensorE cycles from a matmul's issue until its PSUM result can be read",
 }
 
+#: the constants ``loopsim calibrate`` can fit to measured times, by name: (the sheet key holding
+#: it, unit). The timeline's own (every :data:`TIMELINE_KEYS`), the Tensor Engine's per-instruction
+#: floor and the DMA engines' peak (whose [dma] throughput curve keeps its shape: efficiency by
+#: bytes per partition scales with it). :meth:`NeuronCore.with_constants` replaces them.
+CALIBRATABLE = {**{k: (f"timeline.{k}", u) for k, u in TIMELINE_KEYS.items()},
+                "mm_init_cycles": ("tensor.mm_init_cycles", "TensorE cycles: the shortest matmul instruction (MM_INIT)"),
+                "dma_core_bw": ("dma.core_bw", "bytes/s of one physical core's DMA engines at peak")}
+
 
 @dataclass(frozen=True, slots=True)
 class NeuronCore(Roofs):
@@ -131,6 +139,39 @@ class NeuronCore(Roofs):
     def timeline_value(self, key: str) -> int | None:
         """A ``[timeline]`` constant of the sheet (units in :data:`TIMELINE_KEYS`), None if absent."""
         return next((v for k, v, _ in self.timeline if k == key), None)
+
+    def constants(self) -> dict[str, int]:
+        """The :data:`CALIBRATABLE` constants this sheet gives, by name (absent ones left out)."""
+        out = {k: v for k, v, _ in self.timeline}
+        out["mm_init_cycles"] = self.mm_init_cycles
+        if self.dma_bw:
+            out["dma_core_bw"] = self.dma_bw // self.physical_cores
+        return {k: out[k] for k in CALIBRATABLE if k in out}
+
+    def with_constants(self, overrides) -> "NeuronCore":
+        """A copy whose :data:`CALIBRATABLE` constants are ``overrides`` (name -> integer value),
+        the rest as the sheet gives them: what ``calibrate`` runs the timeline on. The copy's
+        ``values`` still show the sheet's own sources (a written calibrated sheet is reloaded)."""
+        unknown = set(overrides) - set(CALIBRATABLE)
+        if unknown:
+            raise HardwareError(f"{self.name}: no calibratable constant {sorted(unknown)[0]!r}; "
+                                f"known: {', '.join(CALIBRATABLE)}")
+        tl = {k: (v, a) for k, v, a in self.timeline}
+        ch = {}
+        for k, v in overrides.items():
+            v = int(v)
+            if k == "mm_init_cycles":
+                ch["mm_init_cycles"] = v
+            elif k == "dma_core_bw":
+                if v <= 0:
+                    raise HardwareError(f"{self.name}: dma_core_bw={v} must be > 0")
+                ch["dma_bw"] = v * self.physical_cores
+            else:
+                tl[k] = (v, False)
+        ch["timeline"] = tuple((k, v, a) for k, (v, a) in tl.items())
+        import dataclasses
+
+        return dataclasses.replace(self, **ch)
 
     @property
     def mm_init_seconds(self) -> float:

@@ -181,13 +181,20 @@ def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]
               te_fill=(fill_c or 0) / hw.clock_hz, min_cycles=min_c or 0,
               psum_banks=hw.psum_banks, psum_bank_bytes=hw.psum_bank_bytes, roofs=(),
               dma_curve=hw.dma_curve)
-    used = (("dma_fixed_ns", f"{fixed_ns} ns" if fixed_ns is not None else "absent (0)"),
+    cal = {k.rpartition(".")[2] for k, _ in hw.calibrated}  # fitted by loopsim calibrate
+    assumed = {k for k, _, a in hw.timeline if a}
+
+    def mark(key: str) -> str:
+        return " (calibrated)" if key in cal else " (ASSUMED)" if key in assumed else ""
+
+    used = (("dma_fixed_ns", f"{fixed_ns} ns{mark('dma_fixed_ns')}" if fixed_ns is not None else "absent (0)"),
             ("dma_engine_bw", f"{core_dma / hw.dma_engines / 1e9:.4g} GB/s = dma.core_bw / dma.engines "
-                              f"({hw.dma_engines})"),
+                              f"({hw.dma_engines})" + (" (dma.core_bw calibrated)" if "core_bw" in cal else "")),
             ("dma_efficiency", f"by bytes per partition, the sheet's [dma] throughput ({hw.dma_curve_source})"),
-            ("mm_init_cycles", f"{hw.mm_init_cycles}" + (" (ASSUMED)" if hw.mm_init_assumed else "")),
-            ("te_fill_cycles", f"{fill_c} (ASSUMED)" if fill_c is not None else "absent (0)"),
-            ("engine_min_cycles", f"{min_c}" if min_c is not None else "absent (0)"))
+            ("mm_init_cycles", f"{hw.mm_init_cycles}" + (" (calibrated)" if "mm_init_cycles" in cal else
+                                                         " (ASSUMED)" if hw.mm_init_assumed else "")),
+            ("te_fill_cycles", f"{fill_c}{mark('te_fill_cycles')}" if fill_c is not None else "absent (0)"),
+            ("engine_min_cycles", f"{min_c}{mark('engine_min_cycles')}" if min_c is not None else "absent (0)"))
     return c, used, notes
 
 
