@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from loopsim.frontends.nki import pieces
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
@@ -163,6 +164,7 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        b = pieces.lookup(t.buf, t.offsets, t.sizes) or b
         homes = getattr(t.buf, "homes", None)
         if homes:
             live = {id(f) for f in self.stack}
@@ -225,7 +227,11 @@ class Recorder:
                 start = start - dst.offsets[a] * (c // k)
                 absorbed.update(mine)
             dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
-        dst.buf.binding = Binding(ref.logical, tuple(dims))
+        new = Binding(ref.logical, tuple(dims))
+        if absorbed or dst.buf.origin is not None:
+            dst.buf.binding = new
+        else:  # one piece of a buffer the kernel may fill piece by piece
+            dst.buf.binding = pieces.add(dst.buf, dst.offsets, dst.sizes, new)
         return absorbed
 
     def check_scope(self, ref: TileRef, what: str) -> None:

@@ -1,0 +1,73 @@
+"""Kernels written for loopsim's tests of on-chip buffers filled piece by piece (the MoE and
+attention-backward idioms: a block of tokens gathered tile by tile into a [P, blocks, block]
+buffer; heads shuffled one by one into a [D, N*S] buffer), of HBM tensors read in more than one
+shape, and of HBM access patterns that repeat or overlap. Shapes in the docstrings;
+tests/test_pieces.py holds the hand counts."""
+
+import nki.isa as nisa
+import nki.language as nl
+
+P = 128
+
+
+def blocked_gather(w, x):
+    """x [128, 1024] is gathered tile by tile (8 tiles of 128 columns, a Python loop) into a
+    buffer [128, 2, 512]: tile k lands in block k // 4 at column 128 * (k % 4). Then per block b
+    out[:, 512*b ...] = w.T @ buf[:, b, :] (w [128, 128])."""
+    K, T = x.shape
+    blocks, block = 2, T // 2
+    out = nl.ndarray((w.shape[1], T), dtype=x.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((K, blocks, block), dtype=x.dtype, buffer=nl.sbuf)
+    per = block // P
+    for k in range(T // P):
+        nisa.dma_copy(dst=buf[:, k // per, nl.ds((k % per) * P, P)], src=x[:, nl.ds(k * P, P)])
+    w_sb = nl.ndarray(w.shape, dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_sb, src=w)
+    for b in nl.affine_range(blocks):
+        ps = nl.ndarray((w.shape[1], block), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=w_sb, moving=buf[:, b, :])
+        res = nl.ndarray((w.shape[1], block), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=ps)
+        nisa.dma_copy(dst=out[:, nl.ds(b * block, block)], src=res)
+    return out
+
+
+def _add_heads(shuf, b, out, D, N, S):
+    for n in nl.affine_range(N):
+        b_sb = nl.ndarray((D, S), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b_sb, src=b[:, nl.ds(n * S, S)])
+        res = nl.ndarray((D, S), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=res, data1=shuf[:, nl.ds(n * S, S)], data2=b_sb, op=nl.add)
+        nisa.dma_copy(dst=out[:, nl.ds(n * S, S)], src=res)
+
+
+def shuffled_heads(a, b):
+    """a [128, 4, 4] (d, head, s) is loaded whole and its heads copied one by one (a static loop)
+    into a [128, 16] buffer (head n at columns 4n .. 4n + 4, the layout of an attention output
+    projection's shuffle); then per head n (an affine loop) out[:, 4n ...] = shuf[:, 4n ...] +
+    b[:, 4n ...] (b, out [128, 16])."""
+    D, N, S = a.shape
+    out = nl.ndarray(b.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    a_sb = nl.ndarray((D, N, S), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_sb, src=a)
+    shuf = nl.ndarray((D, N * S), dtype=a.dtype, buffer=nl.sbuf)
+    for n in nl.static_range(N):
+        nisa.tensor_copy(dst=shuf[:, nl.ds(n * S, S)], src=a_sb[:, n, :])
+    _add_heads(shuf, b, out, D, N, S)
+    return out
+
+
+def shuffled_head_groups(a, b, group=1):
+    """As :func:`shuffled_heads`, the heads placed by ``divmod(n, group)`` (grouped heads): the
+    copy loop runs iteration by iteration (its index is a Python value), one piece each; head n
+    lands at column 4 * (o * (N // group) + g) for (g, o) = divmod(n, group), here group 1."""
+    D, N, S = a.shape
+    out = nl.ndarray(b.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    a_sb = nl.ndarray((D, N, S), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_sb, src=a)
+    shuf = nl.ndarray((D, N * S), dtype=a.dtype, buffer=nl.sbuf)
+    for n in nl.static_range(N):
+        g, o = divmod(n, group)
+        nisa.tensor_copy(dst=shuf[:, nl.ds((o * (N // group) + g) * S, S)], src=a_sb[:, n, :])
+    _add_heads(shuf, b, out, D, N, S)
+    return out
