@@ -71,3 +71,41 @@ def shuffled_head_groups(a, b, group=1):
         nisa.tensor_copy(dst=shuf[:, nl.ds((o * (N // group) + g) * S, S)], src=a_sb[:, n, :])
     _add_heads(shuf, b, out, D, N, S)
     return out
+
+
+def staged_rows(x):
+    """x [8, 128] copied out through a scratch HBM tensor written as one row [1, 1024] and read
+    back, after a reshape, as 8 rows [8, 128] (the MoE token-index staging idiom)."""
+    R, C = x.shape
+    stage = nl.ndarray((1, R * C), dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.ndarray((1, R * C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=x.reshape((1, R * C)))
+    nisa.dma_copy(dst=stage[0, nl.ds(0, R * C)], src=row[0, :])
+    stage = stage.reshape((R, C))
+    for r in nl.affine_range(R):
+        t = nl.ndarray((1, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=stage[nl.ds(r, 1), :])
+        nisa.dma_copy(dst=out[nl.ds(r, 1), :], src=t)
+    return out
+
+
+def two_shapes(x, f=64):
+    """A scratch HBM tensor [64, 128] reshaped to [128, 64] before its first use, written tile
+    by tile through its first handle's access pattern (rows of 128 = two rows of 64) and read
+    back whole as [128, 64] (the indexed-flatten idiom). x [128, 64]."""
+    P_, F = x.shape
+    scratch = nl.ndarray((P_ * F // 128, 128), dtype=x.dtype, buffer=nl.private_hbm)
+    flat = scratch.reshape((P_, F))
+    t = nl.ndarray((P_, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=flat, src=t)
+    for b in nl.affine_range(2):
+        h = nl.ndarray((32, 128), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=h, src=x.reshape((P_ * F // 128, 128))[nl.ds(b * 32, 32), :])
+        nisa.dma_copy(dst=scratch.ap(pattern=[[128, 32], [1, 128]], offset=b * 32 * 128), src=h)
+    out = nl.ndarray((P_, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    back = nl.ndarray((P_, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=scratch.reshape((P_, F)))
+    nisa.dma_copy(dst=out, src=back)
+    return out

@@ -63,7 +63,8 @@ class HbmTensor(_Viewable):
     """An HBM tensor argument (or one the kernel allocates in HBM for its result).
 
     ``reshape`` before the tensor's first access gives the tensor that shape (the same bytes,
-    row-major); a tensor is then read in one shape only."""
+    row-major); after it, a handle viewing the same bytes in the new shape: its slices and
+    access patterns are translated to boxes of the tensor's own shape by their flat elements."""
 
     def __init__(self, rec: "Recorder", logical: Logical, dtype=None, buffer: str = "hbm"):
         self._rec, self.logical = rec, logical
@@ -113,20 +114,46 @@ class HbmTensor(_Viewable):
         shape = tuple(n for _, n, k in dims if k)
         return HbmView(self, self._to_logical(dims), order, shape)
 
-    def _current(self) -> None:
-        if tuple(self.logical.shape) != self._shape and not self._units_only():
-            raise TraceError(f"HBM tensor {self.logical.name} is used as {list(self._shape)} after "
-                             f"it was reshaped to {list(self.logical.shape)}: loopsim reads a tensor "
-                             "in one shape; reshape it once, before its first use")
+    def _reshaped(self) -> bool:
+        """This handle views the tensor's bytes in another shape (not only size-1 axes)."""
+        return tuple(self.logical.shape) != self._shape and not self._units_only()
+
+    def _bytes_view(self, dims) -> "HbmView":
+        """A box of this handle's shape, another shape of the tensor's bytes (a reshape after
+        use): the same flat elements as a box of the tensor's own shape, the view keeping this
+        handle's shape; refused where they are no box there."""
+        strides = access.row_major(self._shape)
+        offset = Sym({}, 0)
+        for (a, _, _), st in zip(dims, strides):
+            offset = offset + a * st
+        pattern = [[st, n] for (_, n, _), st in zip(dims, strides) if n > 1] or [[1, 1]]
+        lead = next((i for i, (_, n, _) in enumerate(dims) if n > 1), None)
+        if lead is not None and all(n == m for (_, n, _), m in zip(dims[lead + 1:], self._shape[lead + 1:])):
+            # one contiguous run of flat elements: the tensor's outermost axis it spans in whole rows
+            run = dims[lead][1] * strides[lead]
+            own = access.row_major(self.logical.shape)
+            k = next((k for k, st in enumerate(own) if run % st == 0 and run // st <= self.logical.shape[k]), None)
+            if k is not None:
+                pattern = [[own[k], run // own[k]]] + [[own[j], self.logical.shape[j]]
+                                                       for j in range(k + 1, len(own))]
+        what = f"{self!r} (a reshape of HBM {self.logical.name}{list(self.logical.shape)})"
+        try:
+            tdims, _, order = access.decompose(self.logical.shape, pattern, offset, what)
+        except access.NotABox:
+            raise TraceError(f"{what}: the slice {[f'{a}:+{n}' for a, n, _ in dims]} is no box of "
+                             f"the tensor's {list(self.logical.shape)} bytes: not modelled") from None
+        t = HbmTensor(self._rec, self.logical, self._dtype, self.buffer)
+        shape = tuple(n for _, n, k in dims if k)
+        return HbmView(t, tdims, order, shape)
 
     def __getitem__(self, key):
-        self._current()
-        return self._view(_slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                      [True] * len(self.shape), key, hbm=True))
+        dims = _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape), [True] * len(self.shape),
+                           key, hbm=True)
+        return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
     def full(self) -> "HbmView":
-        self._current()
-        return self._view([(Sym({}, 0), d, True) for d in self.shape])
+        dims = [(Sym({}, 0), d, True) for d in self.shape]
+        return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
     def reshape(self, *shape) -> "HbmTensor":
         """The same bytes as another row-major shape (NkiTensor.reshape)."""
@@ -138,11 +165,12 @@ class HbmTensor(_Viewable):
             t = HbmTensor(self._rec, lg, self._dtype, self.buffer)  # the same box: 1s added/removed
             t._shape = tuple(shape)
             return t
-        if lg.loaded or lg.output:
-            raise TraceError(f"HBM tensor {lg.name} reshaped to {list(shape)} after it was accessed "
-                             f"as {list(lg.shape)}: not modelled; reshape it before its first use")
-        lg.shape = tuple(shape)
-        return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        t = HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        if lg.loaded or lg.output:  # after use: a view of the same bytes in another shape
+            t._shape = tuple(shape)
+        else:
+            lg.shape = t._shape = tuple(shape)
+        return t
 
     def ap(self, pattern, offset=0, dtype=None, **kw) -> "HbmView":
         """``.ap(pattern=[[stride, num], ...], offset=..., dtype=...)``: the box of this tensor the
@@ -150,8 +178,12 @@ class HbmTensor(_Viewable):
         pattern's order. ``dtype`` of another element size reinterprets the tensor's bytes (its
         last dimension rescaled, before its first use)."""
         t = self._retyped(dtype) if dtype is not None else self
-        t._current()
-        dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
+        if t._reshaped():  # the pattern's offsets are flat: walk the tensor's own shape
+            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True,
+                                   base=t.logical.shape)
+            t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
+        else:
+            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
         return t._view(dims, order, [int(p[1]) for p in pattern])
 
     def _retyped(self, dtype) -> "HbmTensor":
@@ -276,7 +308,9 @@ def _note(t, text: str) -> None:
             notes.append(line)
 
 
-def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
+def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
+    """(dims, order) of an access pattern on ``t`` of ``shape`` (an indirect offset's row
+    stride from it), decomposed over ``base`` (the tensor's own shape; default ``shape``)."""
     what = f".ap of {t!r}"
     so = kw.get("scalar_offset")
     data_offset = kw.get("vector_offset") is not None or (
@@ -296,7 +330,7 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
         d = kw.get("indirect_dim") or 0
         offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
     try:
-        dims, view, order = access.decompose(shape, pattern, offset, what)
+        dims, view, order = access.decompose(shape if base is None else base, pattern, offset, what)
     except access.NotABox:
         if hbm:
             raise
