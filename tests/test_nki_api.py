@@ -75,8 +75,13 @@ def test_ap_pattern_that_is_not_a_box_is_one_line_naming_it():
     with installed(Recorder(str(API), "t")) as mods:
         rec = Recorder(str(API), "t")
         x = rec.hbm("x", (256, 512), "bf16")
+        # every other column: no box; a DMA runs it as 256 DMAs of one column [128, 1] (the
+        # pieces along its second entry); used otherwise it is refused in one line naming it
+        split = x.ap(pattern=[[512, 128], [2, 256]])
+        assert split.shape == (128, 256) and split.axis == 1 and len(split.parts) == 256
+        assert [(a.const, n) for a, n, _ in split.parts[3].dims] == [(0, 128), (6, 1)]
         with pytest.raises(TraceError, match=r"\[2, 256\].*not a run along one axis"):
-            x.ap(pattern=[[512, 128], [2, 256]])
+            split[0]
         with pytest.raises(TraceError, match="wraps into the next row"):
             x.ap(pattern=[[512, 128], [1, 512]], offset=64)
         rec.notes = []

@@ -4,6 +4,7 @@ each against a hand count of Q and the accesses the IR shows."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,65 @@ def test_a_permuted_layout_read_across_pieces_is_a_one_line_error():
                        r"buffer shuf\[.*\] spans pieces written one by one that hold tiles of a "
                        r"in an order no affine map follows"):
         analyzed("shuffled_head_groups", kwargs={"group": 2}, a=(128, 4, 4), b=(128, 16))
+
+
+# -- an HBM tensor is bytes: another shape of it after use is a view of the same bytes ----------
+
+def test_a_scratch_tensor_written_as_one_row_is_read_back_as_rows():
+    """x [8, 128] bf16 staged through stage [1, 1024] (written whole), read back after
+    ``stage.reshape((8, 128))`` row by row: x read 8 x 128 x 2 = 2,048; stage written 2,048 and
+    read 8 x 256 = 2,048; out written 2,048: Q = 4 x 2,048 = 8,192. (Before: refused, "reshaped
+    to [8, 128] after it was accessed".)"""
+    c, stmts = analyzed("staged_rows", x=(8, 128))
+    assert rw(c) == {"x": (2_048, 0), "stage": (2_048, 2_048), "out": (0, 2_048)}
+    assert c.Q == 4 * 2_048 == 8_192
+
+
+def test_two_handles_of_one_tensor_count_each_byte_by_its_flat_address():
+    """scratch [64, 128] bf16 reshaped to [128, 64] before its first use. Written whole through
+    the [128, 64] handle (16,384 B), then in 2 halves through the [64, 128] handle's access
+    pattern [[128, 32], [1, 128]] (rows 32b .. 32b + 32 of 128 = rows 64b .. 64b + 64 of the
+    tensor, 8,192 B each), read back whole (16,384 B). x: read whole (16,384) and in 2 halves
+    through x.reshape((64, 128)) after use (8,192 each). Q = x 32,768 + scratch 32,768 written
+    + 16,384 read + out 16,384 = 98,304."""
+    c, stmts = analyzed("two_shapes", x=(128, 64))
+    assert "store scratch[b, :]" in stmts and "load x[b, :]" in stmts
+    assert rw(c) == {"x": (32_768, 0), "scratch": (16_384, 32_768), "out": (0, 16_384)}
+    assert c.Q == 98_304
+
+
+# -- an HBM access pattern that is no box: one DMA per element of one entry -----------------------
+
+def test_a_strided_pattern_moves_the_rows_it_names():
+    """x [256, 64] bf16, rows 0, 2, ..., 254 by [[128, 128], [1, 64]]: 128 DMAs of one row of 64
+    (128 B each): x read 128 x 64 x 2 = 16,384 (half of x), out written 16,384: Q = 32,768."""
+    c, stmts = analyzed("every_other_row", x=(256, 64))
+    assert rw(c) == {"x": (16_384, 0), "out": (0, 16_384)}
+    assert c.Q == 32_768
+
+
+def test_overlapping_windows_move_each_named_element(capsys):
+    """x [1, 512] bf16, windows [[1, 3], [1, 510]]: 3 x 510 elements named (columns 1 .. 509
+    more than once), so the DMA moves 3 x 510 x 2 = 3,060 B though x holds 1,024 B; out
+    [3, 510] written 3,060: Q = 6,120. The DMA report sees 3 transfers of 510 elements and
+    the store: 4 transfers."""
+    from loopsim.cli.main import main
+
+    c, stmts = analyzed("sliding_windows", x=(1, 512))
+    assert rw(c) == {"x": (3_060, 0), "out": (0, 3_060)}
+    assert c.Q == 2 * 3 * 510 * 2 == 6_120
+    assert main(["dma", f"{KERNELS / 'pieces.py'}::sliding_windows", "--arg", "x=1x512",
+                 "-H", "trn2-core"]) == 0
+    assert "DMA: 4 transfers, 6,120 bytes" in capsys.readouterr().out
+
+
+def test_a_pattern_no_split_makes_a_box_is_a_one_line_error(capsys):
+    """[[3, 4], [2, 4]] on x [64]: elements 3a + 2b; neither entry split off leaves a box."""
+    from loopsim.cli.main import main
+
+    assert main(["entitle", f"{KERNELS / 'pieces.py'}::scattered", "--arg", "x=64",
+                 "-H", "trn2-core"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("loopsim: error: ")
+    assert re.search(r"pieces\.py:\d+: kernel scattered: \.ap of HBM x\[64\]: \[3, 4\] of pattern "
+                     r"\[\[3, 4\], \[2, 4\]\] is not a run along one axis", err)

@@ -109,3 +109,37 @@ def two_shapes(x, f=64):
     nisa.dma_copy(dst=back, src=scratch.reshape((P_, F)))
     nisa.dma_copy(dst=out, src=back)
     return out
+
+
+def every_other_row(x):
+    """Rows 0, 2, 4, ... of x [256, 64] read by one access pattern [[128, 128], [1, 64]] (a
+    stride of two rows: no box) into a [128, 64] tile, stored to out [128, 64]."""
+    R, C = x.shape
+    out = nl.ndarray((R // 2, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((R // 2, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[2 * C, R // 2], [1, C]], offset=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def sliding_windows(x, k=3):
+    """The k overlapping windows of x [1, 512] (window j = columns j .. j + 510), read by one
+    access pattern [[1, k], [1, 510]] (an implicit-GEMM im2col) into a [k, 510] tile, stored to
+    out [k, 510]."""
+    W = x.shape[1]
+    Q = W - k + 1
+    out = nl.ndarray((k, Q), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((k, Q), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[1, k], [1, Q]], offset=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def scattered(x):
+    """x [64]: the pattern [[3, 4], [2, 4]] (elements 3a + 2b) is no box whichever entry is
+    split: refused."""
+    t = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[3, 4], [2, 4]], offset=0))
+    out = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out

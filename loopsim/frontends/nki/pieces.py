@@ -304,3 +304,29 @@ def _run(ps: list[Piece], offsets, sizes) -> Binding | None:
         return None
     return Binding(p0.binding.logical, tuple(DimMap(dm.start + k * ds, dm.size, dm.axes)
                                              for dm, ds in zip(p0.binding.dims, dstep)))
+
+
+def held(buf, offsets, sizes) -> list[Piece] | None:
+    """The pieces that together hold exactly the region (``offsets``, ``sizes``) of ``buf``,
+    where it spans several pieces of tensors no one map places (a row of transposed tiles in
+    PSUM); None where the buffer's binding or :func:`lookup` serves the read."""
+    if getattr(buf, "pieces_binding", None) is not buf.binding or len(getattr(buf, "pieces", ())) < 2:
+        return None
+    inside = [p for p in buf.pieces if all(
+        _const(o - Sym.of(r)) is not None and _const(o - Sym.of(r)) >= 0 and
+        _const(o - Sym.of(r)) + n <= m for o, n, r, m in zip(p.offsets, p.sizes, offsets, sizes))]
+    if len(inside) < 2:
+        return None
+    groups = {id(g) for g in buf.groups for p in inside if any(p is q for q in g.pieces)}
+    if len(groups) == 1 and next(g for g in buf.groups if id(g) in groups).merged is not None:
+        return None
+    volume = 1
+    for n in sizes:
+        volume *= n
+    covered = 0
+    for p in inside:
+        v = 1
+        for n in p.sizes:
+            v *= n
+        covered += v
+    return inside if covered == volume else None

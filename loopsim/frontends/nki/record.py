@@ -348,6 +348,9 @@ class Recorder:
         self.body.append(StoreEv(dref, line))
 
     def copy(self, dst: Tile, src: Tile, transpose: bool = False) -> None:
+        parts = None if transpose else pieces.held(src.buf, src.offsets, src.sizes)
+        if parts is not None and self._copy_pieces(dst, src, parts):
+            return
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
@@ -365,6 +368,22 @@ class Recorder:
                               "element lands where")
             return
         self._bind_value(dst, ref, axis_of)
+
+    def _copy_pieces(self, dst: Tile, src: Tile, parts: list) -> bool:
+        """A copy of a region holding several pieces (transposed tiles side by side in PSUM,
+        copied to SBUF at once): piece by piece, each landing at its place in ``dst``."""
+        sk = [a for a, k in enumerate(src.kept) if k]
+        dk = [b for b, k in enumerate(dst.kept) if k]
+        if len(sk) != len(dk) or any(src.sizes[a] != dst.sizes[b] for a, b in zip(sk, dk)):
+            return False
+        for p in parts:
+            offs, sizes = list(dst.offsets), list(dst.sizes)
+            for a, b in zip(sk, dk):
+                offs[b] = dst.offsets[b] + (p.offsets[a] - src.offsets[a])
+                sizes[b] = p.sizes[a]
+            self.copy(Tile(dst.buf, offs, sizes, list(dst.kept)),
+                      Tile(src.buf, list(p.offsets), list(p.sizes), list(src.kept)))
+        return True
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
         if ref is None:

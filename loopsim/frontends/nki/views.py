@@ -178,12 +178,17 @@ class HbmTensor(_Viewable):
         pattern's order. ``dtype`` of another element size reinterprets the tensor's bytes (its
         last dimension rescaled, before its first use)."""
         t = self._retyped(dtype) if dtype is not None else self
-        if t._reshaped():  # the pattern's offsets are flat: walk the tensor's own shape
-            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True,
-                                   base=t.logical.shape)
+        # the pattern's offsets are flat: walk the tensor's own shape
+        base = t.logical.shape if tuple(t.logical.shape) != t._shape else None
+        try:
+            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
+        except access.NotABox as e:
+            split = _split(t, pattern, offset, kw, base, str(e))
+            if split is None:
+                raise
+            return split
+        if base is not None:
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
-        else:
-            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
         return t._view(dims, order, [int(p[1]) for p in pattern])
 
     def _retyped(self, dtype) -> "HbmTensor":
@@ -273,6 +278,66 @@ class HbmView(_Viewable):
 
     def __repr__(self):
         return f"HBM {self.tensor.logical.name} slice {list(self.shape)}"
+
+
+#: the most DMAs a strided or overlapping HBM access pattern is split into
+MAX_SPLIT = 1024
+
+
+class HbmSplit(_Viewable):
+    """An HBM access pattern whose elements are no box (a stride that skips, a stride-0 repeat,
+    overlapping windows: ``[[1, 3], [1, 510]]``): the DMAs of its pieces, one per element of one
+    pattern entry (view ``axis``), each a box. A DMA moves every element it names, a repeated
+    one again, so its bytes are the pieces' bytes; a DMA (``nisa.dma_copy``) into or out of it
+    runs piece by piece."""
+
+    def __init__(self, t: HbmTensor, axis: int, parts: list, shape: tuple, why: str):
+        self.tensor, self.axis, self.parts, self._shape, self.why = t, axis, parts, shape, why
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def buffer(self):
+        return self.tensor.buffer
+
+    def _refuse(self, *_a, **_k):
+        raise TraceError(f"{self.why} (loopsim splits it into one DMA per element of one pattern "
+                         "entry for nisa.dma_copy only)")
+
+    __getitem__ = reshape = ap = broadcast_to = _refuse
+
+    def __repr__(self):
+        return f"HBM {self.tensor.logical.name} pattern {list(self._shape)}"
+
+
+def _split(t: HbmTensor, pattern, offset, kw, base, why: str) -> HbmSplit | None:
+    """The pattern as one DMA per element of one of its entries, each piece a box, or None."""
+    try:
+        pat = [(int(p[0]), int(p[1])) for p in pattern]
+    except (TypeError, ValueError, IndexError):
+        return None
+    shape = tuple(n for _, n in pat)
+    for i, (st, n) in sorted(enumerate(pat), key=lambda e: e[1][1]):
+        if n <= 1 or n > MAX_SPLIT:
+            continue
+        rest = [[s, 1 if j == i else m] for j, (s, m) in enumerate(pat)]
+        parts = []
+        try:
+            for k in range(n):
+                dims, order = _ap_dims(t, t.shape, rest, Sym.of(offset) + k * st, None, kw,
+                                       hbm=True, base=base)
+                h = t if base is None else HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
+                parts.append(h._view(dims, order, [m for _, m in rest]))
+        except access.NotABox:
+            continue
+        return HbmSplit(t, i, parts, shape, why)
+    return None
 
 
 def _prod(shape) -> int:
