@@ -128,3 +128,16 @@ def test_a_pattern_no_split_makes_a_box_is_a_one_line_error(capsys):
     assert err.count("\n") == 0 and err.startswith("loopsim: error: ")
     assert re.search(r"pieces\.py:\d+: kernel scattered: \.ap of HBM x\[64\]: \[3, 4\] of pattern "
                      r"\[\[3, 4\], \[2, 4\]\] is not a run along one axis", err)
+
+
+def test_transposed_tiles_side_by_side_are_copied_piece_by_piece():
+    """x [128, 512] bf16: its 4 column tiles transposed one by one into one PSUM row, copied to
+    SBUF at once: no one map places the 4 transposed tiles (column c of the row is x's row
+    c % 128 of tile c // 128), so the copy runs piece by piece and xt[:, 128t ...] reads
+    x[:, 128t ...]. Q = x 131,072 (loaded once) + y 131,072 + out 131,072 = 393,216. (Without
+    the piece-by-piece copy: refused, the copy spanning pieces in no affine order.)"""
+    c, stmts = analyzed("transposed_side_by_side", x=(128, 512), y=(128, 512))
+    assert "add res[:, t] = x[:, t], y[:, t]" in stmts
+    assert {k: v for k, v in rw(c).items() if k != "res"} == {
+        "x": (131_072, 0), "y": (131_072, 0), "out": (0, 131_072)}
+    assert c.Q == 3 * 131_072 == 393_216

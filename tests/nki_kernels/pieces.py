@@ -143,3 +143,25 @@ def scattered(x):
     out = nl.ndarray((4, 4), dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+def transposed_side_by_side(x, y):
+    """The 4 column tiles of x [128, 512] transposed one by one into one PSUM row [128, 512]
+    (tile c at columns c .. c + 128), copied to SBUF at once, then per tile t (an affine loop)
+    out[:, 128t ...] = xt[:, 128t ...] + y[:, 128t ...] (y, out [128, 512])."""
+    P_, C = x.shape
+    x_sb = nl.ndarray((P_, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    ps = nl.ndarray((P_, C), dtype=x.dtype, buffer=nl.psum)
+    for c in (0, 128, 256, 384):
+        nisa.nc_transpose(dst=ps[:, nl.ds(c, P)], data=x_sb[:, nl.ds(c, P)])
+    xt = nl.ndarray((P_, C), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=xt, src=ps)
+    out = nl.ndarray((P_, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(C // P):
+        y_sb = nl.ndarray((P_, P), dtype=y.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=y_sb, src=y[:, nl.ds(t * P, P)])
+        res = nl.ndarray((P_, P), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=res, data1=xt[:, nl.ds(t * P, P)], data2=y_sb, op=nl.add)
+        nisa.dma_copy(dst=out[:, nl.ds(t * P, P)], src=res)
+    return out
