@@ -141,3 +141,14 @@ def test_transposed_tiles_side_by_side_are_copied_piece_by_piece():
     assert {k: v for k, v in rw(c).items() if k != "res"} == {
         "x": (131_072, 0), "y": (131_072, 0), "out": (0, 131_072)}
     assert c.Q == 3 * 131_072 == 393_216
+
+
+def test_overlapping_row_windows_of_an_index_tile_move_each_named_row():
+    """row_windows_max, x [256, 64] bf16, k = 3: x[128t + i_h + i_kh, i_w] names rows
+    128t + kh .. 128t + kh + 128 for kh = 0, 1, 2: 3 DMAs per tile, clipped at x's 256 rows:
+    t = 0: 3 x 128 rows; t = 1: 128 + 127 + 126; 765 rows x 64 x 2 B = 97,920 read. out
+    [254, 64] written 254 x 64 x 2 = 32,512. Q = 130,432. (Before: refused, an index tile of
+    an HBM tensor being an overlapping access; the contributed maxpooling kernel's idiom.)"""
+    c, stmts = analyzed("row_windows_max", x=(256, 64))
+    assert rw(c) == {"x": (97_920, 0), "out": (0, 32_512)}
+    assert c.Q == 765 * 64 * 2 + 254 * 64 * 2 == 130_432

@@ -165,3 +165,19 @@ def transposed_side_by_side(x, y):
         nisa.tensor_tensor(dst=res, data1=xt[:, nl.ds(t * P, P)], data2=y_sb, op=nl.add)
         nisa.dma_copy(dst=out[:, nl.ds(t * P, P)], src=res)
     return out
+
+
+def row_windows_max(x, k=3):
+    """out[r, :] = max over the k rows r .. r + k - 1 of x [256, 64] (a pooling window along
+    rows, stride 1): per 128-row tile t one load of the overlapping row windows
+    x[128t + i_h + i_kh, i_w] ([128, k, 64], masked at the last rows), a max over the k axis,
+    a store of out [254, 64]."""
+    H, W = x.shape
+    out = nl.ndarray((H - (k - 1), W), dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(H // P):
+        i_h, i_kh, i_w = nl.mgrid[0:P, 0:k, 0:W]
+        win = nl.load(x[t * P + i_h + i_kh, i_w], mask=(t * P + i_h < H - (k - 1)))
+        m = nl.max(win, axis=[1])
+        i_o, i_c = nl.mgrid[0:P, 0:W]
+        nl.store(out[t * P + i_o, i_c], value=m, mask=(t * P + i_o < H - (k - 1)))
+    return out

@@ -409,6 +409,11 @@ def _defined_at(cls, init) -> str:
 def load(src, mask=None, dtype=None, **_):
     if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
         return copy(src, dtype=dtype)
+    if isinstance(src, HbmSplit):  # overlapping windows: one DMA per window
+        rec = _rec()
+        t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name(_hbm_name(src)))
+        _split_dma(t, src, src)
+        return t
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
@@ -419,7 +424,7 @@ def load(src, mask=None, dtype=None, **_):
 
 
 def _hbm_name(x) -> str:
-    t = x.tensor if isinstance(x, HbmView) else x
+    t = x.tensor if isinstance(x, (HbmView, HbmSplit)) else x
     return f"{t.logical.name}_tile"
 
 

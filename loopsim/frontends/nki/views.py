@@ -147,8 +147,14 @@ class HbmTensor(_Viewable):
         return HbmView(t, tdims, order, shape)
 
     def __getitem__(self, key):
-        dims = _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape), [True] * len(self.shape),
-                           key, hbm=True)
+        try:
+            dims = _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape), [True] * len(self.shape),
+                               key, hbm=True)
+        except access.NotABox as e:
+            split = _split_index(self, key, str(e))
+            if split is None:
+                raise
+            return split
         return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
     def full(self) -> "HbmView":
@@ -340,6 +346,47 @@ def _split(t: HbmTensor, pattern, offset, kw, base, why: str) -> HbmSplit | None
     return None
 
 
+def _split_index(t: HbmTensor, key, why: str) -> HbmSplit | None:
+    """An index of ``t`` with one index tile walking two grid axes along one dimension (rows
+    ``i_h + i_kh``: overlapping windows) as one DMA per value of one of those axes, each a
+    plain slice; None where no such split exists."""
+    key = key if isinstance(key, tuple) else (key,)
+    wide = [i for i, k in enumerate(key) if isinstance(k, access.Index) and not k.simple]
+    if len(wide) != 1:
+        return None
+    w = key[wide[0]]
+    order: list = []  # the grid axes in the view's order
+    for k in key:
+        if isinstance(k, access.Index):
+            for a, _, _ in sorted(k.terms, key=lambda x: x[0] if isinstance(x[0], int) else 0):
+                if a not in order:
+                    order.append(a)
+        elif isinstance(k, IndexTile):
+            order.append(("arange", id(k)))
+    shape = []
+    for a in order:
+        n = next((n for k in key if isinstance(k, access.Index) for b, _, n in k.terms if b == a), None)
+        shape.append(n if n is not None else next(k.size for k in key if isinstance(k, IndexTile)
+                                                  and ("arange", id(k)) == a))
+    for a, c, n in sorted(w.terms, key=lambda x: x[2]):
+        if a is None or n > MAX_SPLIT or any(
+                isinstance(k, access.Index) and k is not w and any(b == a for b, _, _ in k.terms)
+                for k in key):
+            continue
+        rest = tuple(x for x in w.terms if x[0] != a)
+        parts = []
+        try:
+            for j in range(n):
+                sub = access.Index(w.offset + c * j, rest)
+                if not sub.simple:
+                    raise access.NotABox(why)
+                parts.append(t[key[:wide[0]] + (sub,) + key[wide[0] + 1:]])
+        except access.NotABox:
+            continue
+        return HbmSplit(t, order.index(a), parts, tuple(shape), why)
+    return None
+
+
 def _prod(shape) -> int:
     n = 1
     for d in shape:
@@ -458,7 +505,7 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
             grid.append([(pos, 1)])
         elif isinstance(k, access.Index) and not k.simple:
             if hbm:
-                raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
+                raise access.NotABox(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
                                  "overlapping access (its bytes are not a box, or are read more "
                                  "than once): not modelled; load the box once and index the "
                                  "window on chip")
