@@ -490,6 +490,7 @@ class Recorder:
         data_ops: list[str] = []
         stat_ops: list[str] = []
         running = False
+        elem_ops = math.prod(dst.sizes)  # this instruction's: one per element it writes
         first = first_stat = None
         in_place = None  # the content of dst's own region read by the op
         for x in inputs:
@@ -510,9 +511,11 @@ class Recorder:
             carried = x.buf.depth < self.depth
             if lg.kind == "const":
                 data_ops += lg.data_ops
+                elem_ops += lg.elem_ops
                 running = running or carried
                 continue
             if lg.kind == "op" and not lg.materialised:
+                elem_ops += lg.elem_ops
                 if lg.stat:
                     stat_ops += lg.data_ops + lg.stat_ops
                     running = running or carried or lg.running
@@ -536,15 +539,24 @@ class Recorder:
                 and in_place is not None and in_place.kind in ("const", "sum")):
             self._accumulate(dst, sources[0], first[1], in_place, line)
             return
+        held = dst.buf.binding.logical.find() if dst.buf.binding is not None else None
+        if (in_place is None and held is not None and held.kind == "op" and not held.materialised
+                and not held.stat and first is not None and list(dst.sizes) != list(dst.buf.shape)):
+            # a write into part of a buffer that holds another part's value (RoPE's two halves
+            # x_out[:h] and x_out[h:]): the buffer's content is made by both chains
+            data_ops, stat_ops = list(held.data_ops) + data_ops, list(held.stat_ops) + stat_ops
+            elem_ops += held.elem_ops
+            sources += [q for q in held.sources if not any(same_tile(q, r) for r in sources)]
         (stat_ops if reduce else data_ops).append(name)
         if first is None and first_stat is None:
             c = self._const()
-            c.data_ops = tuple(data_ops)
+            c.data_ops, c.elem_ops = tuple(data_ops), elem_ops
             dst.buf.binding = Binding(c, ())
             return
         val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
         val.running, val.stat = running, reduce or first is None
+        val.elem_ops = elem_ops
         if val.stat:
             base = first[0] if first is not None else first_stat
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(base.starts, base.sizes)))

@@ -1,0 +1,63 @@
+"""Kernels written for loopsim's tests: elementwise chains wider than any op kind (the rotary
+embedding idiom), a broadcast between ranks, and an on-chip reshape that mixes a tile's free
+dimensions. Each test in tests/test_nki_ops.py states its hand count."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rotary_halves(x, cos, sin):
+    """RoPE on [rows, 128] in 128-row tiles, the two halves of each output row written apart:
+    out[:, :64] = x1 * cos - x2 * sin, out[:, 64:] = x2 * cos + x1 * sin (6 instructions on
+    128 x 64 tiles; 4 input tiles: x's halves, cos, sin)."""
+    rows, d = x.shape
+    h = d // 2
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    c = nl.ndarray((128, h), dtype=cos.dtype, buffer=nl.sbuf)
+    s = nl.ndarray((128, h), dtype=sin.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=cos)
+    nisa.dma_copy(dst=s, src=sin)
+    for i in nl.affine_range(rows // 128):
+        t = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+        a = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        b = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        e = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        f = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=a, data1=t[:, :h], data2=c, op=nl.multiply)
+        nisa.tensor_tensor(dst=b, data1=t[:, h:], data2=s, op=nl.multiply)
+        nisa.tensor_tensor(dst=e, data1=t[:, h:], data2=c, op=nl.multiply)
+        nisa.tensor_tensor(dst=f, data1=t[:, :h], data2=s, op=nl.multiply)
+        r = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=r[:, :h], data1=a, data2=b, op=nl.subtract)
+        nisa.tensor_tensor(dst=r[:, h:], data1=e, data2=f, op=nl.add)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=r)
+    return out
+
+
+@nki.jit
+def rotary_in_place(x, cos, sin):
+    """The rope_hf idiom: r = x * cos over the whole row, then r[:, :64] -= x2 * sin and
+    r[:, 64:] += x1 * sin in place (5 instructions: one of 128 x 128, four of 128 x 64)."""
+    rows, d = x.shape
+    h = d // 2
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    c = nl.ndarray((128, d), dtype=cos.dtype, buffer=nl.sbuf)
+    s = nl.ndarray((128, d), dtype=sin.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=cos)
+    nisa.dma_copy(dst=s, src=sin)
+    for i in nl.affine_range(rows // 128):
+        t = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+        r = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
+        p = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        q = nl.ndarray((128, h), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=r, data1=t, data2=c, op=nl.multiply)
+        nisa.tensor_tensor(dst=p, data1=t[:, h:], data2=s[:, :h], op=nl.multiply)
+        nisa.tensor_tensor(dst=r[:, :h], data1=r[:, :h], data2=p, op=nl.subtract)
+        nisa.tensor_tensor(dst=q, data1=t[:, :h], data2=s[:, h:], op=nl.multiply)
+        nisa.tensor_tensor(dst=r[:, h:], data1=r[:, h:], data2=q, op=nl.add)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=r)
+    return out

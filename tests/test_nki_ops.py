@@ -1,0 +1,108 @@
+"""Engine ops as kernels write them: elementwise chains of any number of input tiles (op kind
+``chainN``), broadcasts between ranks, on-chip reshapes. Every figure is a hand count of the
+kernel's source (tests/nki_kernels/elementwise_ops.py), derived in the comment beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from loopsim.base.errors import SpecError
+from loopsim.frontends import program
+from loopsim.frontends.nki.load import load_kernel
+from loopsim.ir import ops
+from loopsim.model import pipeline
+from loopsim.targets import hardware
+from loopsim.targets.neuron.timeline import timeline
+
+KERNELS = Path(__file__).parent / "nki_kernels" / "elementwise_ops.py"
+TRN2 = hardware.load("trn2-core")
+
+
+def traced(func, args):
+    return load_kernel(str(KERNELS), func, args=args)
+
+
+def op_statements(k):
+    return [s for s, _ in k.statements() if isinstance(s, ops.OpStatement)]
+
+
+def vector_element_ops(k) -> int:
+    """Element-ops the predicted timeline gives the Vector Engine: passes x elements of each op
+    statement's tile at every execution, summed (the statement's kind as the IR names it)."""
+    from loopsim.count.executions import tile_elements
+
+    total = 0
+    for s, loops in k.statements():
+        if isinstance(s, ops.OpStatement):
+            kind = ops.get(s.kind)
+            per = s.out if kind.per_output else s.inputs[0]
+            total += sum(p for e, p in kind.work if e == "vector") * tile_elements(s, loops, per, k)
+    return total
+
+
+# -- the chain kind ----------------------------------------------------------------------------
+
+
+def test_chain_kind_any_arity_broadcasts_and_costs_its_output():
+    k = ops.kind("chain3", "t")
+    assert (k.arity, k.work, k.per_output) == (0, (("vector", 3),), True)
+    # NumPy's rules: [128, 4, 64] with [128, 1, 64] and [64] -> [128, 4, 64]
+    shapes = [(128, 4, 64), (128, 1, 64), (64,), (128, 4, 64)]
+    assert ops.output_shape(k, shapes, ["a", "b", "c", "d"], "t") == (128, 4, 64)
+    with pytest.raises(SpecError, match="do not broadcast"):
+        ops.output_shape(k, [(128, 64), (128, 32)], ["a", "b"], "t")
+    for bad in ("chain0", "chain", "chainx", "chain01"):
+        assert ops.get(bad) is None
+        with pytest.raises(SpecError, match="not a known op"):
+            ops.kind(bad, "t")
+
+
+@given(st.lists(st.lists(st.integers(1, 4), min_size=0, max_size=4), min_size=1, max_size=4))
+def test_broadcast_agrees_with_numpy(shapes):
+    import numpy as np
+
+    shapes = [tuple(s) for s in shapes]
+    try:
+        want = np.broadcast_shapes(*shapes)
+    except ValueError:
+        want = None
+    assert ops.broadcast(shapes) == want
+
+
+def test_a_chain_statement_parses_in_a_spec_nest():
+    from loopsim.frontends import spec
+
+    (loop,) = spec.parse_nest("for i in 256 by 128:\n  chain3 y[i, :] = a[i, :], b[i, :], c[:, :], d[:, :]",
+                              {}, "t.toml")
+    (stmt,) = loop.body
+    assert stmt.kind == "chain3" and [a.tensor for a in stmt.inputs] == ["a", "b", "c", "d"]
+
+
+# -- RoPE: four input tiles --------------------------------------------------------------------
+
+
+def test_rotary_halves_is_one_chain_of_six_instructions():
+    k = traced("rotary_halves", {"x": ((256, 128), "bf16"), "cos": ((128, 64), "bf16"),
+                                 "sin": ((128, 64), "bf16")})
+    (op,) = op_statements(k)
+    assert sorted({a.tensor for a in op.inputs}) == ["cos", "sin", "x"] and not k.notes
+    # per 128-row tile: 4 multiplies, a subtract and an add, each on 128 x 64 = 8,192 elements:
+    # 49,152 element-ops; 2 tiles: 98,304
+    assert vector_element_ops(k) == 98_304
+    # Q: x read once and out written once (256 x 128 x 2 B each), cos and sin 128 x 64 x 2 B each
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    assert c.Q == 2 * 65_536 + 2 * 16_384
+
+
+def test_rotary_in_place_counts_each_instruction_once():
+    k = traced("rotary_in_place", {"x": ((256, 128), "bf16"), "cos": ((128, 128), "bf16"),
+                                   "sin": ((128, 128), "bf16")})
+    (op,) = op_statements(k)
+    assert op.kind.startswith("chain") and not k.notes
+    # per tile: x * cos on 128 x 128 (16,384) and four instructions on 128 x 64 (4 x 8,192):
+    # 49,152 element-ops; the statement's tile is the last write's (r[:, 64:], 8,192 elements),
+    # so 49,152 / 8,192 = 6 passes; 2 tiles: 98,304
+    assert op.kind == "chain6" and vector_element_ops(k) == 98_304
