@@ -120,7 +120,11 @@ SHAPES: dict[str, dict] = {
                     "gate_up_proj_weight=8x128x2x2x1024:float8_e4m3fn_x4",
                     "down_proj_weight=8x128x2x1024:float8_e4m3fn_x4",
                     "token_position_to_id=4096:int32", "block_to_expert=8x1:int32",
-                    "gate_up_proj_scale=8x16x2x2x1024:uint8", "down_proj_scale=8x16x2x1024:uint8"],
+                    "gate_up_proj_scale=8x16x2x2x1024:uint8", "down_proj_scale=8x16x2x1024:uint8",
+                    # the MX paths read the biases' dtype unconditionally (their docstrings say
+                    # optional): shapes of the library's tests (test_utils.py: [E, 128, 2,
+                    # n_I512_tile, 4] and [E, H])
+                    "gate_and_up_proj_bias=8x128x2x2x4", "down_proj_bias=8x1024"],
            "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]
            + (["n_static_blocks=8", "n_dynamic_blocks=0"] if f.startswith("bwmm") else []),
            "grid": "2"}  # both shard between the two cores of a TRN2 LNC
@@ -377,8 +381,31 @@ LAUNCHERS.update({
     + "    _compute_block(tensors, cfg, dims, dyn, weights, routed, arange_4, 0, 0, False)\n"
     + "    return out\n",
 })
+# the shard-on-I MX kernel defaults to PRE_SCALE, which its own code refuses ("PRE_SCALE mode
+# not implemented", bwmm_shard_on_I_mx.py:915): launched with POST_SCALE and the table's inputs
+LAUNCHERS["blockwise_mm_shard_intermediate_mx"] = """
+import nki.language as nl
+from {module} import blockwise_mm_shard_intermediate_mx, ExpertAffinityScaleMode
+
+def launch():
+    hbm = nl.shared_hbm
+    mx = nl.float8_e4m3fn_x4
+    return blockwise_mm_shard_intermediate_mx(
+        nl.ndarray((1025, 1024), dtype=nl.bfloat16, buffer=hbm),
+        nl.ndarray((8200, 1), dtype=nl.bfloat16, buffer=hbm),
+        nl.ndarray((8, 128, 2, 2, 1024), dtype=mx, buffer=hbm),
+        nl.ndarray((8, 128, 2, 1024), dtype=mx, buffer=hbm),
+        nl.ndarray((4096,), dtype=nl.int32, buffer=hbm),
+        nl.ndarray((8, 1), dtype=nl.int32, buffer=hbm),
+        gate_and_up_proj_bias=nl.ndarray((8, 128, 2, 2, 4), dtype=nl.bfloat16, buffer=hbm),
+        down_proj_bias=nl.ndarray((8, 1024), dtype=nl.bfloat16, buffer=hbm),
+        gate_up_proj_scale=nl.ndarray((8, 16, 2, 2, 1024), dtype=nl.uint8, buffer=hbm),
+        down_proj_scale=nl.ndarray((8, 16, 2, 1024), dtype=nl.uint8, buffer=hbm),
+        block_size=512, weight_dtype=mx,
+        expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE)
+"""
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
-LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
+LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,), "blockwise_mm_shard_intermediate_mx": (2,)}
 
 
 def _launcher(path: Path, func: str, scratch: Path):

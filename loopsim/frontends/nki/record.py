@@ -492,6 +492,7 @@ class Recorder:
         running = False
         elem_ops = math.prod(dst.sizes)  # this instruction's: one per element it writes
         first = first_stat = None
+        cands: list = []  # (ref, axes) of each data input, in order
         in_place = None  # the content of dst's own region read by the op
         for x in inputs:
             if not isinstance(x, Tile):
@@ -528,12 +529,14 @@ class Recorder:
                     if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
+                cands.append((ref, axes))
                 continue
             if ref.vars() - self.in_scope():
                 continue  # a tile of a finished loop: a reduction over that loop
             if not any(same_tile(ref, q) for q in sources):
                 sources.append(TileRef(lg, ref.starts, ref.sizes))
             first = first or (ref, axes)
+            cands.append((ref, axes))
         if (name == "add" and not reduce and not data_ops and not stat_ops and len(sources) == 1
                 and sources[0].logical.find().kind == "acc" and dst.buf.space == "sbuf"
                 and in_place is not None and in_place.kind in ("const", "sum")):
@@ -561,12 +564,26 @@ class Recorder:
             base = first[0] if first is not None else first_stat
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(base.starts, base.sizes)))
             return
-        fref, faxes = first
+        def fits(c) -> bool:
+            return len([k for k in dst.kept if k]) == len(c[1]) or _same_but_unit(dst, *c)
+
+        # the first data input whose axes match the output's (a broadcast operand of another
+        # rank, [T, 1] beside [T, 1, H], is not the one the output follows)
+        fref, faxes = next((c for c in cands if fits(c)), first)
         ref = TileRef(val, fref.starts, fref.sizes)
         val.home = ref  # where the value was made: its sources are at these loop indices
-        if len([k for k in dst.kept if k]) != len(faxes) and not _same_but_unit(dst, fref, faxes):
-            raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
-        self.bind(dst, ref, faxes)
+        if fits((fref, faxes)):
+            self.bind(dst, ref, faxes)
+        else:
+            # NKI operands are access patterns walked element by element: an output of another
+            # rank than every input ([1, 4, 4] from [1, 16]) holds the input's tile whole
+            note = (f"{self.shown}:{line}: {name}: output {dst!r} has another rank than its inputs "
+                    f"({', '.join(str(list(c[0].sizes)) for c in cands)}): it is read as holding "
+                    f"the tile of {fref.logical.find().name} whole (ASSUMED: the same elements, "
+                    "their order not followed)")
+            if note not in self.notes:
+                self.notes.append(note)
+            dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
         self.body.append(OpEv(val, ref, line))
 
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
