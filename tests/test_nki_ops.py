@@ -106,3 +106,40 @@ def test_rotary_in_place_counts_each_instruction_once():
     # 49,152 element-ops; the statement's tile is the last write's (r[:, 64:], 8,192 elements),
     # so 49,152 / 8,192 = 6 passes; 2 tiles: 98,304
     assert op.kind == "chain6" and vector_element_ops(k) == 98_304
+
+
+# -- broadcasts between ranks ------------------------------------------------------------------
+
+
+def test_an_output_of_another_rank_follows_the_operand_with_its_axes():
+    k = traced("scale_into_3d", {"x": ((128, 1024), "bf16"), "aff": ((128, 1), "bf16")})
+    (op,) = op_statements(k)
+    # [128, 1] * [128, 1024] into o[:, 0:1, :]: costed over the big tile, 128 x 1024 = 131,072
+    assert (op.kind, [a.tensor for a in op.inputs]) == ("mul", ["x", "aff"]) and not k.notes
+    assert vector_element_ops(k) == 131_072
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    # x and out 128 x 1024 x 2 B each, aff 128 x 2 B
+    assert c.Q == 2 * 262_144 + 256
+
+
+def test_an_output_grouping_its_elements_otherwise_holds_the_tile_whole():
+    k = traced("regroup_elementwise", {"x": ((128, 1024), "bf16")})
+    (op,) = op_statements(k)
+    # one multiply over 128 x 1024 = 131,072 elements, written as [128, 4, 256]
+    assert op.kind == "chain1" and vector_element_ops(k) == 131_072
+    assert any("another rank" in n and "ASSUMED" in n for n in k.notes)
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    assert c.Q == 2 * 262_144  # x read once, out written once
+
+
+# -- on-chip reshapes --------------------------------------------------------------------------
+
+
+def test_a_reshape_mixing_free_axes_is_written_through_as_the_same_bytes():
+    k = traced("regroup_through_view", {"x": ((128, 4, 256), "bf16")})
+    # the [128, 4, 256] tile lands in the [128, 2, 512] buffer through its view and is stored
+    # whole: x read once, out written once, 128 x 1024 x 2 B each
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    assert {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors} == \
+        {"x": (262_144, 0), "out": (0, 262_144)}
+    assert any("merges axes holding different dimensions of x" in n for n in k.notes)

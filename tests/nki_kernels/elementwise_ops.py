@@ -61,3 +61,49 @@ def rotary_in_place(x, cos, sin):
         nisa.tensor_tensor(dst=r[:, h:], data1=r[:, h:], data2=q, op=nl.add)
         nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=r)
     return out
+
+
+@nki.jit
+def scale_into_3d(x, aff):
+    """down_projection_mx's idiom: a per-row [128, 1] scale times a [128, H] tile (NumPy
+    broadcasting), written into one slot of a [128, 1, H] buffer: the output has a rank its
+    first operand lacks, and follows the operand whose axes it has."""
+    rows, cols = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    a = nl.ndarray((rows, 1), dtype=aff.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=a, src=aff)
+    o = nl.ndarray((rows, 1, cols), dtype=x.dtype, buffer=nl.sbuf)
+    o[:, 0:1, :] = nl.multiply(a, t)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+@nki.jit
+def regroup_elementwise(x):
+    """An instruction whose output access pattern groups the free elements otherwise than its
+    input's ([128, 4, 256] written from [128, 1024]: as many elements per partition)."""
+    rows, cols = x.shape
+    out = nl.ndarray((rows, 4, cols // 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    o = nl.ndarray((rows, 4, cols // 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=o, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+@nki.jit
+def regroup_through_view(x):
+    """A [128, 4, 256] tile copied into a [128, 2, 512] buffer through a reshaped view of it
+    (the free axes regrouped: 4 x 256 and 2 x 512 mix), then stored from the buffer."""
+    p, a, b = x.shape
+    out = nl.ndarray((p, 2, a * b // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, a, b), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    buf = nl.ndarray((p, 2, a * b // 2), dtype=x.dtype, buffer=nl.sbuf)
+    view = buf.reshape((p, a, b))
+    nisa.tensor_copy(dst=view, src=t)
+    nisa.dma_copy(dst=out, src=buf)
+    return out

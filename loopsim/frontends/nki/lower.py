@@ -177,8 +177,11 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
             kind = classify(ev.value, _where(rec, ev.line), rec.notes, math.prod(ev.out.sizes))
+            srcs = ev.value.sources
+            if kind in ("mul", "add"):  # commutative, costed per its first input: the largest
+                srcs = sorted(srcs, key=lambda s: -math.prod(s.sizes))  # tile first ([T, 1] * [T, H])
             return OpStatement(kind, access(ev.out, ev.line),
-                               tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
+                               tuple(access(s, ev.line) for s in srcs), line=ev.line)
         return None
 
     def build(body, depth):

@@ -493,6 +493,7 @@ class Recorder:
         elem_ops = math.prod(dst.sizes)  # this instruction's: one per element it writes
         first = first_stat = None
         cands: list = []  # (ref, axes) of each data input, in order
+        finished: list = []  # tiles of loops that have ended (read as reductions over them)
         in_place = None  # the content of dst's own region read by the op
         for x in inputs:
             if not isinstance(x, Tile):
@@ -532,6 +533,7 @@ class Recorder:
                 cands.append((ref, axes))
                 continue
             if ref.vars() - self.in_scope():
+                finished.append(ref)
                 continue  # a tile of a finished loop: a reduction over that loop
             if not any(same_tile(ref, q) for q in sources):
                 sources.append(TileRef(lg, ref.starts, ref.sizes))
@@ -575,9 +577,15 @@ class Recorder:
         if fits((fref, faxes)):
             self.bind(dst, ref, faxes)
         else:
+            for f in finished:  # not a reduction: a tile kept past its loop; run that loop concretely
+                sites = {u.site for u in f.vars() - self.in_scope() if u.site is not None and u.kind != "grid"}
+                if sites:
+                    raise NeedsConcrete(f"{name} reads a tile written in a loop after it ended", sites)
             # NKI operands are access patterns walked element by element: an output of another
             # rank than every input ([1, 4, 4] from [1, 16]) holds the input's tile whole
-            note = (f"{self.shown}:{line}: {name}: output {dst!r} has another rank than its inputs "
+            from loopsim.frontends.nki import work
+
+            note = (f"{work.call_site(self)}: {name}: output {dst!r} has another rank than its inputs "
                     f"({', '.join(str(list(c[0].sizes)) for c in cands)}): it is read as holding "
                     f"the tile of {fref.logical.find().name} whole (ASSUMED: the same elements, "
                     "their order not followed)")
