@@ -380,6 +380,29 @@ LAUNCHERS.update({
     + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
     + "    _compute_block(tensors, cfg, dims, dyn, weights, routed, arange_4, 0, 0, False)\n"
     + "    return out\n",
+    # the three steps of _compute_block, each fed as _compute_block feeds it (static block 0)
+    "_get_block_token_position_to_id": _mx("_find_expert_routed_tokens, _get_block_token_position_to_id",
+                                           _DYNAMIC)
+    + "    arange_4 = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+    + "    nisa.iota(arange_4, [[1, 4]], offset=0)\n"
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    return _get_block_token_position_to_id(dyn, routed, arange_4, 0, False)\n",
+    "_load_block_expert_affinities": _mx("_find_expert_routed_tokens, _get_block_token_position_to_id, "
+                                         "_load_block_expert_affinities", _DYNAMIC)
+    + "    arange_4 = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+    + "    nisa.iota(arange_4, [[1, 4]], offset=0)\n"
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    _, pos_T = _get_block_token_position_to_id(dyn, routed, arange_4, 0, False)\n"
+    + "    return _load_block_expert_affinities(tensors, dims, dyn, pos_T, 0)\n",
+    # as _all_expert_mx_static calls it: the hidden states quantized by _layout_adapter_qmx_hbm
+    "_compute_expert_mlp": _mx("_layout_adapter_qmx_hbm, _load_expert, _compute_expert_mlp", _STATIC)
+    + "    xq, xs = _layout_adapter_qmx_hbm(tensors.hidden_input, dims)\n"
+    + "    weights = _load_expert(tensors, cfg, dims, 0)\n"
+    + "    o = nl.ndarray((dims.tile_T, dims.n_tiles_in_T, dims.H), dtype=cfg.activation_compute_dtype,\n"
+    + "                   buffer=nl.sbuf)\n"
+    + "    _compute_expert_mlp(xq, xs, weights, cfg, tensors.expert_affinities_masked, o, tensors.output,\n"
+    + "                        0, True, True, shard_on_I=dims.shard_on_I, shard_on_T=dims.shard_on_T)\n"
+    + "    return out\n",
 })
 # the shard-on-I MX kernel defaults to PRE_SCALE, which its own code refuses ("PRE_SCALE mode
 # not implemented", bwmm_shard_on_I_mx.py:915): launched with POST_SCALE and the table's inputs
