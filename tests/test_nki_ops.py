@@ -143,3 +143,18 @@ def test_a_reshape_mixing_free_axes_is_written_through_as_the_same_bytes():
     assert {t.name: (t.read_bytes, t.write_bytes) for t in c.tensors} == \
         {"x": (262_144, 0), "out": (0, 262_144)}
     assert any("merges axes holding different dimensions of x" in n for n in k.notes)
+
+
+# -- a kernel file that runs its own test at import --------------------------------------------
+
+
+def test_a_failing_top_level_test_after_the_kernel_is_not_run():
+    path = str(KERNELS.parent / "runs_at_import.py")
+    k = load_kernel(path, "copy_rows", args={"x": ((256, 512), "bf16")})
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    assert c.Q == 2 * 256 * 512 * 2  # x read once, out written once (bf16)
+    assert any("runs_at_import.py:24: importing the kernel file stopped" in n and "TypeError" in n
+               for n in k.notes)
+    # a kernel defined below the failing line was never defined: refused, with the line
+    with pytest.raises(SpecError, match=r"runs_at_import.py:24: .*importing the kernel file: TypeError"):
+        load_kernel(path, "defined_after", args={"x": ((256, 512), "bf16")})
