@@ -108,6 +108,18 @@ def test_rotary_in_place_counts_each_instruction_once():
     assert op.kind == "chain6" and vector_element_ops(k) == 98_304
 
 
+def test_rotary_on_a_tile_walking_rows_in_blocks_keeps_the_blocks_apart():
+    k = traced("rotary_ap_blocks", {"x": ((512, 128), "bf16"), "cos": ((512, 128), "bf16"),
+                                    "sin": ((512, 128), "bf16")})
+    (op,) = op_statements(k)
+    # x * cos on 128 x 4 x 128 = 65,536 elements, four instructions on 128 x 4 x 64 = 32,768:
+    # 196,608 element-ops; the op's tile (the last write, r[:, :, 64:]) covers all 512 rows x 64
+    # columns = 32,768 elements, so exactly 6 passes (no rounding note)
+    assert op.kind == "chain6" and vector_element_ops(k) == 196_608 and not k.notes
+    c = pipeline.analyze(program.Program.single(k), TRN2).counts
+    assert c.Q == 4 * 512 * 128 * 2  # x, cos, sin read once, out written once
+
+
 # -- broadcasts between ranks ------------------------------------------------------------------
 
 

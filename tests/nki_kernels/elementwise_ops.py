@@ -107,3 +107,30 @@ def regroup_through_view(x):
     nisa.tensor_copy(dst=view, src=t)
     nisa.dma_copy(dst=out, src=buf)
     return out
+
+
+@nki.jit
+def rotary_ap_blocks(x, cos, sin):
+    """rope_hf's layout: [512, 128] tensors read as one [128, 4, 128] tile through .ap (row r of
+    block j at partition r, the 4 blocks of 128 rows along the free axis), the in-place RoPE on
+    it, and the result written back through the same pattern."""
+    rows, d = x.shape
+    n, h = rows // 128, d // 2
+    pattern = [[d, 128], [128 * d, n], [1, d]]
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    c = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    s = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=pattern, offset=0))
+    nisa.dma_copy(dst=c, src=cos.ap(pattern=pattern, offset=0))
+    nisa.dma_copy(dst=s, src=sin.ap(pattern=pattern, offset=0))
+    r = nl.ndarray((128, n, d), dtype=x.dtype, buffer=nl.sbuf)
+    p = nl.ndarray((128, n, h), dtype=x.dtype, buffer=nl.sbuf)
+    q = nl.ndarray((128, n, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=r, data1=t, data2=c, op=nl.multiply)
+    nisa.tensor_tensor(dst=p, data1=t[:, :, h:], data2=s[:, :, :h], op=nl.multiply)
+    nisa.tensor_tensor(dst=r[:, :, :h], data1=r[:, :, :h], data2=p, op=nl.subtract)
+    nisa.tensor_tensor(dst=q, data1=t[:, :, :h], data2=s[:, :, h:], op=nl.multiply)
+    nisa.tensor_tensor(dst=r[:, :, h:], data1=r[:, :, h:], data2=q, op=nl.add)
+    nisa.dma_copy(dst=out.ap(pattern=pattern, offset=0), src=r)
+    return out

@@ -505,6 +505,8 @@ class Recorder:
                 # an index-tile view (a window, a stride) of another rank: its axes walk the
                 # tensor by their own steps
                 axes = x.grid_axes(x.buf.binding) or axes
+            else:
+                axes = _scaled(x, axes)
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
@@ -649,6 +651,22 @@ def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
 
 
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+
+def _scaled(t: Tile, axis_of: list) -> list:
+    """``axis_of`` (the logical dimension of each kept axis of ``t``) with ``(d, scale)`` where
+    the axis steps ``scale`` elements of d (a tile whose axes walk one dimension in pieces,
+    [128 rows, 4 blocks of 128 rows] of a [512, ...] tensor): the scales an output bound from
+    it keeps."""
+    b = t.buf.binding
+    kept = [a for a in range(len(t.offsets)) if t.kept[a]]
+    if b is None or len(kept) != len(axis_of):
+        return axis_of
+    out = []
+    for a, d in zip(kept, axis_of):
+        sc = next((s for ax, s in b.dims[d].axes if ax == a), 1) if isinstance(d, int) else 1
+        out.append(d if sc == 1 else (d, sc))
+    return out
 
 
 def _same_but_unit(dst: Tile, ref: TileRef, axis_of: list) -> bool:
