@@ -170,3 +170,49 @@ def test_a_failing_top_level_test_after_the_kernel_is_not_run():
     # a kernel defined below the failing line was never defined: refused, with the line
     with pytest.raises(SpecError, match=r"runs_at_import.py:24: .*importing the kernel file: TypeError"):
         load_kernel(path, "defined_after", args={"x": ((256, 512), "bf16")})
+
+
+# -- chainN in a spec --------------------------------------------------------------------------
+
+ROPE_SPEC = """
+[kernel]
+name = "rope"
+about = "RoPE as one chain of 3 Vector passes: y = x * cos + rot(x) * sin, cos and sin rows broadcast"
+
+[params]
+B = 512
+D = 128
+TB = 128
+
+[tensors]
+x = { shape = ["B", "D"], dtype = "bf16" }
+cos = { shape = ["D"], dtype = "bf16" }
+sin = { shape = ["D"], dtype = "bf16" }
+y = { shape = ["B", "D"], dtype = "bf16", output = true }
+
+[nest.rope]
+body = '''
+load cos[:]
+load sin[:]
+for b in B by TB:
+  load x[b, :]
+  chain3 y[b, :] = cos[:], x[b, :], sin[:]
+  store y[b, :]
+'''
+"""
+
+
+def test_a_chain_in_a_spec_is_costed_over_its_output(tmp_path):
+    f = tmp_path / "rope.toml"
+    f.write_text(ROPE_SPEC)
+    res = pipeline.analyze(pipeline.load(str(f)), TRN2)
+    (step,) = res.steps
+    # 3 passes x (512 x 128 = 65,536 output elements); its first input, cos, has 128 per tile
+    assert (step.kind, step.engine, step.elements) == ("chain3", "vector", 196_608)
+    # Q: x read and y written once (512 x 128 x 2 B each), cos and sin 128 x 2 B each
+    assert res.Q == 2 * 131_072 + 2 * 256
+    bad = tmp_path / "bad.toml"
+    bad.write_text(ROPE_SPEC.replace('cos = { shape = ["D"]', 'cos = { shape = ["TB", "TB"]')
+                   .replace('load cos[:]', 'load cos[:, :]').replace('cos[:], x', 'cos[:, :], x'))
+    with pytest.raises(SpecError, match="do not broadcast"):
+        pipeline.load(str(bad))
