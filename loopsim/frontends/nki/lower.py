@@ -39,29 +39,29 @@ def classify(lg, where: str, notes: list | None = None, elements: int = 0) -> st
         return "online_softmax" if lg.running else "softmax"
     if len(set(named)) == 1 and named[0] in KINDS and KINDS[named[0]].arity == n:
         return named[0]
-    if not named and n == 2 and set(lg.data_ops) <= {"add"}:
-        return "add"
-    if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
-        return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
-    if n == 3 and not named and set(lg.data_ops) <= {"multiply", "add"} and \
-            {"multiply", "add"} <= set(lg.data_ops):
-        return "fma"
-    # any other chain: its instructions' element-operations per element of the tile it makes; a
-    # value read twice counts twice (the chain as written)
+    # its instructions' element-operations per element of the tile it makes; a value read twice
+    # counts twice (the chain as written)
     passes = -(-lg.elem_ops // elements) if elements else len(lg.data_ops) + len(lg.stat_ops)
     passes = max(1, passes)
-    if elements and lg.elem_ops % elements and notes is not None:
-        notes.append(f"{where}: the engine ops making {lg.name} ({chain}) do {lg.elem_ops:,} "
-                     f"element-ops per {elements:,}-element tile: costed as chain{passes}, "
-                     "rounded up (ASSUMED)")
-    if not named and not lg.stat_ops:
-        return f"chain{passes}"  # tensor_tensor / tensor_scalar arithmetic: Vector Engine
-    if notes is not None:
+    if not named and not lg.stat_ops:  # arithmetic a named kind says exactly: that kind
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"add"}:
+            return "add"
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"multiply"}:
+            return "mul"
+        if n == 3 and set(lg.data_ops) == {"multiply", "add"}:
+            return "fma"  # as written: a * b + c (one scalar_tensor_tensor or two instructions)
+    # any other chain: chainN, N those passes
+    why = []
+    if elements and lg.elem_ops % elements:
+        why.append(f"{lg.elem_ops:,} element-ops per {elements:,}-element tile, rounded up")
+    if named or lg.stat_ops:
+        why.append("the engine of each, Scalar or Vector, not modelled")
+    if why and notes is not None:
         notes.append(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
                      f"{'s' * (n != 1)}) are costed as {passes} Vector Engine pass"
-                     f"{'es' * (passes != 1)} over its elements (chain{passes}): ASSUMED (the "
-                     "engine of each, Scalar or Vector, not modelled)")
+                     f"{'es' * (passes != 1)} over its tile (chain{passes}): ASSUMED "
+                     f"({'; '.join(why)})")
     return f"chain{passes}"
 
 
