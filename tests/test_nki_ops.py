@@ -216,3 +216,10 @@ def test_a_chain_in_a_spec_is_costed_over_its_output(tmp_path):
                    .replace('load cos[:]', 'load cos[:, :]').replace('cos[:], x', 'cos[:, :], x'))
     with pytest.raises(SpecError, match="do not broadcast"):
         pipeline.load(str(bad))
+
+
+def test_a_reused_scratch_buffer_does_not_carry_a_read_value():
+    k = traced("scratch_halves", {"x": ((128, 256), "bf16")})
+    # u = t[:, :128] * 2 + 1 (2 instructions on 128 x 128) and w[:, 128:] = t[:, 128:] * 3 (1):
+    # 3 x 16,384 = 49,152 element-ops; carrying w[:, :128]'s multiply again would make 65,536
+    assert vector_element_ops(k) == 49_152

@@ -134,3 +134,23 @@ def rotary_ap_blocks(x, cos, sin):
     nisa.tensor_tensor(dst=r[:, :, h:], data1=r[:, :, h:], data2=q, op=nl.add)
     nisa.dma_copy(dst=out.ap(pattern=pattern, offset=0), src=r)
     return out
+
+
+@nki.jit
+def scratch_halves(x):
+    """A scratch buffer reused by halves: its first half's value is read (and stored) before the
+    second half is written, so the second chain does not carry the first one's instruction."""
+    rows, d = x.shape
+    h = d // 2
+    out = nl.ndarray((rows, h), dtype=x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((rows, h), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    w = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=w[:, :h], data=t[:, :h], op0=nl.multiply, operand0=2.0)
+    u = nl.ndarray((rows, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=u, data=w[:, :h], op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out, src=u)
+    nisa.tensor_scalar(dst=w[:, h:], data=t[:, h:], op0=nl.multiply, operand0=3.0)
+    nisa.dma_copy(dst=out2, src=w[:, h:])
+    return out

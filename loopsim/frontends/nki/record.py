@@ -520,6 +520,7 @@ class Recorder:
                 continue
             if lg.kind == "op" and not lg.materialised:
                 elem_ops += lg.elem_ops
+                lg.read = True
                 if lg.stat:
                     stat_ops += lg.data_ops + lg.stat_ops
                     running = running or carried or lg.running
@@ -548,9 +549,10 @@ class Recorder:
             return
         held = dst.buf.binding.logical.find() if dst.buf.binding is not None else None
         if (in_place is None and held is not None and held.kind == "op" and not held.materialised
-                and not held.stat and first is not None and list(dst.sizes) != list(dst.buf.shape)):
-            # a write into part of a buffer that holds another part's value (RoPE's two halves
-            # x_out[:h] and x_out[h:]): the buffer's content is made by both chains
+                and not held.stat and not held.read and first is not None
+                and list(dst.sizes) != list(dst.buf.shape)):
+            # a write into part of a buffer that holds another part's value no op has read yet
+            # (RoPE's two halves x_out[:h] and x_out[h:]): the buffer's content is made by both
             data_ops, stat_ops = list(held.data_ops) + data_ops, list(held.stat_ops) + stat_ops
             elem_ops += held.elem_ops
             sources += [q for q in held.sources if not any(same_tile(q, r) for r in sources)]
