@@ -223,3 +223,13 @@ def test_a_reused_scratch_buffer_does_not_carry_a_read_value():
     # u = t[:, :128] * 2 + 1 (2 instructions on 128 x 128) and w[:, 128:] = t[:, 128:] * 3 (1):
     # 3 x 16,384 = 49,152 element-ops; carrying w[:, :128]'s multiply again would make 65,536
     assert vector_element_ops(k) == 49_152
+
+
+@given(st.integers(1, 12))
+def test_a_chain_of_n_instructions_costs_n_passes(n_ops):
+    shapes = {t: ((128, 256), "bf16") for t in "xyzw"}
+    k = load_kernel(str(KERNELS), "chain_of", args=shapes, kwargs={"n_ops": n_ops})
+    (op,) = op_statements(k)
+    # n_ops instructions, each over the whole 128 x 256 = 32,768-element tile
+    assert vector_element_ops(k) == n_ops * 32_768 and not k.notes
+    assert op.kind == ("mul" if n_ops == 1 else f"chain{n_ops}")

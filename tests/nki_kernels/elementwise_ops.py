@@ -154,3 +154,23 @@ def scratch_halves(x):
     nisa.tensor_scalar(dst=w[:, h:], data=t[:, h:], op0=nl.multiply, operand0=3.0)
     nisa.dma_copy(dst=out2, src=w[:, h:])
     return out
+
+
+@nki.jit
+def chain_of(x, y, z, w, n_ops=3):
+    """r = x * y, then n_ops - 1 more in-place instructions on the whole [128, F] tile, reading
+    z, w and y in turn (subtract, add alternating): a chain of n_ops instructions."""
+    p, f = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tiles = []
+    for src in (x, y, z, w):
+        t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=src)
+        tiles.append(t)
+    r = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=r, data1=tiles[0], data2=tiles[1], op=nl.multiply)
+    for j in range(n_ops - 1):
+        nisa.tensor_tensor(dst=r, data1=r, data2=tiles[2 + j % 2] if j < 2 else tiles[1 + j % 3],
+                           op=nl.add if j % 2 else nl.subtract)
+    nisa.dma_copy(dst=out, src=r)
+    return out
