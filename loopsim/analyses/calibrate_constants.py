@@ -157,21 +157,37 @@ class ConstantsFit:
 # T_i(c): the pipeline on the sheet with constants c
 
 
+def kernel_options(inputs) -> dict | None:
+    """A kernel file's inputs as a measurement gives them, ``(args, kwargs, grid)`` in the CLI's
+    grammar (``("lhsT=1024x4096",)``, ``("TC=1024",)``, ``"2"``), as
+    :func:`loopsim.model.pipeline.load`'s ``kernel_args``; None for None."""
+    if inputs is None:
+        return None
+    from loopsim.frontends.nki.load import parse_options
+
+    args, kwargs, grid = inputs
+    return parse_options(args, kwargs, grid)
+
+
 class Evaluator:
     """The verdict's time of each measured kernel on ``hw`` with given constants, memoised.
-    ``kernels``: (label, spec reference, sets, dtype or None) per measurement."""
+    ``kernels``: (label, spec reference, sets, dtype or None[, a kernel file's inputs or None])
+    per measurement (the inputs: :func:`kernel_options`)."""
 
     def __init__(self, kernels, hw):
         from loopsim.model import pipeline
 
         self._pipeline = pipeline
         self.hw = hw.with_roofs("spec")
+        kernels = [(*k, None) if len(k) == 4 else tuple(k) for k in kernels]
         self.labels = [k[0] for k in kernels]
-        self.progs = [pipeline.load(ref, dict(sets)) for _, ref, sets, _ in kernels]
+        self.progs = [pipeline.load(ref, dict(sets), kernel_args=kernel_options(inputs))
+                      for _, ref, sets, _, inputs in kernels]
         self.dtypes = [k[3] for k in kernels]
         # one memo per distinct kernel: two measurements of one nest share its runs
         first: dict = {}
-        self.kid = [first.setdefault((ref, tuple(sets), dt), i) for i, (_, ref, sets, dt) in enumerate(kernels)]
+        self.kid = [first.setdefault((ref, tuple(sets), dt, inputs), i)
+                    for i, (_, ref, sets, dt, inputs) in enumerate(kernels)]
         self.memo: dict = {}
         self.runs = 0
         self.sheet = self.hw.constants()
