@@ -34,6 +34,7 @@ Units: seconds; constants in their sheet units (ns, cycles, bytes/s).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -404,12 +405,14 @@ def fit(kernels, times, hw, *, names=None, loo: bool = True) -> ConstantsFit:
                                f"the sheet value {sheet[n]:,} with the fitted ones reproduces every "
                                "time: not refitted")
         consts.append(Constant(n, key, unit, sheet[n], vals[n], st, why))
-    for c in consts:
+    for i, c in enumerate(consts):
         lo, hi = sorted(_to_v(c.name, x) for x in _range(c.name, c.sheet_value))
         if c.fitted and c.value in (lo, hi):
-            warn.append(f"{c.name} fitted to {c.value:,}, the {'low' if c.value == lo else 'high'} end "
-                        f"of its search range ({lo:,} .. {hi:,}): the times ask for more than the "
-                        "constant can give; check the counts, the times or the sheet")
+            end = (f"the {'low' if c.value == lo else 'high'} end of its search range ({lo:,} .. "
+                   f"{hi:,}): the times ask for more than the constant can give")
+            # said beside the value too, so a table that shows it fitted shows this with it
+            consts[i] = dataclasses.replace(c, why=f"{c.why}; at {end}")
+            warn.append(f"{c.name} fitted to {c.value:,}, {end}; check the counts, the times or the sheet")
     n_fit = sum(c.fitted for c in consts)
     if n_fit and n_fit >= len(idx):
         warn.append(f"{len(idx)} measurement(s) for {n_fit} fitted constant(s): the fit reproduces "
