@@ -289,3 +289,23 @@ def test_a_kernel_file_measurement_takes_its_inputs(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "only a kernel file" in err
+
+
+def test_predictions_use_the_chosen_model(tmp_path, capsys):
+    # with the timeline chosen, --predict times a kernel on the calibrated constants: the T that
+    # entitle gives on the written sheet (it used the unchosen roofline's roofs before), and names
+    # the fitted constants that move it
+    ks = KERNELS[:3]
+    f = _write(tmp_path, ks, _times(ks, {"dma_fixed_ns": 900, "engine_min_cycles": 200}))
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", f, "-H", HW, "-o", str(out), "--json", "--model", "timeline",
+                 "--predict", "copy R=2048", "--predict", "matmul"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["chosen_model"] == "timeline"
+    for p, argv in zip(d["predictions"], (["copy", "--set", "R=2048"], ["matmul"])):
+        assert main(["entitle", *argv, "-H", str(out), "--json"]) == 0
+        assert p["T_predicted"] == pytest.approx(json.loads(capsys.readouterr().out)["T"], rel=1e-12)
+        # and each named constant does move it: back at the sheet's value, T changes
+        assert p["limit_fitted"] == bool(p["calibrated_constants"])
+        assert set(p["calibrated_constants"]) <= {"dma_fixed_ns", "engine_min_cycles"}
+    assert "dma_fixed_ns" in d["predictions"][0]["calibrated_constants"]

@@ -396,10 +396,17 @@ class Prediction:
     limit: str  # the roof that binds the prediction: "memory" or "compute"
     limit_fitted: bool  # whether that roof was fitted (else the prediction is the spec bound)
     rests_on_spec: tuple[str, ...] = ()
+    #: the timeline model: the fitted constants that move this kernel's time (limit_fitted: any)
+    constants: tuple[str, ...] | None = None
 
     @property
     def how(self) -> str:
         """How far the prediction is one: a sentence for its "limit" column."""
+        if self.constants is not None:
+            if self.limit_fitted:
+                return f"{self.limit} on the calibrated constants ({', '.join(self.constants)})"
+            return (f"{self.limit}: no fitted constant moves its time; the sheet's timeline, not "
+                    "calibrated")
         if not self.limit_fitted:
             return f"{self.limit} (spec roof: not fitted, still a bound)"
         other = [x for x in self.rests_on_spec if x != self.limit]
@@ -412,11 +419,13 @@ class Prediction:
         return {"label": self.label, "W": self.W, "Q": self.Q, "dtype": self.dtype,
                 "T_spec_bound": self.bound_s, "T_predicted": self.predicted_s,
                 "limit": self.limit, "limit_fitted": self.limit_fitted,
-                "rests_on_spec": list(self.rests_on_spec), "how": self.how}
+                "rests_on_spec": list(self.rests_on_spec), "how": self.how,
+                "calibrated_constants": None if self.constants is None else list(self.constants)}
 
 
 def predict(f: Fit, text: str, hw) -> Prediction:
-    """``text`` = "SPEC [NAME=INT ...]" counted on ``hw`` and timed under both sets of roofs."""
+    """``text`` = "SPEC [NAME=INT ...]" counted on ``hw`` and timed under the spec roofs (a bound)
+    and the chosen model: the fitted roofs, or the timeline on the fitted constants."""
     parts = text.split()
     if not parts:
         raise InputError("--predict: give a spec name or path, then NAME=INT overrides")
@@ -428,6 +437,8 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     if dt not in spec_P:
         raise InputError(f"--predict {text}: dtype '{dt}' has no roof on {f.hardware}")
     label = " ".join([name] + parts[1:])
+    if f.model == "timeline":  # the chosen model predicts: the timeline on the fitted constants
+        return _predict_timeline(f, label, parts[0], sets, hw, W, Q, dt, spec_P)
     compute = W * f.bw > Q * f.P(dt)
     fitted = f.fitted(dt) if compute else f.bw_fitted
     spec_sides = tuple(side for side, amount, fit_ in (("memory", Q, f.bw_fitted),
@@ -436,6 +447,28 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw),
                       max(W / f.P(dt), Q / f.bw), "compute" if compute else "memory", fitted,
                       spec_sides)
+
+
+def _predict_timeline(f: "Fit", label: str, ref: str, sets, hw, W: int, Q: int, dt: str,
+                      spec_P: dict) -> Prediction:
+    """A kernel's verdict T on the sheet with the fitted timeline constants (spec roofs), beside
+    its spec bound max(W/P, Q/BW); which fitted constants move it (each returned to the sheet's
+    value in turn)."""
+    from loopsim.model import pipeline
+
+    prog = pipeline.load(ref, sets)
+    vals = f.timeline.values()
+    sheet = hw.with_roofs("spec").constants()
+
+    def T(values):
+        a = pipeline.analyze(prog, hw.with_roofs("spec").with_constants(values), dtype=dt)
+        return float(a.T), a.limit
+
+    t, limit = T(vals)
+    moved = tuple(c.name for c in f.timeline.fitted
+                  if abs(T({**vals, c.name: sheet[c.name]})[0] / t - 1) > 1e-9)
+    return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw), t, limit, bool(moved),
+                      (), moved)
 
 
 def _si(x: float, unit: str) -> str:
