@@ -173,7 +173,7 @@ TUTORIAL = ["1_tiled", "2_hoist_load", "3_block_free_dimension", "4_fully_optimi
 def test_leave_one_out_over_the_four_tutorial_kernels():
     # times from trn1-core with a 900 ns fixed cost and the DMA peak at 4/5 of the sheet's: each
     # kernel left out is predicted from the other three (benchmarks/calib_tutorial.py prints the
-    # figures, with a sheet the fit cannot match too)
+    # figures, and those of the same times off by 2-3%)
     hw = hardware.load(HW)
     bw = hw.constants()["dma_core_bw"] * 4 // 5
     ks = [(k, f"nki_tutorial/{k}", {}) for k in TUTORIAL]
