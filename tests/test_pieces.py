@@ -152,3 +152,11 @@ def test_overlapping_row_windows_of_an_index_tile_move_each_named_row():
     c, stmts = analyzed("row_windows_max", x=(256, 64))
     assert rw(c) == {"x": (97_920, 0), "out": (0, 32_512)}
     assert c.Q == 765 * 64 * 2 + 254 * 64 * 2 == 130_432
+
+
+def test_a_handle_of_another_element_size_after_a_reinterpretation_is_a_one_line_error():
+    """x [128, 128] bf16 reinterpreted as int32 [128, 64] by its first access, then sliced
+    through its bf16 handle: the flat offsets would be in two units; refused, naming both."""
+    with pytest.raises(SpecError, match=r"pieces\.py:\d+: kernel two_element_sizes: HBM x\[128, 128\] "
+                       r"is used as bfloat16 after the tensor was reinterpreted as fp32 \[128, 64\]"):
+        analyzed("two_element_sizes", x=(128, 128))

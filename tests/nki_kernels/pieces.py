@@ -181,3 +181,15 @@ def row_windows_max(x, k=3):
         i_o, i_c = nl.mgrid[0:P, 0:W]
         nl.store(out[t * P + i_o, i_c], value=m, mask=(t * P + i_o < H - (k - 1)))
     return out
+
+
+def two_element_sizes(x):
+    """x [128, 128] bf16 read as int32 pairs ([128, 64] through .ap(dtype=)), then through its
+    bf16 handle: handles of two element sizes, refused."""
+    a = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x.ap(pattern=[[64, 128], [1, 64]], offset=0, dtype=nl.int32))
+    b = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=x[:, :])
+    out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=b)
+    return out

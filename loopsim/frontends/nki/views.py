@@ -7,7 +7,7 @@ the recorder (``tile.buf.rec``): a tile has a shape, never values.
 from __future__ import annotations
 
 from loopsim.frontends.nki import access
-from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, loopsim_dtype
+from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, itemsize, loopsim_dtype
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
@@ -116,6 +116,10 @@ class HbmTensor(_Viewable):
 
     def _reshaped(self) -> bool:
         """This handle views the tensor's bytes in another shape (not only size-1 axes)."""
+        if tuple(self.logical.shape) != self._shape and self._dtype.itemsize != itemsize(self.logical.dtype):
+            raise TraceError(f"{self!r} is used as {self._dtype} after the tensor was reinterpreted "
+                             f"as {self.logical.dtype} {list(self.logical.shape)}: handles of two "
+                             "element sizes are not modelled; reinterpret every use")
         return tuple(self.logical.shape) != self._shape and not self._units_only()
 
     def _bytes_view(self, dims) -> "HbmView":
@@ -185,7 +189,7 @@ class HbmTensor(_Viewable):
         last dimension rescaled, before its first use)."""
         t = self._retyped(dtype) if dtype is not None else self
         # the pattern's offsets are flat: walk the tensor's own shape
-        base = t.logical.shape if tuple(t.logical.shape) != t._shape else None
+        base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
         try:
             dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
