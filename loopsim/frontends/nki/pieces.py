@@ -165,6 +165,10 @@ def add(buf, offsets, sizes, new: Binding) -> Binding:
 
     offsets = tuple(Sym.of(o) for o in offsets)
     sizes = tuple(sizes)
+    if sizes == buf.shape and not any(o.terms or o.const for o in offsets):  # the whole buffer
+        piece = Piece(offsets, sizes, new)
+        buf.groups, buf.pieces, buf.pieces_binding = [_Group([piece], new)], [piece], new
+        return new
     groups = []
     if getattr(buf, "pieces_binding", None) is buf.binding and buf.binding is not None:
         for g in buf.groups:
@@ -226,6 +230,8 @@ def lookup(buf, offsets, sizes) -> Binding | None:
     binding."""
     if getattr(buf, "pieces_binding", None) is not buf.binding or not buf.pieces:
         return None
+    if len(buf.pieces) == 1 and not any(o.terms for o in buf.pieces[0].offsets):
+        return None  # one piece at a constant place: the buffer's binding is its map
     for g in buf.groups:
         for p in g.pieces:
             if _within(p, offsets, sizes):
