@@ -22,7 +22,7 @@ from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder
-from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
+from loopsim.frontends.nki.views import DS, HbmSplit, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
 _active: list[Recorder] = []
@@ -409,6 +409,11 @@ def _defined_at(cls, init) -> str:
 def load(src, mask=None, dtype=None, **_):
     if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
         return copy(src, dtype=dtype)
+    if isinstance(src, HbmSplit):  # overlapping windows: one DMA per window
+        rec = _rec()
+        t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name(_hbm_name(src)))
+        _split_dma(t, src, src)
+        return t
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
@@ -419,7 +424,7 @@ def load(src, mask=None, dtype=None, **_):
 
 
 def _hbm_name(x) -> str:
-    t = x.tensor if isinstance(x, HbmView) else x
+    t = x.tensor if isinstance(x, (HbmView, HbmSplit)) else x
     return f"{t.logical.name}_tile"
 
 
@@ -748,9 +753,32 @@ def memset(*args, **kwargs):
 
 def dma_copy(dst=None, src=None, **_):
     """A DMA between HBM and an on-chip tile (or on chip); shapes equal up to size-1 dimensions
-    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements."""
+    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements. A strided or
+    overlapping HBM access pattern (:class:`loopsim.frontends.nki.views.HbmSplit`) runs as one
+    DMA per element of its split entry, each into or out of that slice of the tile."""
+    split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
+    if split is not None:
+        return _split_dma(dst, src, split)
     dst, src = _squeezed(dst, src)
     _rec().dma(dst, src)
+
+
+def _split_dma(dst, src, split) -> None:
+    other = dst if split is src else src
+    if not isinstance(other, Tile) or len(other.shape) != len(split.shape):
+        raise TraceError(f"{split.why} (into or out of {other!r}, of another rank, it is not split)")
+    from loopsim.frontends.nki import work
+
+    rec = _rec()
+    n = len(split.parts)
+    piece = [1 if j == split.axis else m for j, m in enumerate(split.shape)]
+    rec.notes.append(f"{work.call_site(rec)}: an access pattern {list(split.shape)} of HBM "
+                     f"{split.tensor.logical.name} that is no box (strided, repeated or overlapping) "
+                     f"runs as {n} DMAs of {piece}: each element it names is moved, a repeated one again")
+    for k, part in enumerate(split.parts):
+        key = tuple(slice(k, k + 1) if j == split.axis else slice(None) for j in range(len(split.shape)))
+        tile = other[key]
+        dma_copy(dst=tile if split is src else part, src=part if split is src else tile)
 
 
 def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
