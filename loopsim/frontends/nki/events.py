@@ -30,6 +30,8 @@ class Logical:
         self.materialised = False
         self.pa_strong: int | None = None
         self.pa_weak: int | None = None
+        # an HBM constant holding an identity matrix (a matmul moving it is a transpose)
+        self.identity = False
 
     def find(self) -> "Logical":
         x = self

@@ -152,7 +152,10 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             offs.append(s.const)
             room = t.shape[d] - s.const
             default = min(room, min(c * step[v] for v, c in pairs)) if pairs else room
-            exts.append(0 if min(n, room) == default else n)
+            # tiles that stop short of the dimension's end (a loop a trace left with one trip
+            # over a slice of a longer tensor) say their extent: the access covers a part
+            short = pairs and sum(c * (v.trips - 1) for v, c in s.terms.items()) + s.const + n < t.shape[d]
+            exts.append(0 if min(n, room) == default and not short else n)
         return ir.Access(lg.name, tuple(idx), tuple(coefs), tuple(offs), tuple(exts))
 
     def stmt(ev):
@@ -411,6 +414,8 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
         nd = len(rs[0].starts)
         if any(len(r.starts) != nd for r in rs):
             continue
+        if top and _fold_by_stride(lg, rs, top, notes, mms):
+            return True
         if id(lg) in multi:  # a leading dimension walked in unit tiles, merged with the next
             free = multi[id(lg)]
             for d in range(nd - 1):
@@ -424,31 +429,38 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
                              "over both); the same tiles and bytes")
                 return True
-        if not top:
+    return False
+
+
+def _fold_by_stride(lg, rs, top, notes, mms) -> bool:
+    """One fold of :func:`_fold_unit_dims` in ``lg``: a dimension walked by c-element tiles where
+    its loop moves other tiles by ``top[v]`` merged with a whole dimension of ``top[v] / c``."""
+    nd = len(rs[0].starts)
+    for d in range(nd):
+        vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
+        if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
             continue
-        for d in range(nd):
-            vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
-            if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
-                continue
-            c = next(iter(vs))[1]
-            bigs = {top[v] for v, _ in vs if v in top}
-            if len(bigs) != 1:
-                continue
-            big = bigs.pop()
-            v = next(v for v, _ in vs if v in top)
-            if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
-                continue
-            for e in range(nd):
-                ext = _extent(lg, rs, e)
-                if e == d or ext * c != big or not all(
-                        not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
-                        for r in rs):
-                    continue
-                _merge_dims(lg, rs, mms, d, e, ext)
-                notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
-                             f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
-                             f"tiles by {c} and others' by {big}); the same tiles and bytes")
-                return True
+        c = next(iter(vs))[1]
+        bigs = {top[v] for v, _ in vs if v in top}
+        if len(bigs) != 1:
+            continue
+        big = bigs.pop()
+        v = next(v for v, _ in vs if v in top)
+        if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
+            continue
+        cands = [e for e in range(nd) if e != d and _extent(lg, rs, e) * c == big and all(
+            not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == _extent(lg, rs, e)
+            for r in rs)]
+        # several whole dimensions fit (a [kv, q, 128, 128] tensor of tiles): the tile
+        # indices pair with the in-tile dimensions in order (kv with the first, q the second)
+        walked = [x for x in range(nd) if any(r.starts[x].terms for r in rs)]
+        for e in cands[min(walked.index(d), len(cands) - 1):][:1]:
+            ext = _extent(lg, rs, e)
+            _merge_dims(lg, rs, mms, d, e, ext)
+            notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
+                         f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
+                         f"tiles by {c} and others' by {big}); the same tiles and bytes")
+            return True
     return False
 
 
