@@ -9,7 +9,7 @@ given capacity: they answer what this loop order could reach with this much SBUF
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -252,6 +252,22 @@ STREAM_ABOVE = 1 << 24
 def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
           target, trace=None, chunk: int | None = None,
           replay: bool = False) -> Counts:
+    """Count the kernel's HBM traffic and W (:func:`_count`); W adds the FLOPs of the matmuls
+    a traced kernel keeps as Tensor Engine work (:attr:`loopsim.ir.ops.EngineWork.flops`)."""
+    c = _count(kernel, policy=policy, capacity=capacity, target=target, trace=trace, chunk=chunk,
+               replay=replay)
+    return with_work_flops(c, kernel)
+
+
+def with_work_flops(c: Counts, kernel: Kernel) -> Counts:
+    """``c`` with the FLOPs of ``kernel``'s engine work (matmuls outside the nest) in W."""
+    extra = sum(w.flops for w in getattr(kernel, "work", ()))
+    return replace(c, flops=c.flops + extra) if extra else c
+
+
+def _count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
+           target, trace=None, chunk: int | None = None,
+           replay: bool = False) -> Counts:
     """Count the kernel's HBM traffic: as written from the closed form where it claims the nest,
     else (or with ``replay=True``, or for ``lru``/``opt``) by replaying its trace.
 

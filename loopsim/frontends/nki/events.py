@@ -98,6 +98,7 @@ class MatmulEv:
     moving: TileRef
     line: int
     free_dims: tuple[int, int] = (1, 1)  # the stationary's M and the moving's N dimension
+    site: str = ""  # FILE:LINE of the call (a helper module's own line)
 
 
 @dataclass

@@ -15,6 +15,7 @@ becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
@@ -158,14 +159,18 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             exts.append(0 if min(n, room) == default and not short else n)
         return ir.Access(lg.name, tuple(idx), tuple(coefs), tuple(offs), tuple(exts))
 
+    matmul_ev: dict = {}  # id(ir.Matmul) -> its MatmulEv
+
     def stmt(ev):
         if isinstance(ev, LoadEv):
             return ir.Load(access(_absorb(ev), ev.line), line=ev.line)
         if isinstance(ev, StoreEv):
             return ir.Store(access(ev.ref, ev.line), line=ev.line)
         if isinstance(ev, MatmulEv):
-            return ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
-                             access(ev.moving, ev.line), line=ev.line)
+            mm = ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
+                           access(ev.moving, ev.line), line=ev.line)
+            matmul_ev[id(mm)] = ev
+            return mm
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
@@ -205,6 +210,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
                        notes=tuple(getattr(rec, "notes", ())))
+    kernel = _outside_the_nest(rec, kernel, matmul_ev)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -214,6 +220,53 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     if not made & read:
         return kernel
     return _program(rec, kernel, params)
+
+
+def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.Kernel:
+    """The kernel without the matmuls whose operands the IR cannot index (no einsum reading of
+    K, M and N: a sliding window, dimensions a view merged): each is kept as Tensor Engine work
+    (:class:`loopsim.ir.ops.EngineWork` with ``matmul``) of the recorded instruction's shapes,
+    M x N outputs of K multiply-adds per execution, its FLOPs in W, listed as assumed. Its
+    operands' loads and its output's store stay in the nest, so Q is the kernel's."""
+    from loopsim.base.errors import SpecError
+    from loopsim.frontends.nki.work import charge_matmul
+    from loopsim.ir.tiles import matmul_roles
+
+    out, why = [], {}
+    for s, loops in kernel.statements():
+        if isinstance(s, ir.Matmul):
+            try:
+                matmul_roles(s, kernel)
+            except SpecError as e:
+                ev = matmul_ev[id(s)]
+                m, n = ev.stationary.sizes[ev.free_dims[0]], ev.moving.sizes[ev.free_dims[1]]
+                k = math.prod(ev.stationary.sizes) // m
+                out.append(charge_matmul(ev.site or f"{rec.shown}:{s.line}", m, n, k,
+                                         math.prod(l.trips for l in loops)))
+                why[id(s)] = str(e).split(": ", 2)[-1]
+    if not out:
+        return kernel
+    body = _without(kernel.body, set(why))
+    used = {a.tensor for s, _ in ir.walk(body) if not isinstance(s, ir.Loop) for a, _ in s.accesses()}
+    notes = tuple(f"{w.where}: {why[i]}: kept as Tensor Engine work outside the nest"
+                  for w, i in zip(out, why))
+    rec.work = list(getattr(rec, "work", ())) + out  # the record says what was assumed
+    rec.notes.extend(notes)
+    return replace(kernel, tensors=tuple(t for t in kernel.tensors if t.name in used),
+                   body=body, work=kernel.work + tuple(out), notes=kernel.notes + notes)
+
+
+def _without(body: tuple, drop: set) -> tuple:
+    """``body`` without the statements whose id is in ``drop``, and without loops left empty."""
+    out = []
+    for n in body:
+        if isinstance(n, ir.Loop):
+            inner = _without(n.body, drop)
+            if inner:
+                out.append(replace(n, body=inner))
+        elif id(n) not in drop:
+            out.append(n)
+    return tuple(out)
 
 
 def _whole_dims(events) -> list:
