@@ -219,7 +219,11 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             for a, k in s.accesses() if k == ir.USE}
     if not made & read:
         return kernel
-    return _program(rec, kernel, params)
+    prog = _program(rec, kernel, params)
+    if isinstance(prog, str):  # no op graph: why
+        rec.notes.append(prog)
+        return replace(kernel, notes=kernel.notes + (prog,))
+    return prog
 
 
 def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.Kernel:
@@ -547,7 +551,8 @@ def _absorb(ev: LoadEv) -> TileRef:
 
 
 def _program(rec: Recorder, kernel: ir.Kernel, params):
-    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage."""
+    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage, or a line
+    saying why it has no op graph (an output made by the stages of a software pipeline)."""
     from loopsim.ir import graph as graph_mod
     from loopsim.frontends.program import Program, Stage
 
@@ -562,6 +567,14 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
         out = s.out.tensor
         if out in made:
             if made[out][:2] != (kind, ins):
+                if kind == made[out][0]:
+                    # the stages of a software pipeline: one output made from each stage's own
+                    # on-chip values; no op graph, the nest as it was traced
+                    return (f"{_where(rec, s.line)}: {out} is made by {kind} ops of different "
+                                f"inputs ({', '.join(made[out][1])} and {', '.join(ins)}: the stages "
+                                "of a software pipeline): read as one nest without an op graph; W "
+                                "and Q are the nest's, the engines' time is the timeline's "
+                                "(per-op engine ceilings not drawn: ASSUMED)")
                 raise TraceError(f"{_where(rec, s.line)}: {out} is made by two different ops")
             continue
         if kind == "matmul":
