@@ -108,7 +108,8 @@ def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -
             q[reader.get(t.name, maker.get(t.name, ops[0].name))] += t.read_bytes
         if t.write_bytes:
             q[maker.get(t.name, reader.get(t.name, ops[0].name))] += t.write_bytes
-    # elements per op: its statements' first-input tiles over every execution
+    # elements per op: its statements' first-input tiles (a broadcast kind's output tiles) over
+    # every execution
     elems: dict[str, int] = {}
     runs: dict[str, int] = {}
     trans: dict[str, float] = {}  # Tensor Engine seconds of layout changes (transposes)
@@ -118,7 +119,8 @@ def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -
         op = maker.get(stmt.out.tensor)
         if op is None:
             continue
-        elems[op] = elems.get(op, 0) + tile_elements(stmt, loops, stmt.inputs[0], kernel)
+        per = stmt.out if op_map[op].op_kind.per_output else stmt.inputs[0]
+        elems[op] = elems.get(op, 0) + tile_elements(stmt, loops, per, kernel)
         runs[op] = runs.get(op, 0) + _runs(loops)
         for acc in _layout_changes(stmt, kernel):
             trans[op] = trans.get(op, 0.0) + transpose_seconds(stmt, loops, acc, kernel, hw)

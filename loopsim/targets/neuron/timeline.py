@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from loopsim.base.errors import HardwareError
 from loopsim.count.counts import buffers_of
 from loopsim.ir.kernel import Accumulate, Kernel, Load, Loop, Matmul, Store
+from loopsim.ir.ops import get as op_kind
 from loopsim.ir.tiles import full_extent, matmul_roles
 from loopsim.targets import schedule as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
@@ -563,7 +564,8 @@ class _Run:
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
-        a0, r0 = regs[0]
+        k = op_kind(stmt.kind)
+        r0 = ro if k is not None and k.per_output else regs[0][1]  # the elements a pass covers
         n = math.prod(e - s for s, e in zip(*r0))
         dtype = tm[stmt.out.tensor].dtype
         i = -1
@@ -725,9 +727,7 @@ def _walk_loops(body):
 
 
 def _default_work(stmt):
-    from loopsim.ir.ops import KINDS
-
-    k = KINDS.get(stmt.kind)
+    k = op_kind(stmt.kind)
     return tuple(k.work) if k is not None else (("vector", 1),)
 
 
