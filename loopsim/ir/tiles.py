@@ -143,6 +143,14 @@ def _reused_axes(names: list, accs: tuple, ts: tuple, loops) -> set[int]:
     return out
 
 
+def _loops_of(kernel: Kernel) -> dict[int, tuple[Loop, ...]]:
+    """id(statement) -> its enclosing loops, kept with the kernel."""
+    got = kernel._derived.get("loops_of")
+    if got is None:
+        got = kernel._derived["loops_of"] = {id(s): l for s, l in kernel.statements()}
+    return got
+
+
 def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
     """Resolve K, M, N (and batch axes) of a matmul by the einsum rule on axis names.
 
@@ -164,7 +172,7 @@ def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
         if dup:
             raise SpecError(f"{where}: cannot tell the dimensions of {x} apart in '{mm}': "
                             f"{_shown(sorted(dup, key=str)[0])} names two of them; {hint}")
-    loops = next((l for s, l in kernel.statements() if s is mm), None)
+    loops = _loops_of(kernel).get(id(mm))
     reused = _reused_axes(names, (a, b, c), (ta, tb, tc), loops)
     sa, sb, sc = (set(ns) for ns in names)
     roles = {"K": (sa & sb) - sc, "M": (sa & sc) - sb, "N": (sb & sc) - sa}
