@@ -122,6 +122,24 @@ def get(name: str) -> OpKind | None:
     return k
 
 
+def default_work(stmt) -> tuple[tuple[str, int], ...]:
+    """(engine, passes per element) of an op statement by its kind (Vector, one pass, if unknown)."""
+    k = get(stmt.kind)
+    return tuple(k.work) if k is not None else (("vector", 1),)
+
+
+def work_of_stage(stage, op_map):
+    """``work_of(stmt)`` for a stage: the (engine, passes) of the op making the statement's output
+    (its engine override included), else :func:`default_work`."""
+    maker = {op_map[n].out: op_map[n] for n in stage.ops} if stage.ops else {}
+
+    def work_of(stmt):
+        op = maker.get(stmt.out.tensor)
+        return tuple(op.work()) if op is not None else default_work(stmt)
+
+    return work_of
+
+
 def kind(name: str, where: str) -> OpKind:
     """The op kind called ``name``; a SpecError naming ``where`` if there is none."""
     k = get(name)
