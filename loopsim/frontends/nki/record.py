@@ -442,7 +442,9 @@ class Recorder:
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
-        ev = MatmulEv(out, sref, mref, line, (md, nd))
+        from loopsim.frontends.nki.work import call_site
+
+        ev = MatmulEv(out, sref, mref, line, (md, nd), call_site(self))
         self.body.append(ev)
         return ev
 
