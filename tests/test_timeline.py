@@ -302,3 +302,47 @@ def test_an_lnc2_pair_runs_each_half_on_its_own_engines():
     tp, t1 = pair.stages[0].timeline, one.stages[0].timeline
     assert tp.T == pytest.approx(t1.T, rel=1e-12)
     assert {k: 2 * n for k, n in t1.instructions} == dict(tp.instructions)
+
+
+# -- engine ceilings and the timeline: one formula -------------------------------------------------
+
+
+def test_a_reduction_stored_keeps_the_timeline_at_its_vector_ceiling():
+    """row_mean (tests/nki_kernels/reductions.py) on x = 128 x 16384 bf16: the sum and the divide
+    have no op statement (EngineWork charged at the store): 2 passes x 2,097,152 elements on the
+    Vector Engine at 256 lanes x 0.96 GHz (fp32 width) = 17.07 us, more than the load and store
+    (4 MiB at 368 GB/s x eff, ~12 us). The vector ceiling and the timeline both say
+    4,194,304 / 245.76e9 s, and T is that (the timeline used to leave the work out)."""
+    from loopsim.frontends import program
+    from loopsim.frontends.nki.load import trace_kernel
+
+    path = str(__import__("pathlib").Path(__file__).parent / "nki_kernels" / "reductions.py")
+    k, _ = trace_kernel(path, "row_mean", args={"x": ((128, 16384), "bf16")})
+    a = pipeline.analyze(program.Program.single(k), HW)
+    vec = 2 * 128 * 16384 / (256 * 0.96e9)
+    assert a.times["vector"] == pytest.approx(vec, rel=1e-12)
+    assert a.times["timeline"] == pytest.approx(vec, rel=1e-11)
+    t = a.stages[0].timeline
+    assert dict(t.busy)["vector"] == pytest.approx(vec, rel=1e-12)
+    assert t.T == pytest.approx(vec, rel=1e-12) and t.T >= a.times["dma_transfers"]
+    assert dict(t.gap)["slower_engine"] > 0  # T - T_best is the Vector Engine's, on the DMA's time
+
+
+@pytest.mark.parametrize("name", spec.bundled_names())
+def test_the_timeline_is_never_below_an_engine_ceiling(name):
+    """Every bundled spec on trn2-core and trn1-core: the timeline's T is at least each engine's
+    busy time the verdict lists (Vector, Scalar, GpSimd, the Tensor Engine's instruction time),
+    as its instructions cost what the ceilings count (one formula), each at least once."""
+    for hw in (HW, hardware.load("trn1-core")):
+        a = pipeline.analyze(pipeline.load(name), hw)
+        for e in ("vector", "scalar", "gpsimd", "tensor_engine"):
+            if e in a.times:
+                assert a.times["timeline"] >= a.times[e] * (1 - 1e-12), (hw.name, e)
+
+
+def test_engine_seconds_is_the_roof():
+    """engine_seconds: element-ops / (width x clock x cores), per core / (width x clock)."""
+    from loopsim.targets.neuron.engines import engine_seconds
+
+    assert engine_seconds(HW, "vector", 245_760, "fp32") == pytest.approx(245_760 / (256 * 0.96e9), rel=1e-15)
+    assert engine_seconds(HW, "scalar", 1536, "fp32", per_core=True) == pytest.approx(1536 / (128 * 1.2e9), rel=1e-15)

@@ -50,6 +50,7 @@ from loopsim.ir.kernel import Accumulate, Kernel, Load, Loop, Matmul, Store
 from loopsim.ir.tiles import full_extent, matmul_roles
 from loopsim.targets import schedule as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
+from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 
 #: instructions one run of the (cut) nest may have, over all corner runs
 BUDGET = 24_000
@@ -152,11 +153,9 @@ class Costs:
     roofs: tuple[tuple[str, float, float], ...]  # (engine, elements/s of one core, clock Hz)
     dma_curve: tuple[tuple[int, float], ...] = ()  # the sheet's [dma] throughput curve
 
-    def engine(self, name: str, dtype: str, hw) -> tuple[float, float]:
-        """(elements/s, clock) of one core's ``name`` engine for ``dtype``; HardwareError if none."""
-        roof = hw.engine_roof(name, dtype) / hw.physical_cores
-        clock = next(c for e, c, _ in hw.engines if e == name)
-        return roof, clock
+    def clock(self, name: str, hw) -> float:
+        """The clock (Hz) of the sheet's ``name`` engine."""
+        return next(c for e, c, _ in hw.engines if e == name)
 
 
 def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]]:
@@ -331,11 +330,13 @@ class _Run:
         return nbytes / rate, nbytes, ppb
 
     def _engine_time(self, engine: str, elements: int, passes: float, dtype: str) -> float:
-        key = (engine, dtype)
-        if key not in self.engine_cache:
-            self.engine_cache[key] = self.c.engine(engine, dtype, self.hw)
-        roof, clock = self.engine_cache[key]
-        return max(self.c.min_cycles / clock, passes * elements / roof)
+        """max(MIN_II cycles, the engine ceiling's seconds for these element-ops on one core):
+        the ceiling's own formula (:func:`engines.engine_seconds`), so no instruction runs
+        faster than the ceiling that contains it."""
+        floor = self.engine_cache.get(engine)
+        if floor is None:
+            floor = self.engine_cache[engine] = self.c.min_cycles / self.c.clock(engine, self.hw)
+        return max(floor, engine_seconds(self.hw, engine, passes * elements, dtype, per_core=True))
 
     def _evac_engine(self):
         for e in ("vector", "scalar"):
@@ -761,22 +762,32 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     target = tuple(l.trips for l in cut)
     fig = tl.multilinear(samples, base, target) if cut else samples[()]
     T = fig["T"]
+    extra = _work_busy(kernel, hw, notes)
+    for k, v in extra.items():
+        fig["busy." + k] = fig.get("busy." + k, 0.0) + v
+        fig["serial"] += v
     busy = tuple((k, fig["busy." + k]) for k in ENGINE_ORDER if fig.get("busy." + k, 0.0) > 0)
     top = max((v for _, v in busy), default=0.0)
-    clamped = bool(cut) and T < top
+    clamped = (bool(cut) or bool(extra)) and T < top
     if clamped:
         # a cut inner loop can shift the bottleneck (its loads stay whole while its compute
         # shrinks), so the makespan's extrapolation can fall below an engine's busy time, which is
-        # exact (a sum of durations): the kernel takes at least that
-        notes.append(f"the extrapolated makespan {T:.4g} s fell below the {max(busy, key=lambda b: b[1])[0]} "
-                     f"engine's busy time (a cut loop moved the bottleneck): T is the busy time")
+        # exact (a sum of durations): the kernel takes at least that. Engine work outside the
+        # statements adds to its engine's busy time the same way.
+        top_engine = max(busy, key=lambda b: b[1])[0]
+        why = "with the engine work outside the statements" if extra.get(top_engine) else \
+            "a cut loop moved the bottleneck"
+        notes.append(f"the {'extrapolated ' if cut else ''}makespan {T:.4g} s fell below the "
+                     f"{max(busy, key=lambda b: b[1])[0]} engine's busy time ({why}): T is the busy time")
         T = fig["T"] = top
         rate = ("te_underfill",) if fig.get("ref_tensor", 0.0) >= 0.5 else \
             ("small_transfers", "dma_rate", "extra_bytes")
         for c in CAUSES:
             if c not in rate:
                 fig["gap." + c] = 0.0
-        fig["gap.no_overlap"] = T - max(W_P, Q_BW) - sum(fig.get("gap." + c, 0.0) for c in rate)
+        waited = "slower_engine" if extra.get(top_engine) and top_engine in ("vector", "scalar", "gpsimd") \
+            else "no_overlap"
+        fig["gap." + waited] = T - max(W_P, Q_BW) - sum(fig.get("gap." + c, 0.0) for c in rate)
     counts = tuple((k, int(round(fig["n." + k]))) for k in ENGINE_ORDER if fig.get("n." + k, 0.0) >= 0.5)
     ref = "tensor" if fig.get("ref_tensor", 0.0) >= 0.5 else "dma"
     T_best = max(W_P, Q_BW)
@@ -793,6 +804,27 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     return Timeline(kernel.name, T, T_best, fig["serial"], busy, counts, gap, ref, critical,
                     not cut, len(samples), sim, tuple((l.var, l.trips, KEEP) for l in cut), used,
                     tuple(dict.fromkeys(notes)), biggest.sched)
+
+
+def _work_busy(kernel: Kernel, hw, notes: list) -> dict[str, float]:
+    """Seconds each engine of one core spends on the kernel's :class:`loopsim.ir.ops.EngineWork`
+    (calls outside its statements: no place in the nest, so no instructions; the engine is busy
+    that much longer, :func:`engines.work_seconds` as the ceiling counts it, an even share per
+    core of a split kernel). The interconnect's bytes are not on a NeuronCore engine: left out."""
+    from loopsim.count.lnc import kernel_cores
+
+    out: dict[str, float] = {}
+    cores = kernel_cores(kernel)
+    for w in getattr(kernel, "work", ()):
+        if w.engine == "link":
+            notes.append(f"{w.call} at {w.where}: link bytes are not on the timeline")
+            continue
+        try:
+            t = work_seconds(hw, w, per_core=True) / cores
+        except (HardwareError, KeyError):
+            continue  # not costed: the ceilings' note says so
+        out[w.engine] = out.get(w.engine, 0.0) + t
+    return out
 
 
 def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
