@@ -308,8 +308,10 @@ class _Run:
         return self.cores[core]
 
     # -- costs ----------------------------------------------------------------------------------
-    def _dma_cost(self, shape_ext, t, core: int) -> tuple[float, int, int]:
-        """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent."""
+    def _dma_cost(self, shape_ext, t, core: int, transpose: bool = False) -> tuple[float, int, int]:
+        """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent; a
+        DMA transpose holds the engines the sheet's transpose slowdown longer (the DMA ceiling's
+        factor, :meth:`NeuronCore.dma_transpose_slowdown`)."""
         nbytes = math.prod(shape_ext) * t.elem_bytes
         rows = shape_ext[t.partition_axis]
         if self.c.partitions:
@@ -327,6 +329,8 @@ class _Run:
         self.dma_bytes += nbytes
         self.latency += self.c.dma_fixed
         self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
+        if transpose:
+            return nbytes / rate * self.hw.dma_transpose_slowdown(), nbytes, ppb
         return nbytes / rate, nbytes, ppb
 
     def _engine_time(self, engine: str, elements: int, passes: float, dtype: str) -> float:
@@ -445,7 +449,7 @@ class _Run:
         for n, (s0, e0) in enumerate(subs):
             slot = self._slot(cs, stmt, t.name, loops, n)
             free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
-            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core)
+            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core, stmt.transpose)
             i = self.sched.add(q, dur, [(free_t + self.c.dma_fixed, free_by, self.c.dma_fixed)],
                                pipe=cs.pipe, label=label)
             cs.slot_free[slot] = (0.0, -1)
