@@ -221,19 +221,18 @@ class _Core:
         self.queues: dict[str, int] = {}
 
     def q(self, name: str, kind: str) -> int:
-        key = f"{name}@{self.core}"
-        if key not in self.queues:
-            self.queues[key] = self.sched.queue_id(key if self.core else name, kind)
-        return self.queues[key]
+        qid = self.queues.get(name)
+        if qid is None:  # named NAME@CORE on a core past the first
+            qid = self.queues[name] = self.sched.queue_id(f"{name}@{self.core}" if self.core else name, kind)
+        return qid
 
 
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
 
-def _region(acc, loops, t, env):
-    """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
-    the tensor's edge (the execution does not run)."""
+def _geometry(acc, loops, t):
+    """Per axis of the tile ``acc`` under ``loops``: (terms, offset, extent, the tensor's size)."""
     key = (id(acc), id(t), *map(id, loops))
     geom = _GEOM.get(key)
     if geom is None or geom[0] is not acc or geom[2] is not t or \
@@ -243,8 +242,14 @@ def _region(acc, loops, t, env):
         geom = _GEOM[key] = (acc, loops, t, tuple((acc.terms_of(axis), acc.offset_of(axis),
                                                    full_extent(acc, axis, loops, t), t.shape[axis])
                                                   for axis in range(len(acc.index))))
+    return geom[3]
+
+
+def _region(geom, env):
+    """(starts, ends) of the tile of geometry ``geom`` (:func:`_geometry`) at loop values ``env``,
+    or None when it starts past the tensor's edge (the execution does not run)."""
     st, en = [], []
-    for terms, off, ext, dim in geom[3]:
+    for terms, off, ext, dim in geom:
         s = off
         for v, c in terms:
             s += env[v] * c
@@ -276,6 +281,7 @@ class _Run:
         self.loops_of = {id(s): ls for s, ls in kernel.statements()}
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.engine_cache: dict = {}
+        self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -283,6 +289,15 @@ class _Run:
         self.dma_bytes_core: dict[int, int] = {}
         self.latency = 0.0  # every DMA's fixed cost and every PSUM read's fill (the serial sum's share)
         self.notes: set[str] = set()
+
+    def _region(self, acc, loops, t, env):
+        """:func:`_region` of ``acc`` under ``loops``, its geometry kept for the run (the run
+        holds every object of the key alive, so an id is not reused during it)."""
+        key = (id(acc), id(loops))
+        geom = self.geom.get(key)
+        if geom is None:
+            geom = self.geom[key] = _geometry(acc, loops, t)
+        return _region(geom, env)
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
@@ -438,7 +453,7 @@ class _Run:
 
     def _load(self, cs, stmt, loops, env, label):
         t = self.tm[stmt.tile.tensor]
-        reg = _region(stmt.tile, loops, t, env)
+        reg = self._region(stmt.tile, loops, t, env)
         if reg is None:
             return
         q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
@@ -459,7 +474,7 @@ class _Run:
 
     def _store(self, cs, stmt, loops, env, label):
         t = self.tm[stmt.tile.tensor]
-        reg = _region(stmt.tile, loops, t, env)
+        reg = self._region(stmt.tile, loops, t, env)
         if reg is None:
             return
         waits = []
@@ -490,7 +505,7 @@ class _Run:
         tm = self.tm
         regs = []
         for a in (stmt.stationary, stmt.moving, stmt.out):
-            r = _region(a, loops, tm[a.tensor], env)
+            r = self._region(a, loops, tm[a.tensor], env)
             if r is None:
                 return
             regs.append(r)
@@ -527,8 +542,8 @@ class _Run:
 
     def _acc(self, cs, stmt, loops, env, label):
         t_out, t_src = self.tm[stmt.out.tensor], self.tm[stmt.src.tensor]
-        ro = _region(stmt.out, loops, t_out, env)
-        rs = _region(stmt.src, loops, t_src, env)
+        ro = self._region(stmt.out, loops, t_out, env)
+        rs = self._region(stmt.src, loops, t_src, env)
         if ro is None or rs is None:
             return
         slot = ("acc", stmt.out.tensor, ro[0])
@@ -546,12 +561,12 @@ class _Run:
 
     def _op(self, cs, stmt, loops, env, label):
         tm = self.tm
-        ro = _region(stmt.out, loops, tm[stmt.out.tensor], env)
+        ro = self._region(stmt.out, loops, tm[stmt.out.tensor], env)
         if ro is None:
             return
         waits, ents, regs = [], [], []
         for a in stmt.inputs:
-            r = _region(a, loops, tm[a.tensor], env)
+            r = self._region(a, loops, tm[a.tensor], env)
             if r is None:
                 return
             regs.append((a, r))
