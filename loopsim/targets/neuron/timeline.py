@@ -282,6 +282,8 @@ class _Run:
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.engine_cache: dict = {}
         self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
+        self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
+        self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -327,6 +329,17 @@ class _Run:
         """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent; a
         DMA transpose holds the engines the sheet's transpose slowdown longer (the DMA ceiling's
         factor, :meth:`NeuronCore.dma_transpose_slowdown`)."""
+        key = (id(t), tuple(shape_ext), transpose)
+        hit = self.dma_cache.get(key)
+        if hit is None:
+            hit = self.dma_cache[key] = self._dma_time(shape_ext, t, transpose)
+        nbytes = hit[1]
+        self.dma_bytes += nbytes
+        self.latency += self.c.dma_fixed
+        self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
+        return hit
+
+    def _dma_time(self, shape_ext, t, transpose: bool) -> tuple[float, int, int]:
         nbytes = math.prod(shape_ext) * t.elem_bytes
         rows = shape_ext[t.partition_axis]
         if self.c.partitions:
@@ -341,9 +354,6 @@ class _Run:
             eff = self.eff[ppb] = (relative_throughput(ppb, self.c.dma_curve)
                                    if self.c.dma_curve else 1.0)
         rate = e * self.c.dma_engine_bw * eff
-        self.dma_bytes += nbytes
-        self.latency += self.c.dma_fixed
-        self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
         if transpose:
             return nbytes / rate * self.hw.dma_transpose_slowdown(), nbytes, ppb
         return nbytes / rate, nbytes, ppb
@@ -410,7 +420,11 @@ class _Run:
         """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
         sid = self.stmt_id[id(stmt)]
         j = cs.execs.get(sid, 0)
-        b = buffers_of(self.k, tensor) if loops else 1
+        if not loops:
+            return (sid, 0, sub)  # j % 1
+        b = self.nbuf.get(tensor)
+        if b is None:
+            b = self.nbuf[tensor] = buffers_of(self.k, tensor)
         return (sid, j % b, sub)
 
     def _groups_in(self, cs: _Core, tensor: str, region):
