@@ -207,11 +207,11 @@ def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], 
                 def cost(n, per=max(hw.mm_init_cycles, 128) / hw.clock_hz):
                     return -(-n // (128 * 128)) * per
             else:
-                roof = hw.engine_roof(engine, dtype) / hw.physical_cores
+                engine_seconds(hw, engine, 1, dtype)  # HardwareError without a roof
                 clock = next(c for e, c, _ in hw.engines if e == engine)
 
-                def cost(n, roof=roof, floor=min_c / clock, passes=passes):
-                    return np.maximum(floor, passes * n / roof)
+                def cost(n, engine=engine, floor=min_c / clock, passes=passes):
+                    return np.maximum(floor, engine_seconds(hw, engine, passes * n, dtype, per_core=True))
             secs = 0.0
             for sub, (ex, w, *axes) in row_blocks(shape, (exists, weight, *ext[id(acc)])):
                 n = np.ones(sub, dtype=np.int64)
