@@ -175,6 +175,26 @@ def test_fused_attention_with_online_softmax_matches_spec(func):
     assert got["W"] == 2 * (2 * L * L * d)
 
 
+@pytest.mark.parametrize("func", ["flash_isa", "flash_lang"])
+def test_fused_attention_spec_and_kernel_predict_the_same_run(func):
+    """The kernels fill their V buffer with one DMA per 128-row tile, as the spec's ``load v[:, :]
+    by TJ`` says: the same transfers and the same timeline T (trn1-core) both ways."""
+    from loopsim.frontends import program
+    from loopsim.targets.neuron import dma
+
+    trn1 = hardware.load("trn1-core")
+    L, d = 2048, 128
+    args = {"q": ((d, L), "bf16"), "k": ((d, L), "bf16"), "v": ((L, d), "bf16")}
+    got_p, want_p = traced("attention.py", func, args), program.load("attention_fused")
+    # by hand: K one transfer (d = 128 rows), V L/128 = 16, Q one per query block (16), O one
+    # per query block (16): 49
+    xfers = [sum(dma.report(s.kernel, trn1).transfers for s in p.stages) for p in (got_p, want_p)]
+    assert xfers == [1 + 16 + 16 + 16] * 2
+    got, want = (pipeline.analyze(p, trn1) for p in (got_p, want_p))
+    assert got.limit == want.limit == "timeline"
+    assert got.T == pytest.approx(want.T, rel=1e-9)
+
+
 def test_module_cli_prints_the_nest_read_and_one_line_errors(capsys):
     from loopsim.frontends.nki.__main__ import main as nki_main
 
