@@ -8,7 +8,7 @@ access's coefficient (``A[8*i]`` beside ``B[i]``). A tile at a constant offset (
 offset, and a tile whose size is not the smallest stride (a window with its halo) its extent. A load into a buffer allocated
 outside the loops that fill it (``for k: dma_copy(tiles[k], A[k·128 ...])``) becomes one load of
 the union, placed at the buffer's level: the same bytes, and the whole buffer live while it is
-used, as the allocation states. A kernel whose matmuls or ops make tensors that are never stored
+used, as the allocation states; its transfers stay one per copy (``load A[:, m] by 128``). A kernel whose matmuls or ops make tensors that are never stored
 becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an :class:`loopsim.ir.kernel.Kernel`.
 """
 
