@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from loopsim.targets.neuron import ceilings
 from loopsim.targets import hardware
@@ -386,4 +387,21 @@ def test_tutorial_steps_traced_and_specced_predict_the_same_run(func, toml, styl
     assert [(s.transfers, s.partition_bytes) for s in xfers[0].statements] == \
         [(s.transfers, s.partition_bytes) for s in xfers[1].statements]
     assert got.limit == want.limit == "timeline"
+    assert got.T == pytest.approx(want.T, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(TUTORIAL_STEPS[:3]), st.integers(1, 3), st.integers(1, 3), st.integers(1, 4))
+def test_tutorial_steps_agree_with_their_specs_at_any_shape(step, mb, nb, kt):
+    """Steps 1-3 at M = 256·mb, N = 1024·nb, K = 128·kt (multiples of step 3's blocks): the
+    traced kernel and the spec have the hand-counted Q and transfers, and the same T."""
+    from loopsim.targets.neuron import dma
+    func, toml = step
+    M, N, K = 256 * mb, 1024 * nb, 128 * kt
+    got_k = traced("matmul_isa.py", func, {"lhsT": ((K, M), "bf16"), "rhs": ((K, N), "bf16")})
+    want_k = spec.load_kernel(f"tilings/nki_tutorial/{toml}.toml", {"M": M, "K": K, "N": N})
+    Q, transfers = _tutorial_hand_counts(func, M, K, N)
+    got, want = (pipeline.analyze_kernel(k, TRN2) for k in (got_k, want_k))
+    assert got.counts.Q == want.counts.Q == Q
+    assert dma.report(got_k, TRN2).transfers == dma.report(want_k, TRN2).transfers == transfers
     assert got.T == pytest.approx(want.T, rel=1e-9)
