@@ -194,6 +194,11 @@ def test_fused_attention_spec_and_kernel_predict_the_same_run(func):
     got, want = (pipeline.analyze(p, trn1) for p in (got_p, want_p))
     assert got.limit == want.limit == "timeline"
     assert got.T == pytest.approx(want.T, rel=1e-9)
+    # the scores stay in PSUM as fp32 (a matmul writes fp32 there), the probabilities in SBUF as
+    # bf16: L x L x 4 = 16 MiB and L x L x 2 = 8 MiB made on chip, never in HBM
+    assert sorted((i.bytes, i.write_bytes + i.read_bytes) for i in got.intermediates) == \
+        sorted((i.bytes, i.write_bytes + i.read_bytes) for i in want.intermediates) == \
+        [(L * L * 2, 0), (L * L * 4, 0)]
 
 
 def test_module_cli_prints_the_nest_read_and_one_line_errors(capsys):
