@@ -10,10 +10,10 @@ TILE_P, TILE_F = 128, 512
 
 
 @nki.jit
-def tiles_from_count(a, b, n_tiles):
-    """out[rows of tile m] = a + b for the first n_tiles 128-row tiles; n_tiles ([1, 1] int32 in
-    HBM) is read into a register at run time. The rows a tile reads come from an SBUF counter
-    (scalar_offset): which rows is data, the bytes are not."""
+def tiles_from_count(a, b, n_tiles, first=0):
+    """out[rows of tile m] = a + b for tiles first .. n_tiles - 1 of 128 rows; n_tiles ([1, 1]
+    int32 in HBM) is read into a register at run time. The rows a tile reads come from an SBUF
+    counter (scalar_offset): which rows is data, the bytes are not."""
     rows, cols = a.shape
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     count = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
@@ -21,8 +21,8 @@ def tiles_from_count(a, b, n_tiles):
     reg = nisa.register_alloc()
     nisa.register_load(reg, count)
     row = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.memset(dst=row, value=0)
-    for _ in nl.dynamic_range(0, reg, 1):
+    nisa.memset(dst=row, value=first * TILE_P)
+    for _ in nl.dynamic_range(first, reg, 1):
         for j in nl.affine_range(cols // TILE_F):
             ta = nl.ndarray((TILE_P, TILE_F), dtype=a.dtype, buffer=nl.sbuf)
             tb = nl.ndarray((TILE_P, TILE_F), dtype=a.dtype, buffer=nl.sbuf)
@@ -119,3 +119,15 @@ def unset_register(x):
         t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x)
     return x
+
+
+@nki.jit
+def store_then_fence(x):
+    """x copied to out through SBUF, then the HBM fence dynamic kernels end with: a DMA of out
+    onto itself."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    nisa.dma_copy(dst=out, src=out)
+    return out
