@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from loopsim.base.errors import SpecError
+from loopsim.base.errors import InputError, SpecError
 from loopsim.cli.main import main
 from loopsim.frontends.nki import registers
 from loopsim.frontends.nki.load import load_kernel, parse_options
@@ -140,6 +140,8 @@ def test_registers_used_otherwise_are_refused_in_one_line(func, args, stated, ma
     ("x", r"--register-value 'x' must look like N or FILE:LINE=N"),
     ("k.py:12", r"must look like N or FILE:LINE=N"),
     ("2147483648", r"2147483648 does not fit a register \(32-bit"),
+    ("9" * 5000, r"--register-value=<5,000 digits> exceeds the largest integer"),
+    ("k.py:" + "9" * 5000 + "=1", r"--register-value line=<5,000 digits> exceeds the largest integer"),
 ])
 def test_bad_register_values_are_refused(text, match):
     with pytest.raises(SpecError, match=match):
@@ -176,3 +178,14 @@ def test_hbm_to_hbm_dma_counts_a_read_and_a_write():
     assert c.tensor_map["x"].read_bytes == TILE
     assert c.tensor_map["out"].read_bytes == TILE and c.tensor_map["out"].write_bytes == 2 * TILE
     assert any("HBM -> HBM DMA" in n and "ASSUMED" in n for n in k.notes)
+
+
+def test_python_api_takes_the_register_values():
+    import loopsim
+
+    a = loopsim.analyze(f"{REF}::tiles_from_count", "trn2-core", registers=["4"],
+                        args={"a": "512x1024", "b": "512x1024", "n_tiles": "1x1:int32"})
+    assert a.Q == 4 * 6 * TILE + 4
+    with pytest.raises(InputError, match="registers must be a list"):
+        loopsim.analyze(f"{REF}::tiles_from_count", "trn2-core", registers="4",
+                        args={"a": "512x1024", "b": "512x1024", "n_tiles": "1x1:int32"})

@@ -64,12 +64,12 @@ def parse(items) -> tuple[Stated, ...]:
         if not m:
             raise SpecError(f"{OPTION} {limits.short_text(text)!r} must look like N or FILE:LINE=N "
                             "(an integer a register holds at run time), e.g. 8 or kern.py:42=8")
-        value = int(m.group(3))
+        value = limits.flag_int(m.group(3), OPTION, SpecError)
         if not INT32_MIN <= value <= INT32_MAX:
             raise SpecError(f"{OPTION} {limits.short_text(text)}: {value} does not fit a register "
                             f"(32-bit: {INT32_MIN} to {INT32_MAX})")
         s = Stated(value, m.group(1).strip() if m.group(1) else None,
-                   int(m.group(2)) if m.group(2) else None)
+                   limits.flag_int(m.group(2), f"{OPTION} line", SpecError) if m.group(2) else None)
         if any((o.file, o.line) == (s.file, s.line) for o in out):
             raise SpecError(f"{OPTION}: {'every register' if s.line is None else f'{s.file}:{s.line}'}"
                             " is given twice")
