@@ -189,3 +189,13 @@ def test_python_api_takes_the_register_values():
     with pytest.raises(InputError, match="registers must be a list"):
         loopsim.analyze(f"{REF}::tiles_from_count", "trn2-core", registers="4",
                         args={"a": "512x1024", "b": "512x1024", "n_tiles": "1x1:int32"})
+
+
+def test_a_batch_request_takes_the_register_values():
+    from loopsim.analyses import batch
+
+    s = batch.Session(execute_kernels=True)
+    req = {"spec": f"{REF}::tiles_from_count", "hardware": "trn2-core", "registers": ["2"],
+           "args": {"a": "512x1024", "b": "512x1024", "n_tiles": "1x1:int32"}}
+    assert batch.evaluate(s, req)["Q"] == 2 * 6 * TILE + 4
+    assert "--register-value" in batch.evaluate(s, {**req, "registers": []})["error"]
