@@ -440,6 +440,12 @@ def launch():
 """
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
 LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,), "blockwise_mm_shard_intermediate_mx": (2,)}
+# launchers whose kernel tests a register read at run time (--register-value strings): the
+# dynamic all-expert MoE loops `while reg:` over dynamic blocks, the register first read at
+# all_expert_mx_impl.py:311 (the first block's decision) and reloaded at :347 (the next one's):
+# one dynamic block, its decision 1 and the next 0
+LAUNCH_REGISTERS: dict[str, tuple[str, ...]] = {
+    "_all_expert_mx_dynamic": ("all_expert_mx_impl.py:311=1", "all_expert_mx_impl.py:347=0")}
 
 
 def _launcher(path: Path, func: str, scratch: Path):
@@ -492,7 +498,9 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
             with tempfile.TemporaryDirectory() as scratch:
                 launcher, root = _launcher(path, func, Path(scratch))
                 k, rec = trace_kernel(str(launcher), "launch", paths=(root,),
-                                      grid=LAUNCH_GRID.get(func, ()))
+                                      grid=LAUNCH_GRID.get(func, ()),
+                                      registers=parse_options(
+                                          registers=LAUNCH_REGISTERS.get(func, ()))["registers"])
         else:
             opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"),
                                  registers=entry.get("registers", ())) if entry else parse_options()

@@ -122,12 +122,15 @@ def test_register_alloc_of_a_tensor_is_read_at_run_time():
 
 @pytest.mark.parametrize("func, args, stated, match", [
     ("while_on_register", {"x": ((128, 256), "bf16"), "go": ((1, 1), "int32")}, ("1",),
-     r"dynamic_loops.py:\d+: kernel while_on_register: the register read at .* used as a Python "
-     r"value \(an if/while on it, or arithmetic\)"),
+     r"dynamic_loops.py:\d+: kernel while_on_register: a while loop on the register read at "
+     r".*dynamic_loops.py:\d+: with the value stated \(1\) it never ends"),
+    ("while_on_register", {"x": ((128, 256), "bf16"), "go": ((1, 1), "int32")}, (),
+     r"a test of a register \(while reg: or if reg:\): it is the register read at .* known only "
+     r"at run time"),
     ("unset_register", {"x": ((128, 256), "bf16")}, (),
      r"its stop is the register allocated at .*dynamic_loops.py:\d+, never written"),
     ("moved_bounds", {"x": ((1024, 256), "bf16")}, ("dynamic_loops.py:3=4",),
-     r"^--register-value dynamic_loops.py:3=4: no register of .* is read at run time at "
+     r"^--register-value dynamic_loops.py:3=4: the trace of .* read no register at "
      r"dynamic_loops.py:3"),
 ])
 def test_registers_used_otherwise_are_refused_in_one_line(func, args, stated, match):
@@ -199,3 +202,20 @@ def test_a_batch_request_takes_the_register_values():
            "args": {"a": "512x1024", "b": "512x1024", "n_tiles": "1x1:int32"}}
     assert batch.evaluate(s, req)["Q"] == 2 * 6 * TILE + 4
     assert "--register-value" in batch.evaluate(s, {**req, "registers": []})["error"]
+
+
+def test_a_while_on_a_register_follows_the_values_stated_per_line():
+    lines = [i for i, ln in enumerate(KERNELS.read_text().splitlines(), 1)
+             if "nisa.register_load(reg, flag)" in ln]
+    first, again = lines
+    args = {"x": ((128, 256), "bf16"), "go": ((1, 1), "int32")}
+    k = traced("while_on_register", args, f"dynamic_loops.py:{first}=1", f"dynamic_loops.py:{again}=0")
+    # the body once: x read (128 x 256 bf16), out written, and the flag's 4 bytes
+    assert counts(k).Q == 2 * 128 * 256 * 2 + 4
+    assert [("true" in n, "false" in n) for n in k.notes if "a test of" in n] == [(True, False), (False, True)]
+    # the first value 0: the body never runs
+    k = traced("while_on_register", args, f"dynamic_loops.py:{first}=0")
+    assert counts(k).Q == 4
+    # ... and a value for the line in the body the trace never reaches is refused
+    with pytest.raises(SpecError, match=f"dynamic_loops.py:{again}=0: the trace of .* read no register"):
+        traced("while_on_register", args, f"dynamic_loops.py:{first}=0", f"dynamic_loops.py:{again}=0")

@@ -96,9 +96,10 @@ class Values:
         """Refuse a ``FILE:LINE=N`` no register was read at (a typo must not pass silently)."""
         for s in self.stated:
             if s.line is not None and s not in self.used:
-                raise SpecError(f"{s.text}: no register of {shown} is read at run time at "
+                raise SpecError(f"{s.text}: the trace of {shown} read no register at "
                                 f"{s.file}:{s.line} (nisa.register_load, or register_alloc of a "
-                                "tensor)")
+                                "tensor): a typo, or a line the kernel does not reach with the "
+                                "values given")
 
 
 class Register:
@@ -134,9 +135,9 @@ class Register:
         return self.value
 
     def _use(self, *_):
-        raise TraceError(f"{self.describe()} used as a Python value (an if/while on it, or "
-                         "arithmetic): data-dependent control flow loopsim does not follow; "
-                         "only nl.dynamic_range bounds and register_move take a register")
+        raise TraceError(f"{self.describe()} used as a Python value (arithmetic, an index): "
+                         "loopsim follows a register in nl.dynamic_range bounds, register_move "
+                         "and while/if tests only")
 
     __index__ = __int__ = __bool__ = __float__ = __iter__ = _use
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _use

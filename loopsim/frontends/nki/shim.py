@@ -23,6 +23,7 @@ from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder, user_frame
+from loopsim.frontends.nki import registers as registers_mod
 from loopsim.frontends.nki.registers import Register
 from loopsim.frontends.nki.views import DS, HbmSplit, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
@@ -890,11 +891,38 @@ def _site():
         else ("", 0, _rec().shown)
 
 
+class TracedRegister(Register):
+    """A register of the trace: ``while reg:`` (or ``if reg:``) tests its value, known or stated
+    (noted ASSUMED); a while loop whose register is true twice running with the value read at the
+    same line never ends, and is refused."""
+
+    def __bool__(self):
+        rec = _rec()
+        path, line, shown = _site()
+        value = self.resolve("a test of a register (while reg: or if reg:): it")
+        origin = (id(self), self.read_at or self.site, value)
+        tests = rec.__dict__.setdefault("register_tests", {})
+        if self.stated is not None:
+            rec.notes.append(f"{shown}: a test of {self.describe()}, {value}: "
+                             f"{'true' if value else 'false'} (ASSUMED: the register's value given "
+                             f"by the user, {self.stated.text})")
+        if not value:
+            tests.pop((path, line), None)
+            return False
+        if tests.get((path, line)) == origin:
+            raise TraceError(f"a while loop on {self.describe()}: with the value stated ({value}) "
+                             "it never ends (the register holds it each time the loop tests it); "
+                             "give the line that reloads the register in the loop its own "
+                             f"{registers_mod.OPTION} FILE:LINE=0")
+        tests[(path, line)] = origin
+        return True
+
+
 def _read() -> Register:
     """A register holding a value read from memory at run time, here: its stated value if any."""
     path, line, shown = _site()
     s = _rec().registers.at(path, line)
-    return Register(shown, None if s is None else s.value, s, read_at=shown)
+    return TracedRegister(shown, None if s is None else s.value, s, read_at=shown)
 
 
 def _register(dst, what: str) -> Register:
@@ -907,9 +935,9 @@ def register_alloc(x=None, **_):
     """``nisa.register_alloc(x=None)``: a register, holding ``x`` (an int), or a value read from
     the one-element tensor ``x`` at run time, or nothing yet."""
     if x is None or (isinstance(x, int) and not isinstance(x, bool)):
-        return Register(_site()[2], x)
+        return TracedRegister(_site()[2], x)
     if isinstance(x, Register):
-        r = Register(x.site)
+        r = TracedRegister(x.site)
         r.set(x)
         return r
     return _read()
@@ -928,7 +956,7 @@ def register_move(dst, src=None, imm=None, **_):
     if isinstance(src, Register):
         d.set(src)
     elif isinstance(src, int) and not isinstance(src, bool):
-        d.set(Register(_site()[2], src))
+        d.set(TracedRegister(_site()[2], src))
     else:
         raise TraceError(f"nisa.register_move: source {src!r} is neither an integer nor a register")
 
