@@ -174,12 +174,15 @@ def test_cli_notes_the_assumed_value_in_text_and_json(capsys):
     assert any("runs 2 iterations" in n and "ASSUMED" in n for n in d["ceiling_notes"])
 
 
-def test_hbm_to_hbm_dma_counts_a_read_and_a_write():
-    k = traced("store_then_fence", {"x": ((128, 512), "bf16")})
+@pytest.mark.parametrize("rows", [128, 200, 1024])
+def test_hbm_to_hbm_dma_counts_a_read_and_a_write(rows):
+    k = traced("store_then_fence", {"x": ((rows, 512), "bf16")})
     c = counts(k)
-    # x read once into SBUF, stored to out; the fence reads out and writes it again
-    assert c.tensor_map["x"].read_bytes == TILE
-    assert c.tensor_map["out"].read_bytes == TILE and c.tensor_map["out"].write_bytes == 2 * TILE
+    # x read once into SBUF, stored to out; the fence reads out and writes it again (staged in
+    # 128-row pieces, the last one ragged at 200 rows)
+    b = rows * 512 * 2
+    assert c.tensor_map["x"].read_bytes == b
+    assert c.tensor_map["out"].read_bytes == b and c.tensor_map["out"].write_bytes == 2 * b
     assert any("HBM -> HBM DMA" in n and "ASSUMED" in n for n in k.notes)
 
 

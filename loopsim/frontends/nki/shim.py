@@ -823,18 +823,30 @@ def dma_copy(dst=None, src=None, **_):
         return _split_dma(dst, src, split)
     rec = _rec()
     if isinstance(dst, (HbmTensor, HbmView)) and isinstance(src, (HbmTensor, HbmView)):
-        # HBM -> HBM (a fence: dma_copy(dst=out, src=out)): the DMA reads src's bytes and
-        # writes dst's; staged through an on-chip tile of the trace so both count
-        staged = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("hbm_to_hbm"))
-        rec.dma(*_squeezed(staged, src))
-        rec.dma(*_squeezed(dst, staged))
-        rec.notes.append(f"{work_mod.call_site(rec)}: an HBM -> HBM DMA ({src!r} to {dst!r}) "
-                         "counts its bytes read and written, staged through an on-chip tile of "
-                         "its shape that the SBUF residency counts (ASSUMED: the DMA queues need "
-                         "no SBUF for it)")
-        return
+        return _hbm_to_hbm(rec, dst, src)
     dst, src = _squeezed(dst, src)
     rec.dma(dst, src)
+
+
+def _hbm_to_hbm(rec, dst, src) -> None:
+    """An HBM -> HBM DMA (a fence: ``dma_copy(dst=out, src=out)``) reads src's bytes and writes
+    dst's: staged through a tile of up to 128 rows of the first dimension, a loop over them, so
+    both count and the stand-in tile stays one partition block of SBUF."""
+    shape = tuple(src.shape)
+    if not shape or tuple(dst.shape) != shape:
+        staged = rec.alloc(shape, src.dtype, "sbuf", rec.assigned_name("hbm_to_hbm"))
+        rec.dma(*_squeezed(staged, src))
+        rec.dma(*_squeezed(dst, staged))
+    else:
+        rows = min(shape[0], 128)
+        staged = rec.alloc((rows,) + shape[1:], src.dtype, "sbuf", rec.assigned_name("hbm_to_hbm"))
+        rest = (slice(None),) * (len(shape) - 1)
+        for i in _range("range")(-(-shape[0] // rows)):
+            rec.dma(staged, src[(DS(i * rows, rows),) + rest])
+            rec.dma(dst[(DS(i * rows, rows),) + rest], staged)
+    rec.notes.append(f"{work_mod.call_site(rec)}: an HBM -> HBM DMA ({src!r} to {dst!r}) counts "
+                     "its bytes read and written, staged through an on-chip tile of up to 128 rows "
+                     "that the SBUF residency counts (ASSUMED: the DMA queues need no SBUF for it)")
 
 
 def _split_dma(dst, src, split) -> None:
