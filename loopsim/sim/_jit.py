@@ -27,10 +27,15 @@ _TWIN = "_plain"
 
 def njit(**flags):
     """numba's ``njit(**flags)``, except in a plain twin, where the function stays Python (and
-    numba is not imported)."""
+    numba is not imported). Every compiled module decorates through here, so numba's cache is
+    made usable (:func:`loopsim.base.numba_env.prepare`) before numba loads, and only by a
+    process that loads it."""
     def deco(f):
         if f.__module__.endswith(_TWIN):
             return f
+        from loopsim.base.numba_env import prepare
+
+        prepare()  # a usable numba cache before numba loads (once per process; numba_env.py)
         import numba
 
         _rebuild_bad_cache_entries()
