@@ -25,6 +25,8 @@ class Logical:
         self.sources: tuple[TileRef, ...] = ()
         self.data_ops: tuple[str, ...] = ()
         self.stat_ops: tuple[str, ...] = ()
+        self.elem_ops = 0  # element-operations of the instructions that made it (their outputs)
+        self.read = False  # read by another op (which then carries its instructions)
         self.running = False
         self.stat = False
         self.materialised = False

@@ -28,8 +28,10 @@ def _where(rec: Recorder, line: int) -> str:
     return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
 
 
-def classify(lg, where: str, notes: list | None = None) -> str:
-    """The loopsim op kind of a derived value from the engine ops that made it."""
+def classify(lg, where: str, notes: list | None = None, elements: int = 0) -> str:
+    """The loopsim op kind of a derived value from the engine ops that made it. A chain of no
+    named kind is ``chainN``: N its instructions' element-operations (one per element each
+    writes) per element of the tile it makes (``elements``), rounded up (a note says so)."""
     ops = set(lg.data_ops) | set(lg.stat_ops)
     n = len(lg.sources)
     named = [o for o in lg.data_ops if o not in ARITH]
@@ -37,22 +39,30 @@ def classify(lg, where: str, notes: list | None = None) -> str:
         return "online_softmax" if lg.running else "softmax"
     if len(set(named)) == 1 and named[0] in KINDS and KINDS[named[0]].arity == n:
         return named[0]
-    if not named and n == 2 and set(lg.data_ops) <= {"add"}:
-        return "add"
-    if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
-        return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
-    if n == 3 and not named and set(lg.data_ops) <= {"multiply", "add"} and \
-            {"multiply", "add"} <= set(lg.data_ops):
-        return "fma"
-    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add", 3: "fma"}.get(n)
-    if generic is not None and notes is not None:
-        # no op kind of loopsim's: costed as the elementwise kind of its arity, and said so
-        notes.append(f"{where}: the engine ops making {lg.name} ({chain}) are costed as one "
-                     f"'{generic}' op on {n} input tile{'s' * (n != 1)}: ASSUMED")
-        return generic
-    raise TraceError(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
-                     f"{'s' * (n != 1)}) match no loopsim op kind (known: {', '.join(KINDS)})")
+    # its instructions' element-operations per element of the tile it makes; a value read twice
+    # counts twice (the chain as written)
+    passes = -(-lg.elem_ops // elements) if elements else len(lg.data_ops) + len(lg.stat_ops)
+    passes = max(1, passes)
+    if not named and not lg.stat_ops:  # arithmetic a named kind says exactly: that kind
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"add"}:
+            return "add"
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"multiply"}:
+            return "mul"
+        if n == 3 and set(lg.data_ops) == {"multiply", "add"}:
+            return "fma"  # as written: a * b + c (one scalar_tensor_tensor or two instructions)
+    # any other chain: chainN, N those passes
+    why = []
+    if elements and lg.elem_ops % elements:
+        why.append(f"{lg.elem_ops:,} element-ops per {elements:,}-element tile, rounded up")
+    if named or lg.stat_ops:
+        why.append("the engine of each, Scalar or Vector, not modelled")
+    if why and notes is not None:
+        notes.append(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
+                     f"{'s' * (n != 1)}) are costed as {passes} Vector Engine pass"
+                     f"{'es' * (passes != 1)} over its tile (chain{passes}): ASSUMED "
+                     f"({'; '.join(why)})")
+    return f"chain{passes}"
 
 
 def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
@@ -166,9 +176,12 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
-            kind = classify(ev.value, _where(rec, ev.line), rec.notes)
+            kind = classify(ev.value, _where(rec, ev.line), rec.notes, math.prod(ev.out.sizes))
+            srcs = ev.value.sources
+            if kind in ("mul", "add"):  # commutative, costed per its first input: the largest
+                srcs = sorted(srcs, key=lambda s: -math.prod(s.sizes))  # tile first ([T, 1] * [T, H])
             return OpStatement(kind, access(ev.out, ev.line),
-                               tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
+                               tuple(access(s, ev.line) for s in srcs), line=ev.line)
         return None
 
     def build(body, depth):

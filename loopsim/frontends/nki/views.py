@@ -441,13 +441,23 @@ class Buffer:
         if self.origin is None:
             return self._binding
         b = self.origin.binding
-        if b is None:
-            return None
+        return None if b is None else self._rebound(b, self.origin.shape, self.shape)
+
+    @binding.setter
+    def binding(self, b) -> None:
+        if self.origin is None:
+            self._binding = b
+        else:
+            self.origin.binding = None if b is None else self._rebound(b, self.shape, self.origin.shape)
+
+    def _rebound(self, b, old, new):
+        """``b`` over axes ``old`` re-expressed over ``new`` (the same per-partition bytes). A
+        reshape that merges axes holding different dimensions of the tensor (a shuffled layout),
+        read or written through: the view holds the whole tile, its mixed axes along no one
+        dimension, with a note."""
         try:
-            return access.reshape_binding(b, self.origin.shape, self.shape, self.name)
+            return access.reshape_binding(b, old, new, self.name)
         except TraceError:
-            # the reshape merges axes holding different dimensions of the tensor (a shuffled
-            # layout): the view holds the whole tile, its merged axes along no one dimension
             note = (f"reshape of buffer {self.name} {list(self.origin.shape)} to {list(self.shape)} "
                     f"merges axes holding different dimensions of {b.logical.name}: the reshaped "
                     "view is read as holding the whole tile (ASSUMED: the same elements, their "
@@ -455,15 +465,7 @@ class Buffer:
             notes = getattr(self.rec, "notes", None)
             if notes is not None and note not in notes:
                 notes.append(note)
-            return access.collapsed_binding(b, self.origin.shape, self.shape)
-
-    @binding.setter
-    def binding(self, b) -> None:
-        if self.origin is None:
-            self._binding = b
-        else:
-            self.origin.binding = None if b is None else access.reshape_binding(
-                b, self.shape, self.origin.shape, self.name)
+            return access.collapsed_binding(b, old, new)
 
     def reshaped(self, shape) -> "Buffer":
         root = self.origin or self
