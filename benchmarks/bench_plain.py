@@ -6,7 +6,9 @@ microseconds per request slot of each plain-Python pass (the walk, an LRU replay
 and, each in a fresh process, the CPU seconds of loading the compiled walker and LRU kernel: from
 a warm numba cache and from an empty one (the compile). A process runs the twins while the slots
 it spends stay under the budget; past it, what it would pay instead is the load (warm) or the
-compile (cold). Asserts nothing:
+compile (cold). Last, the walker's compile alone for a nest without statement-level checks
+(matmul: the smaller variant) and one with them (matmul_blocked: the general variant). Asserts
+nothing:
 
     python benchmarks/bench_plain.py
 """
@@ -23,7 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-# in a fresh process: build a tiny trace and replay it under LRU with the compiled kernels
+# in a fresh process: build a tiny trace of SPEC and replay it under LRU with the compiled kernels
 LOAD = """
 import json, sys, time
 t0 = time.process_time()
@@ -31,11 +33,15 @@ from loopsim.sim import _jit, trace, replay
 from loopsim.frontends import spec
 from loopsim.targets import hardware
 _jit.PLAIN_BUDGET = 0
-k = spec.load_kernel("matmul")
+k = spec.load_kernel("SPEC")
 t1 = time.process_time()
+import numba
+t2 = time.process_time()
 tr = trace.build(k)
+t3 = time.process_time()
 replay(tr.obj, tr.write, tr.object_cost(hardware.load("trn2-core")), 1 << 20, "lru")
-print(json.dumps({"imports": t1 - t0, "load": time.process_time() - t1}))
+print(json.dumps({"imports": t1 - t0, "load": time.process_time() - t1, "numba": t2 - t1,
+                  "walk": t3 - t2, "lru": time.process_time() - t3}))
 """
 
 
@@ -71,11 +77,12 @@ def plain_pace() -> dict[str, tuple[float, int]]:
     return {k: (v[0], v[1]) for k, v in tot.items()}
 
 
-def load(cache: str | None) -> dict:
+def load(cache: str | None, kernel: str = "matmul") -> dict:
     env = {**os.environ, "PYTHONPATH": ROOT}
     if cache:
         env["NUMBA_CACHE_DIR"] = cache
-    p = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True, env=env, check=True)
+    p = subprocess.run([sys.executable, "-c", LOAD.replace("SPEC", kernel)], capture_output=True,
+                       text=True, env=env, check=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -96,6 +103,13 @@ def main() -> int:
     print(f"compiled walker + LRU kernel, fresh process: empty numba cache {c['load']:.2f} s CPU, "
           f"warm cache {w['load']:.2f} s CPU (numba's import included; loopsim's imports "
           f"{w['imports']:.2f} s besides)")
+    # the walker's two variants, each compiled alone (loopsim/sim/_gen.py): matmul needs no
+    # statement-level checks, matmul_blocked does
+    for kernel in ("matmul", "matmul_blocked"):
+        with tempfile.TemporaryDirectory() as cold:
+            c = load(cold, kernel)
+        print(f"  empty cache, {kernel}: numba import {c['numba']:.2f} s, walker compile "
+              f"{c['walk']:.2f} s, LRU kernel compile {c['lru']:.2f} s CPU")
     return 0
 
 
