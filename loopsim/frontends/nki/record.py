@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from loopsim.frontends.nki import pieces
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
@@ -163,6 +164,7 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        b = pieces.lookup(t.buf, t.offsets, t.sizes) or b
         homes = getattr(t.buf, "homes", None)
         if homes:
             live = {id(f) for f in self.stack}
@@ -225,7 +227,11 @@ class Recorder:
                 start = start - dst.offsets[a] * (c // k)
                 absorbed.update(mine)
             dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
-        dst.buf.binding = Binding(ref.logical, tuple(dims))
+        new = Binding(ref.logical, tuple(dims))
+        if absorbed or dst.buf.origin is not None:
+            dst.buf.binding = new
+        else:  # one piece of a buffer the kernel may fill piece by piece
+            dst.buf.binding = pieces.add(dst.buf, dst.offsets, dst.sizes, new)
         return absorbed
 
     def check_scope(self, ref: TileRef, what: str) -> None:
@@ -297,7 +303,16 @@ class Recorder:
         pieces = bool(order) and isinstance(order[0], tuple)
         if (_squeezed(list(dst.shape)) if pieces else
                 _squeezed([dref.sizes[d] for d in dkept])) != _squeezed(src.shape):
-            raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
+            if math.prod(dref.sizes) != math.prod(src.shape):
+                raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
+            # a store that reshapes (a [32, 128] tile into 64 rows of 64): its bytes are exact;
+            # the tile is not followed element by element into the tensor
+            from loopsim.frontends.nki import work
+
+            self.notes.append(f"{work.call_site(self)}: a store reshapes {src!r} into "
+                              f"{lg.name}{[dref.sizes[d] for d in dkept]}; its bytes count, its "
+                              "elements are not followed")
+            pieces = True
         lg.output = True
         st = ref.logical.find() if ref is not None else None
         if st is not None and st.kind == "op" and st.stat and not st.materialised:
@@ -332,7 +347,12 @@ class Recorder:
                 lg.pa_weak = dkept[kept.index(src.buf.pax)]
         self.body.append(StoreEv(dref, line))
 
-    def copy(self, dst: Tile, src: Tile, transpose: bool = False) -> None:
+    def copy(self, dst: Tile, src: Tile, transpose: bool = False, engine_work: bool = True) -> None:
+        """dst = src on chip; ``engine_work=False``: the movement is a DMA's, already charged (a
+        DMA transpose landing its tile), so a permuting copy charges no engine."""
+        parts = None if transpose else pieces.held(src.buf, src.offsets, src.sizes)
+        if parts is not None and self._copy_pieces(dst, src, parts):
+            return
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
@@ -343,13 +363,30 @@ class Recorder:
             # on-chip movement only; the copy's work is charged and dst holds a fresh tile
             from loopsim.frontends.nki import work
 
-            work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
+            if engine_work:
+                work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
             self.memset(dst)
             self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
                               "through access patterns; loopsim keeps the data movement, not which "
                               "element lands where")
             return
         self._bind_value(dst, ref, axis_of)
+
+    def _copy_pieces(self, dst: Tile, src: Tile, parts: list) -> bool:
+        """A copy of a region holding several pieces (transposed tiles side by side in PSUM,
+        copied to SBUF at once): piece by piece, each landing at its place in ``dst``."""
+        sk = [a for a, k in enumerate(src.kept) if k]
+        dk = [b for b, k in enumerate(dst.kept) if k]
+        if len(sk) != len(dk) or any(src.sizes[a] != dst.sizes[b] for a, b in zip(sk, dk)):
+            return False
+        for p in parts:
+            offs, sizes = list(dst.offsets), list(dst.sizes)
+            for a, b in zip(sk, dk):
+                offs[b] = dst.offsets[b] + (p.offsets[a] - src.offsets[a])
+                sizes[b] = p.sizes[a]
+            self.copy(Tile(dst.buf, offs, sizes, list(dst.kept)),
+                      Tile(src.buf, list(p.offsets), list(p.sizes), list(src.kept)))
+        return True
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
         if ref is None:
@@ -408,7 +445,9 @@ class Recorder:
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
-        ev = MatmulEv(out, sref, mref, line, (md, nd))
+        from loopsim.frontends.nki.work import call_site
+
+        ev = MatmulEv(out, sref, mref, line, (md, nd), call_site(self))
         self.body.append(ev)
         return ev
 
