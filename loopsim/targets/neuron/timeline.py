@@ -237,8 +237,8 @@ def _region(acc, loops, t, env):
     the tensor's edge (the execution does not run)."""
     key = (id(acc), id(t), *map(id, loops))
     geom = _GEOM.get(key)
-    if geom is None or geom[0] is not acc or geom[2] is not t or \
-            len(geom[1]) != len(loops) or any(a is not b for a, b in zip(geom[1], loops)):
+    # the key's ids are checked against the objects kept (a reused id never matches)
+    if geom is None or geom[0] is not acc or geom[2] is not t or geom[1] != loops:
         if len(_GEOM) > 1 << 14:
             _GEOM.clear()
         geom = _GEOM[key] = (acc, loops, t, tuple((acc.terms_of(axis), acc.offset_of(axis),
@@ -360,11 +360,20 @@ class _Run:
         if hit is not None and hit[0] == ver:
             return hit[1]
         out, seen = [], set()
-        for ent in reversed(cs.writers.get(tensor, [])[-32:]):
-            r = (ent[0], ent[1])
-            if r not in seen and _overlap(r, region):
-                out.append(ent)
-                seen.add(r)
+        rs, re_ = region
+        if len(rs) == 2:  # the common case, unrolled (the scan is the timeline's hot loop)
+            (a0, a1), (b0, b1) = rs, re_
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                s, e = ent[0], ent[1]
+                if s[0] < b0 and a0 < e[0] and s[1] < b1 and a1 < e[1] and (s, e) not in seen:
+                    out.append(ent)
+                    seen.add((s, e))
+        else:
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                r = (ent[0], ent[1])
+                if r not in seen and _overlap(r, region):
+                    out.append(ent)
+                    seen.add(r)
         if len(cs.cover) > 1 << 16:
             cs.cover.clear()
         cs.cover[key] = (ver, out)
