@@ -199,7 +199,7 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
             {"id": 4, "spec": "projection", "hardware": "trn2-core", "set": {"B": 1}},
             {"id": 5, "spec": f"{KERNELS / 'matmul_isa.py'}::blocked", "hardware": "trn2-core"},
             {"id": 6, "toml": (ROOT / "tilings" / "copy.toml").read_text(), "hardware": "trn2-core"},
-            {"id": 7, "spec": "copy", "hardware": "trn2-core", "model": "timeline"}]
+            {"id": 7, "spec": "copy", "hardware": "trn2-core", "model": "floor"}]
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in reqs) + "\n")
     rc, out, err = _cli(capsys, "evaluate", "--batch", str(path))
@@ -211,11 +211,34 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
     assert lines[3]["cached"] and lines[3]["T"] == lines[0]["T"] and lines[3]["id"] == 4
     assert "EXECUTES" in lines[4]["error"]
     trn2 = hardware.load("trn2-core")
-    copy = pipeline.analyze(pipeline.load("copy"), trn2, model="floor")  # the batch's default
-    assert (lines[5]["T"], lines[5]["Q"]) == (copy.T, copy.Q)
-    # model "timeline": what entitle prints by default
+    # the default: what entitle prints
     rc, out, _ = _cli(capsys, "entitle", "copy", "-H", "trn2-core", "--json")
-    assert lines[6]["T"] == json.loads(out)["T"] >= lines[5]["T"]
+    assert (lines[5]["T"], lines[5]["Q"]) == (json.loads(out)["T"], json.loads(out)["Q"])
+    # model "floor": the cheap verdict, not above the timeline's
+    copy = pipeline.analyze(pipeline.load("copy"), trn2, model="floor")
+    assert (lines[6]["T"], lines[6]["Q"]) == (copy.T, copy.Q) and copy.T <= lines[5]["T"]
+
+
+@pytest.mark.parametrize("spec,sets", [("matmul", {"M": 512, "N": 1024, "K": 256}),
+                                       ("projection", {"B": 64}),
+                                       ("mlp_fused", {"B": 256}),
+                                       ("mlp_unfused", {"B": 128, "F": 2048}),
+                                       ("layernorm", {}),
+                                       ("attention_fused", {"L": 512})])
+def test_batch_T_is_entitles_T(spec, sets, tmp_path, capsys):
+    """One verdict: a batch request's T (default model) equals `loopsim entitle --json`'s T for
+    the same spec, sheet and --set, exactly; so do W, Q, the limit and feasibility."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": 0, "spec": spec, "hardware": "trn2-core", "set": sets}) + "\n")
+    rc, out, err = _cli(capsys, "evaluate", "--batch", str(path))
+    assert rc == 0, err
+    (b,) = [json.loads(x) for x in out.splitlines()]
+    args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+    rc, out, err = _cli(capsys, "entitle", spec, "-H", "trn2-core", "--json", *args)
+    assert rc in (0, 3), err
+    e = json.loads(out)
+    assert (b["T"], b["W"], b["Q"], b["limit"], b["feasible"]) == \
+        (e["T"], e["W"], e["Q"], e["limit"], e["feasible"])
 
 
 def test_whole_axis_tiles_are_split_for_the_prefill_down_projection(hw):
@@ -280,3 +303,42 @@ def test_fused_against_unfused_as_alternatives(capsys, tmp_path):
     assert d["best"]["T"] == fused["T"] and spec.read(str(path)).data["kernel"]["name"] == "mlp_best"
     rc, out, err = _cli(capsys, "search", "matmul", "copy", "-H", "trn2-core", "-q")
     assert rc == 2 and "do not do the same work" in err
+
+
+def test_kernel_reference_module_constants_searched_with_space(hw):
+    """matmul_consts.blocked reads its block sizes TILES_M, TILES_N from module-level constants.
+    They are parameters (--set, --space) but varied only when --space names them; SCALE, read by
+    another module-level line at import, is not one. Searched over TILES_M x TILES_N at K=256,
+    M=N=1024, the top 2 equal the best 2 of every point analysed in full, and each point's Q is
+    the hand count: lhsT once (K*M*2 B), rhs once per M-block (M/(128*TILES_M) * K*N*2 B), the
+    result once (M*N*2 B)."""
+    from loopsim.frontends.nki.load import parse_options
+
+    ref = f"{KERNELS / 'matmul_consts.py'}::blocked"
+    kargs = (("lhsT=256x1024", "rhs=256x1024"), (), None)
+    opts = parse_options(*kargs[:2])
+    tpl = space.template(ref, {}, opts)
+    assert tpl.spec.data["constants"] == ("TILES_M", "TILES_N") and tpl.free == ()
+    K, M, N = 256, 1024, 1024
+    keys = []
+    for tm in (1, 2, 4, 8):
+        for tn in (1, 2):
+            a = pipeline.analyze(pipeline.load(ref, {"TILES_M": tm, "TILES_N": tn},
+                                               kernel_args=opts), hw)
+            assert a.Q == K * M * 2 + M // (128 * tm) * K * N * 2 + M * N * 2, (tm, tn)
+            keys.append((pipeline.rank_key(a), (("TILES_M", tm), ("TILES_N", tn))))
+    keys.sort()
+    _, out = _search(engine.Problem(ref, (), "trn2-core", ("TILES_M=1,2,4,8", "TILES_N=1,2"),
+                                    top=2, kernel_args=kargs))
+    assert out.points == 8
+    assert [(c.verdict.key(), c.values) for c in out.top] == keys[:2]
+
+
+def test_kernel_reference_constant_errors(capsys):
+    """A name that is no parameter (SCALE: a constant read at import) is refused in one line
+    naming the parameters there are."""
+    ref = f"{KERNELS / 'matmul_consts.py'}::blocked"
+    rc, out, err = _cli(capsys, "search", ref, "--arg", "lhsT=256x1024", "--arg", "rhs=256x1024",
+                        "-H", "trn2-core", "--space", "SCALE=1,2")
+    assert rc != 0 and "no parameter SCALE" in err and "TILES_M, TILES_N" in err
+    assert "Traceback" not in err

@@ -76,11 +76,14 @@ class Template:
 
     @property
     def free(self) -> tuple[str, ...]:
-        """Parameters a search may vary: plain integers of the spec that are neither problem sizes
-        nor fixed with ``--set``, in the spec's order."""
+        """Parameters a search varies unless told: plain integers of the spec that are neither
+        problem sizes nor fixed with ``--set``, in the spec's order (a kernel file's module-level
+        constants only when ``--space`` names them)."""
         fixed = dict(self.sets)
+        consts = set(self.spec.data.get("constants", ()))
         return tuple(n for n, v in self.spec.params.items()
-                     if isinstance(v, int) and n not in self.dims and n not in fixed)
+                     if isinstance(v, int) and n not in self.dims and n not in fixed
+                     and n not in consts)
 
 
 def loop_texts(body: str) -> tuple[tuple[str, str, str], ...]:
@@ -97,7 +100,8 @@ def template(ref: str, sets: Mapping[str, int], kernel_args: Mapping | None = No
     """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters. A kernel
     reference ``PATH.py::FUNCTION`` (inputs in ``kernel_args``, as
     :func:`loopsim.model.pipeline.load`) is traced at its own values, EXECUTING the file; its
-    integer keyword parameters are what a search varies."""
+    integer keyword parameters are what a search varies, and its module-level integer constants
+    where ``--space`` names them."""
     if "::" in ref:
         from loopsim.model import pipeline
 
