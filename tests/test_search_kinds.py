@@ -67,9 +67,11 @@ def test_every_bundled_spec_searches_and_entitle_prints_its_numbers(name, hw, tm
 
 
 def test_programs_search_their_tiles_against_brute_force(hw):
-    """mlp_fused over TB x TF: the search's best equals the best of every point analysed in full."""
+    """mlp_fused over TB x TF, loads as written: the search's best equals the best of every point
+    analysed in full."""
     vals = ("TB=32,64,128", "TF=32,128", "TE=512", "TD=128")
-    _, out = _search(engine.Problem("mlp_fused", (("B", 256), ("F", 1024)), "trn2-core", vals, top=3))
+    _, out = _search(engine.Problem("mlp_fused", (("B", 256), ("F", 1024)), "trn2-core", vals, top=3,
+                                    structures=False))
     keys = []
     for tb in (32, 64, 128):
         for tf in (32, 128):
@@ -79,6 +81,48 @@ def test_programs_search_their_tiles_against_brute_force(hw):
     keys.sort()
     assert [c.verdict.key() for c in out.top] == [k for k, _ in keys[:3]]
     assert dict(out.top[0].values) == dict(keys[0][1])
+
+
+def test_program_placements_against_exhaustive_enumeration(hw, tmp_path):
+    """mlp_fused (one kernel whose token loop holds two loop nests) over TB x its 32 load
+    placements (each weight whole at the top, or split by f, by d or e, or both; x whole per
+    token block or by d): the search's top 3 equal the best 3 of every (TB, placement) analysed
+    in full, and the best, written with -o and read back, gives the same verdict."""
+    sets = (("B", 256), ("D", 256), ("F", 512))
+    vals = ("TB=64,128", "TF=128", "TE=256", "TD=128")
+    ctx, out = _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=3))
+    assert len(ctx.structs) == 32 and out.points == 2
+    keys = []
+    for tb in (64, 128):
+        values = {"TB": tb, "TD": 128, "TE": 256, "TF": 128}
+        prog = pipeline.load("mlp_fused", {**dict(sets), **values})
+        for p in space.placements(ctx.moves):
+            a = pipeline.analyze(space.place(prog, ctx.moves, p), hw)
+            if a.feasible:
+                keys.append(pipeline.rank_key(a))
+    keys.sort()
+    assert len(keys) > 3
+    assert [c.verdict.key() for c in out.top] == keys[:3]
+    a = _entitle_of(ctx, out, out.top[0], hw, tmp_path)
+    assert (a.T, a.Q) == (out.top[0].verdict.T, out.top[0].verdict.Q)
+
+
+def test_program_streams_weights_that_do_not_fit(hw):
+    """mlp_fused with SBUF cut to 512 KiB (128 partitions x 4 KiB): as written both weights sit
+    on chip whole (W_up: 2 partition tiles x 512 x 2 B = 2 KiB per partition, W_down: 4 x 256 x 2 B
+    = 2 KiB) beside x's block and g's, which does not fit; the search splits them by f or e so they
+    stream, and with one token block (B = TB = 64) every weight is still read once: Q is the
+    compulsory 2*B*D + 2*D*F*2 + 2*B*D = 589,824 bytes (x, W_up, W_down, y; bf16)."""
+    sets = (("B", 64), ("D", 256), ("F", 512))
+    vals = ("TB=64", "TF=128", "TE=256", "TD=128")
+    with pytest.raises(engine.InputError, match="no feasible tiling"):
+        _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=1, structures=False,
+                               sbuf_bytes=1 << 19))
+    ctx, out = _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=1,
+                                      sbuf_bytes=1 << 19))
+    best = out.top[0]
+    assert best.verdict.feasible and engine.structure_of(ctx, best)["split"]
+    assert best.verdict.Q == 2 * 64 * 256 + 2 * 256 * 512 * 2 + 2 * 64 * 256 == 589_824
 
 
 def test_kernel_reference_searched_over_its_keyword_parameters(hw):
