@@ -639,7 +639,9 @@ def movable_loads(kernel: Kernel, stage: int = 0) -> tuple[Movable, ...]:
     gives it (its ':' axes indexed as every statement that reads it indexes them, by loops
     enclosing all those statements) and sits at the start of the body of the innermost loop its
     tile's indices need, hoisted as far as they allow (the placement that loads that tile fewest
-    times), or as written. A load whose readers share no loop it could be split by keeps its tile."""
+    times), or as written; a tile that keeps whole an axis a loop around its place walks (it
+    would load more than that loop's body reads) is not offered. A load whose readers share no
+    loop it could be split by keeps its tile."""
     ords = _loop_ordinals(kernel)
     loop_vars = tuple(n.var for n, _ in walk(kernel.body) if isinstance(n, Loop))
     written = {a.tensor for s, _ in kernel.statements() if not isinstance(s, Load)
@@ -664,11 +666,16 @@ def movable_loads(kernel: Kernel, stage: int = 0) -> tuple[Movable, ...]:
             continue
         here = ords[id(where[-1])] if where else -1
         opts = [(ld.tile.index, here)]
-        for v in split_variants(ld, tuple(s for s, _ in readers), chain_vars):
+        variants = split_variants(ld, tuple(s for s, _ in readers), chain_vars)
+        full = variants[-1].tile.index  # every axis that can be split, split
+        for v in variants:
             need = {x for terms in v.tile.index for x in terms}
             if not need <= chain_vars:
                 continue
             depth = max((j for j, l in enumerate(common) if l.var in need), default=-1)
+            outer = {l.var for l in common[:depth + 1]}
+            if any(not t and f and set(f) <= outer for t, f in zip(v.tile.index, full)):
+                continue  # an axis a loop around it walks, loaded whole: more than its body reads
             opt = (v.tile.index, ords[id(common[depth])] if depth >= 0 else -1)
             if opt not in opts:
                 opts.append(opt)
