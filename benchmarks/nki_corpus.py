@@ -64,7 +64,10 @@ SHAPES: dict[str, dict] = {
     "max_pooling_2d_stride_1": {"args": ["in_tensor=448x448:fp32"], "kwargs": ["pool_size=3"]},
     "interpolate_bilinear_2x_fwd": {"args": ["src_arr=1x128x64x64"]},
     "interpolate_trilinear_2x_fwd": {"args": ["src_arr=1x128x16x32x32"]},
-    "flash_fwd": {"args": ["q=1x1x128x2048", "k=1x1x128x2048", "v=1x1x2048x128"]},
+    # pipelined_attention.py's own top-level test: 3-D [bs, d, seq], 16k tokens ("can only run on
+    # 16k seqlen"), no causal mask (its assert)
+    "flash_fwd": {"args": ["q=1x128x16384", "k=1x128x16384", "v=1x16384x128"],
+                  "kwargs": ["softmax_scale=0.125", "use_causal_mask=False"]},
     # nki-library (src/nkilib_src/nkilib): small shapes in each entry point's documented layout
     "cumsum": {"args": ["x=256x1024"]},
     "cascaded_max": {"args": ["input_tensor=1x128x4096"]},
@@ -120,7 +123,11 @@ SHAPES: dict[str, dict] = {
                     "gate_up_proj_weight=8x128x2x2x1024:float8_e4m3fn_x4",
                     "down_proj_weight=8x128x2x1024:float8_e4m3fn_x4",
                     "token_position_to_id=4096:int32", "block_to_expert=8x1:int32",
-                    "gate_up_proj_scale=8x16x2x2x1024:uint8", "down_proj_scale=8x16x2x1024:uint8"],
+                    "gate_up_proj_scale=8x16x2x2x1024:uint8", "down_proj_scale=8x16x2x1024:uint8",
+                    # the MX paths read the biases' dtype unconditionally (their docstrings say
+                    # optional): shapes of the library's tests (test_utils.py: [E, 128, 2,
+                    # n_I512_tile, 4] and [E, H])
+                    "gate_and_up_proj_bias=8x128x2x2x4", "down_proj_bias=8x1024"],
            "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]
            + (["n_static_blocks=8", "n_dynamic_blocks=0"] if f.startswith("bwmm") else []),
            "grid": "2"}  # both shard between the two cores of a TRN2 LNC
@@ -376,9 +383,55 @@ LAUNCHERS.update({
     + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
     + "    _compute_block(tensors, cfg, dims, dyn, weights, routed, arange_4, 0, 0, False)\n"
     + "    return out\n",
+    # the three steps of _compute_block, each fed as _compute_block feeds it (static block 0)
+    "_get_block_token_position_to_id": _mx("_find_expert_routed_tokens, _get_block_token_position_to_id",
+                                           _DYNAMIC)
+    + "    arange_4 = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+    + "    nisa.iota(arange_4, [[1, 4]], offset=0)\n"
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    return _get_block_token_position_to_id(dyn, routed, arange_4, 0, False)\n",
+    "_load_block_expert_affinities": _mx("_find_expert_routed_tokens, _get_block_token_position_to_id, "
+                                         "_load_block_expert_affinities", _DYNAMIC)
+    + "    arange_4 = nl.ndarray((1, 4), dtype=nl.float32, buffer=nl.sbuf)\n"
+    + "    nisa.iota(arange_4, [[1, 4]], offset=0)\n"
+    + "    routed, decision = _find_expert_routed_tokens(tensors, dims, dyn, 0)\n"
+    + "    _, pos_T = _get_block_token_position_to_id(dyn, routed, arange_4, 0, False)\n"
+    + "    return _load_block_expert_affinities(tensors, dims, dyn, pos_T, 0)\n",
+    # as _all_expert_mx_static calls it: the hidden states quantized by _layout_adapter_qmx_hbm
+    "_compute_expert_mlp": _mx("_layout_adapter_qmx_hbm, _load_expert, _compute_expert_mlp", _STATIC)
+    + "    xq, xs = _layout_adapter_qmx_hbm(tensors.hidden_input, dims)\n"
+    + "    weights = _load_expert(tensors, cfg, dims, 0)\n"
+    + "    o = nl.ndarray((dims.tile_T, dims.n_tiles_in_T, dims.H), dtype=cfg.activation_compute_dtype,\n"
+    + "                   buffer=nl.sbuf)\n"
+    + "    _compute_expert_mlp(xq, xs, weights, cfg, tensors.expert_affinities_masked, o, tensors.output,\n"
+    + "                        0, True, True, shard_on_I=dims.shard_on_I, shard_on_T=dims.shard_on_T)\n"
+    + "    return out\n",
 })
+# the shard-on-I MX kernel defaults to PRE_SCALE, which its own code refuses ("PRE_SCALE mode
+# not implemented", bwmm_shard_on_I_mx.py:915): launched with POST_SCALE and the table's inputs
+LAUNCHERS["blockwise_mm_shard_intermediate_mx"] = """
+import nki.language as nl
+from {module} import blockwise_mm_shard_intermediate_mx, ExpertAffinityScaleMode
+
+def launch():
+    hbm = nl.shared_hbm
+    mx = nl.float8_e4m3fn_x4
+    return blockwise_mm_shard_intermediate_mx(
+        nl.ndarray((1025, 1024), dtype=nl.bfloat16, buffer=hbm),
+        nl.ndarray((8200, 1), dtype=nl.bfloat16, buffer=hbm),
+        nl.ndarray((8, 128, 2, 2, 1024), dtype=mx, buffer=hbm),
+        nl.ndarray((8, 128, 2, 1024), dtype=mx, buffer=hbm),
+        nl.ndarray((4096,), dtype=nl.int32, buffer=hbm),
+        nl.ndarray((8, 1), dtype=nl.int32, buffer=hbm),
+        gate_and_up_proj_bias=nl.ndarray((8, 128, 2, 2, 4), dtype=nl.bfloat16, buffer=hbm),
+        down_proj_bias=nl.ndarray((8, 1024), dtype=nl.bfloat16, buffer=hbm),
+        gate_up_proj_scale=nl.ndarray((8, 16, 2, 2, 1024), dtype=nl.uint8, buffer=hbm),
+        down_proj_scale=nl.ndarray((8, 16, 2, 1024), dtype=nl.uint8, buffer=hbm),
+        block_size=512, weight_dtype=mx,
+        expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE)
+"""
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
-LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,)}
+LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,), "blockwise_mm_shard_intermediate_mx": (2,)}
 
 
 def _launcher(path: Path, func: str, scratch: Path):

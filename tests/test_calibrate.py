@@ -495,3 +495,41 @@ def test_a_sheet_without_a_dma_throughput_curve_still_times(tmp_path, capsys):
     assert main(["entitle", "matmul", "-H", str(tmp_path / "old.toml"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["T"] >= d["T_best"] and d["limit"] in d["times"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(kernels=st.lists(st.tuples(st.integers(0, 10**12), st.integers(0, 10**10),
+                                  st.floats(1e-6, 1e-2), st.sampled_from(["bf16", "fp8"])),
+                        min_size=1, max_size=5).filter(lambda ks: all(W or Q for W, Q, _, _ in ks)))
+def test_no_report_calls_a_roof_fitted_that_no_measurement_binds(kernels, tmp_path_factory):
+    # any hand counts and times: a roof is labelled fitted (the fit, its JSON, the written sheet's
+    # [measured] section as the sheet reads it back, and every report on that sheet) only when a
+    # measurement binds it; every other roof keeps its spec value and is called not fitted
+    from loopsim.model import measured
+
+    hw = hardware.load("trn2-core")
+    spec = hw.with_roofs("spec")
+    ms = [calibrate.Measurement(f"k{i}", W, Q, d, t) for i, (W, Q, t, d) in enumerate(kernels)]
+    fit = calibrate.fit(ms, hw, model="roofline")
+    bound_mem = any(r.bound == "memory" for r in fit.rows)
+    bound_dt = {r.measurement.dtype for r in fit.rows if r.bound == "compute"}
+    assert fit.bw_fitted == bound_mem
+    assert {d for d, _, f in fit.flops if f} == bound_dt
+    if not fit.bw_fitted:
+        assert fit.bw == spec.bw
+    for d, p, f in fit.flops:
+        if not f:
+            assert p == dict(spec.flops)[d]
+    d = fit.as_dict()
+    assert d["bw_fitted"] == bound_mem
+    text, origin = calibrate.base_text(hw)
+    out = tmp_path_factory.mktemp("s") / "cal.toml"
+    out.write_text(calibrate.sheet_text(fit, text, origin, "cal", hw))
+    cal = hardware.load(str(out)).with_roofs("measured")
+    assert cal.roof_unfitted("memory", "bf16") == (not bound_mem)
+    for dt in ("bf16", "fp8"):
+        assert cal.roof_unfitted("compute", dt) == (dt not in bound_dt)
+        # a time an unfitted roof sets is a bound in every report, never a prediction
+        for limit in ("memory", "compute"):
+            predicted, _ = measured.roof_status(cal, limit, dt, 1, 1)
+            assert predicted == (not cal.roof_unfitted(limit, dt))

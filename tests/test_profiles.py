@@ -334,3 +334,65 @@ def test_matmul_lines_get_their_tensor_engine_time(tmp_path, capsys):
     assert rows[88]["predicted_tensor_engine_s"] == pytest.approx(te) == pytest.approx(
         2 * 4096 * 2048 * 1024 / P_TRN2)
     assert rows[88]["predicted_dma_s"] is None and rows[88]["statements"][0].startswith("matmul")
+
+
+def _lines(capsys, argv, profile, tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(profile))
+    assert main(argv + ["--measured", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    return d, {r["line"]: r for r in d["measured"]["source_lines"]}
+
+
+def test_op_lines_get_their_vector_and_scalar_time(tmp_path, capsys):
+    # the bundled layernorm at B=256, D=512 on trn2-core: its layernorm statement (file line 24)
+    # runs B/TB = 2 times on a 128 x 512 bf16 tile (65,536 elements) and is a layernorm op, 2
+    # Vector passes then 1 Scalar pass ([S2]: Vector 512 bf16 elements/cycle at 0.96 GHz =
+    # 491.52e9/s, Scalar 128 at 1.2 GHz = 153.6e9/s; both above MIN_II = 64 cycles):
+    vector = 2 * (2 * 65_536 / 491.52e9)                         # 533.3 ns
+    scalar = 2 * (65_536 / 153.6e9)                              # 853.3 ns
+    prof = {"total_time": 2e-5, "total_active_time": 1.5e-5,
+            "instruction": [{"duration_ns": 900, "nki_source_location": "layernorm.toml:24"}]}
+    d, rows = _lines(capsys, ["entitle", "layernorm", "--set", "B=256", "--set", "D=512", "-H",
+                              "trn2-core"], prof, tmp_path)
+    r = rows[24]
+    assert r["measured_s"] == pytest.approx(900e-9) and r["statements"][0].startswith("layernorm")
+    assert r["predicted_vector_engine_s"] == pytest.approx(vector, rel=1e-12)
+    assert r["predicted_scalar_engine_s"] == pytest.approx(scalar, rel=1e-12)
+    assert r["predicted_dma_s"] is r["predicted_tensor_engine_s"] is r["predicted_gpsimd_engine_s"] is None
+    # the per-line figures are the timeline's busy time of those engines (no PSUM reads here)
+    assert main(["timeline", "layernorm", "--set", "B=256", "--set", "D=512", "-H", "trn2-core",
+                 "--json"]) == 0
+    eng = json.loads(capsys.readouterr().out)["stages"][0]["engines"]
+    assert eng["vector"]["busy_s"] == pytest.approx(vector) and eng["scalar"]["busy_s"] == pytest.approx(scalar)
+    assert main(["entitle", "layernorm", "--set", "B=256", "--set", "D=512", "-H", "trn2-core",
+                 "--measured", str(tmp_path / "p.json")]) == 0
+    text = capsys.readouterr().out
+    assert "pred. Vector  pred. Scalar" in text and "pred. GpSimd" not in text
+    assert "duration_ns, nanoseconds by the [S20] Instruction table" in text
+
+
+def test_a_short_op_instruction_costs_min_ii(tmp_path, capsys):
+    # our add_isa at x = y = 256 x 256, TC = 32: the add (line 36) runs 2 programs x 256/32 = 16
+    # times on 128 x 32 = 4,096 elements, 4096 / 491.52e9 = 8.3 ns, below MIN_II = 64 Vector
+    # cycles at 0.96 GHz = 66.67 ns: each instruction costs MIN_II
+    from pathlib import Path
+
+    k = Path(__file__).parent / "nki_kernels" / "add_grid.py"
+    assert "nisa.tensor_tensor(" in k.read_text().splitlines()[35]
+    prof = {"summary": [{"total_time": 2e-5, "total_active_time": 1.5e-5}], "instruction": [
+        {"duration": 3000, "nki_source_location": "add_grid.py:36"}]}
+    d, rows = _lines(capsys, ["entitle", f"{k}::add_isa", "--arg", "x=256x256", "--arg", "y=256x256",
+                              "--grid", "2", "--kwarg", "TC=32", "-H", "trn2-core"], prof, tmp_path)
+    assert rows[36]["predicted_vector_engine_s"] == pytest.approx(16 * 64 / 0.96e9, rel=1e-12)
+    assert rows[36]["predicted_scalar_engine_s"] is None
+    # a legacy record's duration has no documented unit: read in ns, and the output says ASSUMED
+    assert "ASSUMED" in d["measured"]["source_line_durations"]
+    assert rows[36]["measured_s"] == pytest.approx(3e-6)
+
+
+def test_duration_ns_wins_over_a_legacy_duration():
+    p = measured.parse({"time_s": 1e-3, "instruction": [
+        {"duration_ns": 10, "duration": 10_000, "nki_source_location": "k.py:3"},
+        {"duration_ns": 5, "nki_source_location": "k.py:3"}]})
+    assert p.instructions == (("k.py:3", pytest.approx(15e-9)),) and not p.durations_assumed

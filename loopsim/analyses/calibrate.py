@@ -52,7 +52,9 @@ from loopsim.base.limits import MAX_TIME_S, MIN_TIME_S
 __all__ = ["Measurement", "Row", "Fit", "FixedCost", "Prediction", "fit", "predict", "load", "measurement_of", "base_text", "sheet_text"]
 
 #: keys a measurement entry with a spec may have
-_KEYS = {"spec", "set", "time_s", "label", "dtype"}
+_KEYS = {"spec", "set", "time_s", "label", "dtype", "args", "kwargs", "grid"}
+#: the keys giving a kernel file's inputs, each in the CLI's grammar (--arg, --kwarg, --grid)
+_KERNEL_KEYS = ("args", "kwargs", "grid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +67,10 @@ class Measurement:
     dtype: str
     time_s: float
     transfers: int | None = None  # DMA transfers (the nest's, or the profile's dma_transfer_count)
-    #: (spec, sets as sorted (name, value) pairs, dtype or None) of a measurement counted from a
-    #: nest: what the timeline-constants fit runs again (None for hand counts and profiles)
+    #: (spec, sets as sorted (name, value) pairs, dtype or None, a kernel file's inputs or None)
+    #: of a measurement counted from a nest: what the timeline-constants fit runs again (None for
+    #: hand counts and profiles); the inputs: (args, kwargs, grid) strings,
+    #: :func:`loopsim.analyses.calibrate_constants.kernel_options`
     ref: tuple | None = None
 
     def __post_init__(self) -> None:
@@ -392,10 +396,17 @@ class Prediction:
     limit: str  # the roof that binds the prediction: "memory" or "compute"
     limit_fitted: bool  # whether that roof was fitted (else the prediction is the spec bound)
     rests_on_spec: tuple[str, ...] = ()
+    #: the timeline model: the fitted constants that move this kernel's time (limit_fitted: any)
+    constants: tuple[str, ...] | None = None
 
     @property
     def how(self) -> str:
         """How far the prediction is one: a sentence for its "limit" column."""
+        if self.constants is not None:
+            if self.limit_fitted:
+                return f"{self.limit} on the calibrated constants ({', '.join(self.constants)})"
+            return (f"{self.limit}: no fitted constant moves its time; the sheet's timeline, not "
+                    "calibrated")
         if not self.limit_fitted:
             return f"{self.limit} (spec roof: not fitted, still a bound)"
         other = [x for x in self.rests_on_spec if x != self.limit]
@@ -408,11 +419,13 @@ class Prediction:
         return {"label": self.label, "W": self.W, "Q": self.Q, "dtype": self.dtype,
                 "T_spec_bound": self.bound_s, "T_predicted": self.predicted_s,
                 "limit": self.limit, "limit_fitted": self.limit_fitted,
-                "rests_on_spec": list(self.rests_on_spec), "how": self.how}
+                "rests_on_spec": list(self.rests_on_spec), "how": self.how,
+                "calibrated_constants": None if self.constants is None else list(self.constants)}
 
 
 def predict(f: Fit, text: str, hw) -> Prediction:
-    """``text`` = "SPEC [NAME=INT ...]" counted on ``hw`` and timed under both sets of roofs."""
+    """``text`` = "SPEC [NAME=INT ...]" counted on ``hw`` and timed under the spec roofs (a bound)
+    and the chosen model: the fitted roofs, or the timeline on the fitted constants."""
     parts = text.split()
     if not parts:
         raise InputError("--predict: give a spec name or path, then NAME=INT overrides")
@@ -424,6 +437,8 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     if dt not in spec_P:
         raise InputError(f"--predict {text}: dtype '{dt}' has no roof on {f.hardware}")
     label = " ".join([name] + parts[1:])
+    if f.model == "timeline":  # the chosen model predicts: the timeline on the fitted constants
+        return _predict_timeline(f, label, parts[0], sets, hw, W, Q, dt, spec_P)
     compute = W * f.bw > Q * f.P(dt)
     fitted = f.fitted(dt) if compute else f.bw_fitted
     spec_sides = tuple(side for side, amount, fit_ in (("memory", Q, f.bw_fitted),
@@ -432,6 +447,28 @@ def predict(f: Fit, text: str, hw) -> Prediction:
     return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw),
                       max(W / f.P(dt), Q / f.bw), "compute" if compute else "memory", fitted,
                       spec_sides)
+
+
+def _predict_timeline(f: "Fit", label: str, ref: str, sets, hw, W: int, Q: int, dt: str,
+                      spec_P: dict) -> Prediction:
+    """A kernel's verdict T on the sheet with the fitted timeline constants (spec roofs), beside
+    its spec bound max(W/P, Q/BW); which fitted constants move it (each returned to the sheet's
+    value in turn)."""
+    from loopsim.model import pipeline
+
+    prog = pipeline.load(ref, sets)
+    vals = f.timeline.values()
+    sheet = hw.with_roofs("spec").constants()
+
+    def T(values):
+        a = pipeline.analyze(prog, hw.with_roofs("spec").with_constants(values), dtype=dt)
+        return float(a.T), a.limit
+
+    t, limit = T(vals)
+    moved = tuple(c.name for c in f.timeline.fitted
+                  if abs(T({**vals, c.name: sheet[c.name]})[0] / t - 1) > 1e-9)
+    return Prediction(label, W, Q, dt, max(W / spec_P[dt], Q / f.spec_bw), t, limit, bool(moved),
+                      (), moved)
 
 
 def _si(x: float, unit: str) -> str:
@@ -481,7 +518,7 @@ def _with_timeline(roof: Fit, ms, hw, threshold: float, model: str, constants) -
         return dataclasses.replace(roof, timeline=f"not fitted: {why}")
     from loopsim.analyses import calibrate_constants as cc
 
-    kernels = [(m.label, m.ref[0], m.ref[1], m.ref[2]) for m in ms]
+    kernels = [(m.label, *m.ref) for m in ms]
     tf = cc.fit(kernels, [m.time_s for m in ms], hw, names=constants, loo=len(ms) > 1)
     n_roof = int(roof.bw_fitted) + sum(f for _, _, f in roof.flops)
     n_tl = len(tf.fitted)
@@ -573,12 +610,36 @@ def _fit_roofs(measurements, hw, *, threshold: float = THRESHOLD) -> Fit:
 # measurements file
 
 
-def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None):
+def _inputs(entry: dict, ref: str, where: str) -> tuple | None:
+    """The ``args``/``kwargs``/``grid`` of a measurement, checked: lists of strings and a string,
+    as --arg/--kwarg/--grid take them, and only beside a kernel file's ``spec``."""
+    given = [k for k in _KERNEL_KEYS if k in entry]
+    if not given:
+        return None
+    if "::" not in ref:
+        raise InputError(f"{where}.{given[0]}: only a kernel file (spec PATH.py::FUNCTION) takes "
+                         f"inputs; {ref!r} is a spec (give its parameters in \"set\")")
+    out = []
+    for k in ("args", "kwargs"):
+        v = entry.get(k, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise InputError(f"{where}.{k}={v!r} must be a list of strings as --{k[:-1]} takes them "
+                             f"(\"lhsT=1024x4096\", \"TC=1024\")")
+        out.append(tuple(v))
+    grid = entry.get("grid")
+    if grid is not None and not isinstance(grid, str):
+        raise InputError(f"{where}.grid={grid!r} must be a string as --grid takes it (\"2\", \"2x4\")")
+    return (*out, grid)
+
+
+def _analyze(ref: str, sets: dict[str, int], hw, dtype: str | None, inputs=None):
     """(W, Q, dtype, name, DMA transfers or None) of a spec on ``hw`` (as-written policy): the one
-    place that asks the model to analyse a kernel."""
+    place that asks the model to analyse a kernel. ``inputs``: a kernel file's
+    (:func:`loopsim.analyses.calibrate_constants.kernel_options`)."""
+    from loopsim.analyses.calibrate_constants import kernel_options
     from loopsim.model import pipeline
 
-    a = pipeline.analyze(pipeline.load(ref, sets), hw, dtype=dtype)
+    a = pipeline.analyze(pipeline.load(ref, sets, kernel_args=kernel_options(inputs)), hw, dtype=dtype)
     transfers = None
     if len(a.stages) == 1:
         from loopsim.targets.neuron import dma
@@ -616,7 +677,7 @@ def _hand_count(entry: dict, where: str) -> Measurement:
 
 def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = False) -> Measurement:
     """One entry of a measurements file: ``{"spec", "set", "time_s"[, "label", "dtype"]}`` (W and
-    Q from the nest), ``{"W", "Q", "time_s"[, ...]}`` (hand counts, or a row of ``calibrate
+    Q from the nest; a kernel file's inputs in ``"args"``/``"kwargs"``/``"grid"``), ``{"W", "Q", "time_s"[, ...]}`` (hand counts, or a row of ``calibrate
     --json``'s ``measurements``), or a profiler summary (W and Q from the profile, see
     loopsim.model.measured).
 
@@ -661,11 +722,13 @@ def measurement_of(entry: object, hw, where: str, *, allow_kernel_refs: bool = F
     dtype = entry.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise InputError(f"{where}.dtype={dtype!r} must be a dtype name")
-    W, Q, dt, name, transfers = _analyze(ref, sets, hw, dtype)
+    inputs = _inputs(entry, ref, where)
+    W, Q, dt, name, transfers = _analyze(ref, sets, hw, dtype, inputs)
     label = entry.get("label")
     if not isinstance(label, str) or not label:
         label = " ".join([name] + [f"{k}={v}" for k, v in sets.items()])
-    return Measurement(label, W, Q, dt, float(t), transfers, (ref, tuple(sorted(sets.items())), dtype))
+    return Measurement(label, W, Q, dt, float(t), transfers,
+                       (ref, tuple(sorted(sets.items())), dtype, inputs))
 
 
 def load(path: str, hw, *, allow_kernel_refs: bool = False) -> list[Measurement]:
@@ -727,21 +790,49 @@ def base_text(hw) -> tuple[str, str]:
     return p.read_text(encoding="utf-8"), hw.path
 
 
+def _depth(line: str) -> int:
+    """Brackets ({, [) opened less closed on a TOML line, outside its strings and comment."""
+    depth, quote, i = 0, None, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            break
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        i += 1
+    return depth
+
+
 def _set_value(text: str, key: str, value: int, calibrated: str, note: str, origin: str) -> str:
-    """``text`` with the one-line value ``key`` (``section.field``) replaced by a calibrated one."""
+    """``text`` with the value ``key`` (``section.field``, an inline table on one line or running
+    over several, as a value with its ``alternatives = [...]`` does) replaced by a calibrated one
+    on one line (the documented value, its source and alternatives are named in ``note``)."""
     section, _, field_ = key.rpartition(".")
-    out, inside, done = [], False, False
+    out, inside, done, skip = [], False, False, 0
     for line in text.splitlines():
+        if skip > 0:  # the rest of the replaced value
+            skip += _depth(line)
+            continue
         m = _SECTION.match(line)
         if m:
             inside = m.group(1).strip('"') == section
-        elif inside and not done and re.match(rf"^\s*{re.escape(field_)}\s*=\s*\{{.*\}}\s*(#.*)?$", line):
+        elif inside and not done and re.match(rf"^\s*{re.escape(field_)}\s*=\s*\{{", line):
+            skip = _depth(line)
             line = (f"{field_} = {{ value = {value}, calibrated = {_q(calibrated)}, "
                     f"note = {_q(note)} }}")
             done = True
         out.append(line)
-    if not done:
-        raise InputError(f"{origin}: no one-line {field_} = {{ ... }} in its [{section}] table to "
+    if not done or skip:
+        raise InputError(f"{origin}: no {field_} = {{ ... }} in its [{section}] table to "
                          "write the calibrated value into")
     return "\n".join(out) + "\n"
 

@@ -34,6 +34,7 @@ Units: seconds; constants in their sheet units (ns, cycles, bytes/s).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -157,21 +158,37 @@ class ConstantsFit:
 # T_i(c): the pipeline on the sheet with constants c
 
 
+def kernel_options(inputs) -> dict | None:
+    """A kernel file's inputs as a measurement gives them, ``(args, kwargs, grid)`` in the CLI's
+    grammar (``("lhsT=1024x4096",)``, ``("TC=1024",)``, ``"2"``), as
+    :func:`loopsim.model.pipeline.load`'s ``kernel_args``; None for None."""
+    if inputs is None:
+        return None
+    from loopsim.frontends.nki.load import parse_options
+
+    args, kwargs, grid = inputs
+    return parse_options(args, kwargs, grid)
+
+
 class Evaluator:
     """The verdict's time of each measured kernel on ``hw`` with given constants, memoised.
-    ``kernels``: (label, spec reference, sets, dtype or None) per measurement."""
+    ``kernels``: (label, spec reference, sets, dtype or None[, a kernel file's inputs or None])
+    per measurement (the inputs: :func:`kernel_options`)."""
 
     def __init__(self, kernels, hw):
         from loopsim.model import pipeline
 
         self._pipeline = pipeline
         self.hw = hw.with_roofs("spec")
+        kernels = [(*k, None) if len(k) == 4 else tuple(k) for k in kernels]
         self.labels = [k[0] for k in kernels]
-        self.progs = [pipeline.load(ref, dict(sets)) for _, ref, sets, _ in kernels]
+        self.progs = [pipeline.load(ref, dict(sets), kernel_args=kernel_options(inputs))
+                      for _, ref, sets, _, inputs in kernels]
         self.dtypes = [k[3] for k in kernels]
         # one memo per distinct kernel: two measurements of one nest share its runs
         first: dict = {}
-        self.kid = [first.setdefault((ref, tuple(sets), dt), i) for i, (_, ref, sets, dt) in enumerate(kernels)]
+        self.kid = [first.setdefault((ref, tuple(sets), dt, inputs), i)
+                    for i, (_, ref, sets, dt, inputs) in enumerate(kernels)]
         self.memo: dict = {}
         self.runs = 0
         self.sheet = self.hw.constants()
@@ -388,12 +405,14 @@ def fit(kernels, times, hw, *, names=None, loo: bool = True) -> ConstantsFit:
                                f"the sheet value {sheet[n]:,} with the fitted ones reproduces every "
                                "time: not refitted")
         consts.append(Constant(n, key, unit, sheet[n], vals[n], st, why))
-    for c in consts:
+    for i, c in enumerate(consts):
         lo, hi = sorted(_to_v(c.name, x) for x in _range(c.name, c.sheet_value))
         if c.fitted and c.value in (lo, hi):
-            warn.append(f"{c.name} fitted to {c.value:,}, the {'low' if c.value == lo else 'high'} end "
-                        f"of its search range ({lo:,} .. {hi:,}): the times ask for more than the "
-                        "constant can give; check the counts, the times or the sheet")
+            end = (f"the {'low' if c.value == lo else 'high'} end of its search range ({lo:,} .. "
+                   f"{hi:,}): the times ask for more than the constant can give")
+            # said beside the value too, so a table that shows it fitted shows this with it
+            consts[i] = dataclasses.replace(c, why=f"{c.why}; at {end}")
+            warn.append(f"{c.name} fitted to {c.value:,}, {end}; check the counts, the times or the sheet")
     n_fit = sum(c.fitted for c in consts)
     if n_fit and n_fit >= len(idx):
         warn.append(f"{len(idx)} measurement(s) for {n_fit} fitted constant(s): the fit reproduces "

@@ -408,7 +408,7 @@ def _acc(rest: str, line: int, where: str) -> Statement:
 STATEMENTS: dict[str, Callable[[str, int, str], Statement]] = {
     "load": _load, "store": _store, "matmul": _matmul, "acc": _acc,
 }
-from loopsim.ir.ops import statement_parsers as _op_statements  # noqa: E402  (ops imports only ir/errors)
+from loopsim.ir.ops import family_parser as _op_family, statement_parsers as _op_statements  # noqa: E402  (ops imports only ir/errors)
 STATEMENTS.update(_op_statements(parse_access))  # gelu, silu, mul, softmax, ... (loopsim/ops.py)
 
 
@@ -463,7 +463,7 @@ def parse_nest(text: str, params: Mapping[str, int], where: str, first_line: int
             if stmt.startswith("for "):
                 raise SpecError(f"{w}: expected 'for VAR in EXTENT by STEP:', got '{stmt}'")
             word, _, rest = stmt.partition(" ")
-            parser = STATEMENTS.get(word)
+            parser = STATEMENTS.get(word) or _op_family(word, parse_access)
             if parser is None:
                 raise SpecError(f"{w}: unknown statement '{word}'; known: for, {', '.join(STATEMENTS)}")
             try:

@@ -44,7 +44,7 @@ class OpNode:
 
     @property
     def op_kind(self) -> ops_mod.OpKind:
-        return ops_mod.KINDS[self.kind]
+        return ops_mod.get(self.kind)
 
     def work(self) -> tuple[tuple[str, int], ...]:
         """(engine, passes per element) pairs; an override moves every pass to one engine."""

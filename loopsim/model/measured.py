@@ -74,6 +74,13 @@ ENGINES = (("tensor_engine", "tensor_engine"), ("vector_engine", "vector"),
            ("scalar_engine", "scalar"), ("gpsimd_engine", "gpsimd"), ("sync_engine", None),
            ("dma", "dma"))
 
+#: the engines a source line's predicted time is given for (the profile's names), in column order
+LINE_ENGINES = ("dma", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine")
+
+#: column heads of the per-line table
+LINE_HEADS = {"dma": "pred. DMA", "tensor_engine": "pred. TE", "vector_engine": "pred. Vector",
+              "scalar_engine": "pred. Scalar", "gpsimd_engine": "pred. GpSimd"}
+
 #: the time fields, in the order one is chosen as T_measured
 TIME_FIELDS = ("time_s", "total_active_time", "total_exec_time", "total_time")
 
@@ -164,7 +171,8 @@ class Profile:
     ``time_from``); FLOPs and bytes as integers; None where absent. ``percents``: the
     ``*_percent`` fields as written (their scale is decided by :func:`percent_scale`);
     ``engine_times``: (summary engine prefix, active seconds); ``instructions``: (source
-    location, seconds) summed per ``nki_source_location`` of the legacy per-instruction records;
+    location, seconds) summed per ``nki_source_location`` of the per-instruction records
+    (``durations_assumed``: some record's duration unit is ASSUMED, :data:`DURATION_UNIT`);
     ``unavailable``: fields holding the profiler's negative "unavailable" sentinel."""
 
     time_s: float
@@ -187,6 +195,7 @@ class Profile:
     percents: tuple[Percent, ...] = ()
     engine_times: tuple[tuple[str, float], ...] = ()
     instructions: tuple[tuple[str, float], ...] = ()
+    durations_assumed: bool = False
     unavailable: tuple[str, ...] = ()
     spec: str | None = None
     sets: tuple[tuple[str, int], ...] = ()
@@ -264,25 +273,37 @@ def _metrics(data: object, where: str) -> dict:
     return flat
 
 
-def _instructions(data: object, where: str) -> tuple[tuple[str, float], ...]:
-    """(nki_source_location, seconds) summed over the legacy JSON's ``instruction`` records
-    ([S23] shape; [S26] adds ``nki_source_location``). ``duration`` is read in nanoseconds
-    (ASSUMED: the records' ``timestamp`` is in ns and [S23] gives no unit)."""
+def _instructions(data: object, where: str) -> tuple[tuple[tuple[str, float], ...], bool]:
+    """((nki_source_location, seconds) summed over the ``instruction`` records, whether any
+    duration's unit is ASSUMED). A record's ``duration_ns`` is nanoseconds as [S20]'s Instruction
+    table defines it; the legacy JSON's ``duration`` ([S23] shape; [S26] adds
+    ``nki_source_location``) has no documented unit and is read in nanoseconds, ASSUMED (the unit
+    of the [S20] field that replaced it, and of the records' timestamps)."""
     recs = data.get("instruction") if isinstance(data, dict) else None
     if not isinstance(recs, list):
-        return ()
+        return (), False
     total: dict[str, float] = {}
+    assumed = False
     for i, r in enumerate(recs):
         if not isinstance(r, dict) or "nki_source_location" not in r:
             continue
-        loc, d = r["nki_source_location"], r.get("duration")
-        _too_big(d, f"instruction[{i}].duration", where)
+        key = "duration_ns" if "duration_ns" in r else "duration"
+        loc, d = r["nki_source_location"], r.get(key)
+        _too_big(d, f"instruction[{i}].{key}", where)
         if not isinstance(loc, str) or isinstance(d, bool) or not isinstance(d, (int, float)) \
                 or not math.isfinite(d) or d < 0:
             raise InputError(f"{where}: instruction[{i}]: nki_source_location={loc!r}, "
-                             f"duration={d!r}: expected a 'file.py:LINE' string and a duration >= 0 (ns)")
+                             f"{key}={d!r}: expected a 'file.py:LINE' string and a {key} >= 0 (ns)")
+        assumed |= key == "duration"
         total[loc] = total.get(loc, 0.0) + d * 1e-9
-    return tuple(sorted(total.items(), key=lambda kv: -kv[1]))
+    return tuple(sorted(total.items(), key=lambda kv: -kv[1])), assumed
+
+
+#: how the per-instruction durations were read, by whether their unit is ASSUMED
+DURATION_UNIT = {
+    False: "duration_ns, nanoseconds by the [S20] Instruction table",
+    True: "the legacy records' duration read in ns, ASSUMED: [S23] gives no unit; [S20]'s "
+          "duration_ns is in ns"}
 
 
 def _too_big(value: object, key: str, where: str) -> None:
@@ -390,8 +411,9 @@ def parse(data: object, where: str = "measured") -> Profile:
             out[name] = _number(value, key, where, integer=integer)
     t_from = have[0]
     t = out.pop("time_s", None) if t_from == "time_s" else out[t_from]
+    instr, assumed = _instructions(data, where)
     return Profile(float(t), where, t_from, percents=tuple(percents), engine_times=tuple(engines),
-                   instructions=_instructions(data, where), unavailable=tuple(unavailable),
+                   instructions=instr, durations_assumed=assumed, unavailable=tuple(unavailable),
                    **out, **_record_keys(data, where))
 
 
@@ -862,24 +884,29 @@ class Comparison:
                 "throttle": self.throttle(),
                 "gap_table": [g.as_dict() for g in self.gap_table()],
                 "source_lines": self.source_lines(),
+                "source_line_durations": DURATION_UNIT[self.profile.durations_assumed]
+                if self.profile.instructions else None,
                 "disagreements": [d.as_dict() for d in self.disagreements]}
 
     def source_lines(self) -> list[dict]:
         """Per source line: the profile's measured instruction time (``nki_source_location``)
-        beside the predicted time of the kernel's statements on that line, per engine (``dma``:
-        loads/stores, bytes over the DMA bandwidth; ``tensor_engine``: matmul instruction cycles),
-        matched by line number; lines only one side has are listed too."""
+        beside the predicted time of the kernel's statements on that line, per engine
+        (``predicted_dma_s``: loads/stores, bytes over the DMA bandwidth;
+        ``predicted_tensor_engine_s``: matmul instruction cycles; ``predicted_vector_engine_s``,
+        ``..._scalar_engine_s``, ``..._gpsimd_engine_s``: the ops' instruction time on those
+        engines), matched by line number; lines only one side has are listed too. Seconds; None
+        where no statement of the line uses that engine."""
         pred: dict[int, dict] = {}
         for line, text, sec, kind in self.predicted_lines:
-            e = pred.setdefault(line, {"statements": [], "dma": None, "tensor_engine": None})
-            e["statements"].append(text)
+            e = pred.setdefault(line, {"statements": [], **{k: None for k in LINE_ENGINES}})
+            if text not in e["statements"]:
+                e["statements"].append(text)
             e[kind] = (e[kind] or 0.0) + sec
         out, seen = [], set()
 
         def row(loc, n, sec, hit):
             return {"location": loc, "line": n, "measured_s": sec,
-                    "predicted_dma_s": hit["dma"] if hit else None,
-                    "predicted_tensor_engine_s": hit["tensor_engine"] if hit else None,
+                    **{f"predicted_{k}_s": hit[k] if hit else None for k in LINE_ENGINES},
                     "statements": hit["statements"] if hit else []}
 
         for loc, sec in self.profile.instructions:
@@ -979,13 +1006,19 @@ class Comparison:
             out.append("  throttling          " + ", ".join(bits) +
                        " (the measured time includes it; the model has no throttling)")
         if p.instructions:
+            out.append(f"  per source line: measured instruction time ({DURATION_UNIT[p.durations_assumed]}) "
+                       "beside the predicted engine time")
+            rows = self.source_lines()[:20]
+            # the engine columns some line predicts (DMA and TE always, as before)
+            cols = [k for k in LINE_ENGINES if k in ("dma", "tensor_engine")
+                    or any(r[f"predicted_{k}_s"] is not None for r in rows)]
             out.append(f"    {'source line (nki_source_location)':<36}{'measured':>11}"
-                       f"{'predicted DMA':>15}{'predicted TE':>14}  statements")
-            for r in self.source_lines()[:20]:
+                       + "".join(f"{LINE_HEADS[k]:>14}" for k in cols) + "  statements")
+            for r in rows:
                 where = r["location"] or f"line {r['line']}"
                 out.append(f"    {where:<36}{fmt_time(r['measured_s']):>11}"
-                           f"{fmt_time(r['predicted_dma_s']):>15}"
-                           f"{fmt_time(r['predicted_tensor_engine_s']):>14}  {'; '.join(r['statements'])}")
+                           + "".join(f"{fmt_time(r[f'predicted_{k}_s']):>14}" for k in cols)
+                           + f"  {'; '.join(r['statements'])}")
         out += [f"  {n}" for n in self.mfu_notes()]
         if self.gap < 0:
             out.append("  the measured time beats T_best: a roof (P, BW) or the nest's Q is wrong")

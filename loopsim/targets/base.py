@@ -61,7 +61,9 @@ class Target(Protocol):
       ops, and the transfer engines' time of a kernel; ``transfer_bw`` (bytes/s of those engines,
       None if none), ``dma_efficiency(bytes_per_lane)`` (relative throughput of one transfer),
       ``transfer_lines(kernel)`` (per source line, seconds of transfers) and
-      ``engine_lines(kernel, dtype)`` (per source line, seconds of engine instructions: matmuls);
+      ``engine_lines(kernel, dtype, work_of=None)`` (per source line, seconds of engine
+      instructions and the engine: matmuls on the Tensor Engine, ops on theirs, ``work_of(stmt)``
+      giving an op statement's (engine, passes), default its kind's);
       ``matmul_floor(dtype, m, n, k, kt, mt, nt, cores)``: seconds no tiling with those tile
       limits can beat on the matmul engine (0 where there is none), the search's pruning bound.
     - ``predict(stage, op_map, counts, dtype, times, details, run=)``: the predicted run of a
@@ -100,7 +102,8 @@ class Target(Protocol):
     def transfer_lines(self, kernel) -> tuple[tuple[int, str, float], ...]: ...
     def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
                 run: bool = True): ...
-    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]: ...
+    def engine_lines(self, kernel, dtype: str,
+                     work_of=None) -> tuple[tuple[int, str, float, str], ...]: ...
 
 
 def family_module(family: str, origin: str):

@@ -89,7 +89,7 @@ class FlatMachine(Roofs):
                 run: bool = True):
         return None  # one rate P and one BW: nothing to schedule, T is the roofline's
 
-    def engine_lines(self, kernel, dtype: str):
+    def engine_lines(self, kernel, dtype: str, work_of=None):
         return ()  # one rate P: no engine instructions to time per statement
 
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,

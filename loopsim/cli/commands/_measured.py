@@ -133,14 +133,20 @@ def predicted_busy(rep) -> tuple[tuple[str, float], ...]:
 
 
 def predicted_lines(rep, profile) -> tuple[tuple[int, str, float, str], ...]:
-    """(source line, statement, seconds, "dma" or "tensor_engine") of each load/store (the
-    target's :meth:`transfer_lines`) and matmul (:meth:`engine_lines`) of a single-kernel
-    analysis, for a profile with per-instruction source locations; () otherwise."""
+    """(source line, statement, seconds, engine) of each load/store (the target's
+    :meth:`transfer_lines`, engine ``dma``) and of each matmul and op per engine it runs on
+    (:meth:`engine_lines`: ``tensor_engine``, ``vector_engine``, ``scalar_engine``,
+    ``gpsimd_engine``, the profile's names) of a single-kernel analysis, for a profile with
+    per-instruction source locations; () otherwise."""
+    from loopsim.ir.ops import work_of_stage
+
     if not profile.instructions or len(rep.stages) != 1:
         return ()
-    k, hw = rep.stages[0].stage.kernel, rep.hardware
-    return tuple((ln, text, sec, "dma") for ln, text, sec in hw.transfer_lines(k)) + \
-        tuple((ln, text, sec, "tensor_engine") for ln, text, sec in hw.engine_lines(k, rep.dtype))
+    st, hw = rep.stages[0].stage, rep.hardware
+    work = work_of_stage(st, rep.program.op_map)
+    return tuple((ln, text, sec, "dma") for ln, text, sec in hw.transfer_lines(st.kernel)) + \
+        tuple((ln, text, sec, f"{eng}_engine")
+              for ln, text, sec, eng in hw.engine_lines(st.kernel, rep.dtype, work))
 
 
 def single(args, e, rep=None) -> measured.Comparison | None:

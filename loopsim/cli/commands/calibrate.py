@@ -39,8 +39,9 @@ def register(sub) -> None:
     p.add_argument("--name", default=None,
                    help="name of the calibrated sheet (default: the output file's stem)")
     p.add_argument("--predict", action="append", default=[], metavar="'SPEC [NAME=INT ...]'",
-                   help="a kernel to time under the spec roofs (a bound) and the fitted ones (a "
-                        "prediction), side by side (repeatable); an NKI kernel PATH.py::FUNCTION "
+                   help="a kernel to time under the spec roofs (a bound) and the chosen model (a "
+                        "prediction: the fitted roofs, or the timeline on the fitted constants), "
+                        "side by side (repeatable); an NKI kernel PATH.py::FUNCTION "
                         "here EXECUTES that file, as python FILE.py would")
     p.add_argument("--allow-kernel-refs", action="store_true",
                    help="let a measurement's \"spec\" name a kernel file PATH.py::FUNCTION, which is "

@@ -136,7 +136,7 @@ def decompose(shape, pattern, offset, what: str):
         raise TraceError(f"{what}: pattern {pattern!r} has a non-positive count")
     view_shape = tuple(n for _, n in pat)
     strides = row_major(shape)
-    pat = merged_runs(pat, strides)
+    pat = _whole_rows(merged_runs(pat, strides), shape, strides)
     off = Sym.of(offset)
     starts = [Sym({}, d) for d in _digits(off.const, shape, strides)] if off.const >= 0 else None
     if starts is None:
@@ -171,6 +171,22 @@ def decompose(shape, pattern, offset, what: str):
     axes = {u[0] if isinstance(u, tuple) else u for u in used}
     dims = [(starts[a], sizes[a], a in axes) for a in range(len(shape))]
     return dims, view_shape, used
+
+
+def _whole_rows(pat, shape, strides):
+    """A run along an axis longer than the axis, by whole rows of it (``[1, 4096]`` on a
+    [128, 64] tensor), as a run of rows of the next axis out and the whole axis: the same
+    elements (``[[64, 64], [1, 64]]``)."""
+    out = list(pat)
+    i = 0
+    while i < len(out):
+        st, n = out[i]
+        a = next((a for a, x in enumerate(strides) if x == st), None)
+        if a is not None and a > 0 and n > shape[a] and n % shape[a] == 0:
+            out[i:i + 1] = [(strides[a - 1], n // shape[a]), (st, shape[a])]
+            continue
+        i += 1
+    return out
 
 
 def _split_runs(shape, strides, pattern):

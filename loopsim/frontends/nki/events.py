@@ -25,11 +25,15 @@ class Logical:
         self.sources: tuple[TileRef, ...] = ()
         self.data_ops: tuple[str, ...] = ()
         self.stat_ops: tuple[str, ...] = ()
+        self.elem_ops = 0  # element-operations of the instructions that made it (their outputs)
+        self.read = False  # read by another op (which then carries its instructions)
         self.running = False
         self.stat = False
         self.materialised = False
         self.pa_strong: int | None = None
         self.pa_weak: int | None = None
+        # an HBM constant holding an identity matrix (a matmul moving it is a transpose)
+        self.identity = False
 
     def find(self) -> "Logical":
         x = self
@@ -96,6 +100,7 @@ class MatmulEv:
     moving: TileRef
     line: int
     free_dims: tuple[int, int] = (1, 1)  # the stationary's M and the moving's N dimension
+    site: str = ""  # FILE:LINE of the call (a helper module's own line)
 
 
 @dataclass

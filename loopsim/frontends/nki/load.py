@@ -549,8 +549,15 @@ class _Imports:
         except SpecError:
             raise
         except Exception as e:
-            raise SpecError(_locate(e, self.rec, shown, f"importing the kernel file: "
-                                    f"{type(e).__name__}: {e}")) from None
+            at = _module_line(e, self.src)
+            if self.modname or at is None or getattr(mod, func, None) is None:
+                raise SpecError(_locate(e, self.rec, shown, f"importing the kernel file: "
+                                        f"{type(e).__name__}: {e}")) from None
+            # the file's own top-level code after the kernel failed (a test run at import,
+            # outside ``if __name__ == "__main__"``): the definitions made before it are used
+            self.notes.append(f"{shown}:{at}: importing the kernel file stopped at its top-level "
+                              f"code ({type(e).__name__}: {limits.short_text(str(e))}); the "
+                              f"definitions above that line are traced, the code from it on is not run")
         self.module = mod
         fn = getattr(mod, func, None)
         if fn is None:
@@ -562,6 +569,18 @@ class _Imports:
         if not callable(fn):
             raise SpecError(f"{shown}::{func} is not a function")
         return fn
+
+
+def _module_line(e: BaseException, src: str) -> int | None:
+    """The line of ``src``'s top-level code (not a function of it) where ``e`` was raised from,
+    or None when it came from elsewhere."""
+    tb, line = e.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "<module>" and os.path.realpath(code.co_filename) == os.path.realpath(src):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def _arguments(fn, args, kwargs, shown, func, rec: Recorder) -> dict:

@@ -15,6 +15,7 @@ becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
@@ -28,8 +29,10 @@ def _where(rec: Recorder, line: int) -> str:
     return f"{rec.shown}:{line}: kernel {rec.func}" if line else f"{rec.shown}: kernel {rec.func}"
 
 
-def classify(lg, where: str, notes: list | None = None) -> str:
-    """The loopsim op kind of a derived value from the engine ops that made it."""
+def classify(lg, where: str, notes: list | None = None, elements: int = 0) -> str:
+    """The loopsim op kind of a derived value from the engine ops that made it. A chain of no
+    named kind is ``chainN``: N its instructions' element-operations (one per element each
+    writes) per element of the tile it makes (``elements``), rounded up (a note says so)."""
     ops = set(lg.data_ops) | set(lg.stat_ops)
     n = len(lg.sources)
     named = [o for o in lg.data_ops if o not in ARITH]
@@ -37,22 +40,30 @@ def classify(lg, where: str, notes: list | None = None) -> str:
         return "online_softmax" if lg.running else "softmax"
     if len(set(named)) == 1 and named[0] in KINDS and KINDS[named[0]].arity == n:
         return named[0]
-    if not named and n == 2 and set(lg.data_ops) <= {"add"}:
-        return "add"
-    if not named and n == 2 and set(lg.data_ops) <= {"multiply"}:
-        return "mul"
     chain = ", ".join(dict.fromkeys(lg.stat_ops + lg.data_ops))
-    if n == 3 and not named and set(lg.data_ops) <= {"multiply", "add"} and \
-            {"multiply", "add"} <= set(lg.data_ops):
-        return "fma"
-    generic = {1: "exp", 2: "mul" if "multiply" in ops else "add", 3: "fma"}.get(n)
-    if generic is not None and notes is not None:
-        # no op kind of loopsim's: costed as the elementwise kind of its arity, and said so
-        notes.append(f"{where}: the engine ops making {lg.name} ({chain}) are costed as one "
-                     f"'{generic}' op on {n} input tile{'s' * (n != 1)}: ASSUMED")
-        return generic
-    raise TraceError(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
-                     f"{'s' * (n != 1)}) match no loopsim op kind (known: {', '.join(KINDS)})")
+    # its instructions' element-operations per element of the tile it makes; a value read twice
+    # counts twice (the chain as written)
+    passes = -(-lg.elem_ops // elements) if elements else len(lg.data_ops) + len(lg.stat_ops)
+    passes = max(1, passes)
+    if not named and not lg.stat_ops:  # arithmetic a named kind says exactly: that kind
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"add"}:
+            return "add"
+        if n == 2 and passes == 1 and set(lg.data_ops) <= {"multiply"}:
+            return "mul"
+        if n == 3 and set(lg.data_ops) == {"multiply", "add"}:
+            return "fma"  # as written: a * b + c (one scalar_tensor_tensor or two instructions)
+    # any other chain: chainN, N those passes
+    why = []
+    if elements and lg.elem_ops % elements:
+        why.append(f"{lg.elem_ops:,} element-ops per {elements:,}-element tile, rounded up")
+    if named or lg.stat_ops:
+        why.append("the engine of each, Scalar or Vector, not modelled")
+    if why and notes is not None:
+        notes.append(f"{where}: the engine ops making {lg.name} ({chain}; {n} input tile"
+                     f"{'s' * (n != 1)}) are costed as {passes} Vector Engine pass"
+                     f"{'es' * (passes != 1)} over its tile (chain{passes}): ASSUMED "
+                     f"({'; '.join(why)})")
+    return f"chain{passes}"
 
 
 def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
@@ -152,8 +163,13 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             offs.append(s.const)
             room = t.shape[d] - s.const
             default = min(room, min(c * step[v] for v, c in pairs)) if pairs else room
-            exts.append(0 if min(n, room) == default else n)
+            # tiles that stop short of the dimension's end (a loop a trace left with one trip
+            # over a slice of a longer tensor) say their extent: the access covers a part
+            short = pairs and sum(c * (v.trips - 1) for v, c in s.terms.items()) + s.const + n < t.shape[d]
+            exts.append(0 if min(n, room) == default and not short else n)
         return ir.Access(lg.name, tuple(idx), tuple(coefs), tuple(offs), tuple(exts))
+
+    matmul_ev: dict = {}  # id(ir.Matmul) -> its MatmulEv
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
@@ -161,14 +177,19 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         if isinstance(ev, StoreEv):
             return ir.Store(access(ev.ref, ev.line), line=ev.line)
         if isinstance(ev, MatmulEv):
-            return ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
-                             access(ev.moving, ev.line), line=ev.line)
+            mm = ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
+                           access(ev.moving, ev.line), line=ev.line)
+            matmul_ev[id(mm)] = ev
+            return mm
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
-            kind = classify(ev.value, _where(rec, ev.line), rec.notes)
+            kind = classify(ev.value, _where(rec, ev.line), rec.notes, math.prod(ev.out.sizes))
+            srcs = ev.value.sources
+            if kind in ("mul", "add"):  # commutative, costed per its first input: the largest
+                srcs = sorted(srcs, key=lambda s: -math.prod(s.sizes))  # tile first ([T, 1] * [T, H])
             return OpStatement(kind, access(ev.out, ev.line),
-                               tuple(access(s, ev.line) for s in ev.value.sources), line=ev.line)
+                               tuple(access(s, ev.line) for s in srcs), line=ev.line)
         return None
 
     def build(body, depth):
@@ -202,6 +223,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
                        notes=tuple(getattr(rec, "notes", ())))
+    kernel = _outside_the_nest(rec, kernel, matmul_ev)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -210,7 +232,58 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             for a, k in s.accesses() if k == ir.USE}
     if not made & read:
         return kernel
-    return _program(rec, kernel, params)
+    prog = _program(rec, kernel, params)
+    if isinstance(prog, str):  # no op graph: why
+        rec.notes.append(prog)
+        return replace(kernel, notes=kernel.notes + (prog,))
+    return prog
+
+
+def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.Kernel:
+    """The kernel without the matmuls whose operands the IR cannot index (no einsum reading of
+    K, M and N: a sliding window, dimensions a view merged): each is kept as Tensor Engine work
+    (:class:`loopsim.ir.ops.EngineWork` with ``matmul``) of the recorded instruction's shapes,
+    M x N outputs of K multiply-adds per execution, its FLOPs in W, listed as assumed. Its
+    operands' loads and its output's store stay in the nest, so Q is the kernel's."""
+    from loopsim.base.errors import SpecError
+    from loopsim.frontends.nki.work import charge_matmul
+    from loopsim.ir.tiles import matmul_roles
+
+    out, why = [], {}
+    for s, loops in kernel.statements():
+        if isinstance(s, ir.Matmul):
+            try:
+                matmul_roles(s, kernel)
+            except SpecError as e:
+                ev = matmul_ev[id(s)]
+                m, n = ev.stationary.sizes[ev.free_dims[0]], ev.moving.sizes[ev.free_dims[1]]
+                k = math.prod(ev.stationary.sizes) // m
+                out.append(charge_matmul(ev.site or f"{rec.shown}:{s.line}", m, n, k,
+                                         math.prod(l.trips for l in loops)))
+                why[id(s)] = str(e).split(": ", 2)[-1]
+    if not out:
+        return kernel
+    body = _without(kernel.body, set(why))
+    used = {a.tensor for s, _ in ir.walk(body) if not isinstance(s, ir.Loop) for a, _ in s.accesses()}
+    notes = tuple(f"{w.where}: {why[i]}: kept as Tensor Engine work outside the nest"
+                  for w, i in zip(out, why))
+    rec.work = list(getattr(rec, "work", ())) + out  # the record says what was assumed
+    rec.notes.extend(notes)
+    return replace(kernel, tensors=tuple(t for t in kernel.tensors if t.name in used),
+                   body=body, work=kernel.work + tuple(out), notes=kernel.notes + notes)
+
+
+def _without(body: tuple, drop: set) -> tuple:
+    """``body`` without the statements whose id is in ``drop``, and without loops left empty."""
+    out = []
+    for n in body:
+        if isinstance(n, ir.Loop):
+            inner = _without(n.body, drop)
+            if inner:
+                out.append(replace(n, body=inner))
+        elif id(n) not in drop:
+            out.append(n)
+    return tuple(out)
 
 
 def _whole_dims(events) -> list:
@@ -411,6 +484,8 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
         nd = len(rs[0].starts)
         if any(len(r.starts) != nd for r in rs):
             continue
+        if top and _fold_by_stride(lg, rs, top, notes, mms):
+            return True
         if id(lg) in multi:  # a leading dimension walked in unit tiles, merged with the next
             free = multi[id(lg)]
             for d in range(nd - 1):
@@ -424,31 +499,38 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
                              "over both); the same tiles and bytes")
                 return True
-        if not top:
+    return False
+
+
+def _fold_by_stride(lg, rs, top, notes, mms) -> bool:
+    """One fold of :func:`_fold_unit_dims` in ``lg``: a dimension walked by c-element tiles where
+    its loop moves other tiles by ``top[v]`` merged with a whole dimension of ``top[v] / c``."""
+    nd = len(rs[0].starts)
+    for d in range(nd):
+        vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
+        if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
             continue
-        for d in range(nd):
-            vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
-            if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
-                continue
-            c = next(iter(vs))[1]
-            bigs = {top[v] for v, _ in vs if v in top}
-            if len(bigs) != 1:
-                continue
-            big = bigs.pop()
-            v = next(v for v, _ in vs if v in top)
-            if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
-                continue
-            for e in range(nd):
-                ext = _extent(lg, rs, e)
-                if e == d or ext * c != big or not all(
-                        not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
-                        for r in rs):
-                    continue
-                _merge_dims(lg, rs, mms, d, e, ext)
-                notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
-                             f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
-                             f"tiles by {c} and others' by {big}); the same tiles and bytes")
-                return True
+        c = next(iter(vs))[1]
+        bigs = {top[v] for v, _ in vs if v in top}
+        if len(bigs) != 1:
+            continue
+        big = bigs.pop()
+        v = next(v for v, _ in vs if v in top)
+        if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
+            continue
+        cands = [e for e in range(nd) if e != d and _extent(lg, rs, e) * c == big and all(
+            not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == _extent(lg, rs, e)
+            for r in rs)]
+        # several whole dimensions fit (a [kv, q, 128, 128] tensor of tiles): the tile
+        # indices pair with the in-tile dimensions in order (kv with the first, q the second)
+        walked = [x for x in range(nd) if any(r.starts[x].terms for r in rs)]
+        for e in cands[min(walked.index(d), len(cands) - 1):][:1]:
+            ext = _extent(lg, rs, e)
+            _merge_dims(lg, rs, mms, d, e, ext)
+            notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
+                         f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
+                         f"tiles by {c} and others' by {big}); the same tiles and bytes")
+            return True
     return False
 
 
@@ -482,7 +564,8 @@ def _absorb(ev: LoadEv) -> TileRef:
 
 
 def _program(rec: Recorder, kernel: ir.Kernel, params):
-    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage."""
+    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage, or a line
+    saying why it has no op graph (an output made by the stages of a software pipeline)."""
     from loopsim.ir import graph as graph_mod
     from loopsim.frontends.program import Program, Stage
 
@@ -497,6 +580,14 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
         out = s.out.tensor
         if out in made:
             if made[out][:2] != (kind, ins):
+                if kind == made[out][0]:
+                    # the stages of a software pipeline: one output made from each stage's own
+                    # on-chip values; no op graph, the nest as it was traced
+                    return (f"{_where(rec, s.line)}: {out} is made by {kind} ops of different "
+                                f"inputs ({', '.join(made[out][1])} and {', '.join(ins)}: the stages "
+                                "of a software pipeline): read as one nest without an op graph; W "
+                                "and Q are the nest's, the engines' time is the timeline's "
+                                "(per-op engine ceilings not drawn: ASSUMED)")
                 raise TraceError(f"{_where(rec, s.line)}: {out} is made by two different ops")
             continue
         if kind == "matmul":

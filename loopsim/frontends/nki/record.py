@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from loopsim.frontends.nki import pieces
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
@@ -163,6 +164,7 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
+        b = pieces.lookup(t.buf, t.offsets, t.sizes) or b
         homes = getattr(t.buf, "homes", None)
         if homes:
             live = {id(f) for f in self.stack}
@@ -225,7 +227,11 @@ class Recorder:
                 start = start - dst.offsets[a] * (c // k)
                 absorbed.update(mine)
             dims.append(DimMap(start, ref.sizes[d], tuple(axes)))
-        dst.buf.binding = Binding(ref.logical, tuple(dims))
+        new = Binding(ref.logical, tuple(dims))
+        if absorbed or dst.buf.origin is not None:
+            dst.buf.binding = new
+        else:  # one piece of a buffer the kernel may fill piece by piece
+            dst.buf.binding = pieces.add(dst.buf, dst.offsets, dst.sizes, new)
         return absorbed
 
     def check_scope(self, ref: TileRef, what: str) -> None:
@@ -297,7 +303,16 @@ class Recorder:
         pieces = bool(order) and isinstance(order[0], tuple)
         if (_squeezed(list(dst.shape)) if pieces else
                 _squeezed([dref.sizes[d] for d in dkept])) != _squeezed(src.shape):
-            raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
+            if math.prod(dref.sizes) != math.prod(src.shape):
+                raise TraceError(f"store of {src!r} into {lg.name}{list(dst.shape)}: shapes differ")
+            # a store that reshapes (a [32, 128] tile into 64 rows of 64): its bytes are exact;
+            # the tile is not followed element by element into the tensor
+            from loopsim.frontends.nki import work
+
+            self.notes.append(f"{work.call_site(self)}: a store reshapes {src!r} into "
+                              f"{lg.name}{[dref.sizes[d] for d in dkept]}; its bytes count, its "
+                              "elements are not followed")
+            pieces = True
         lg.output = True
         st = ref.logical.find() if ref is not None else None
         if st is not None and st.kind == "op" and st.stat and not st.materialised:
@@ -333,6 +348,9 @@ class Recorder:
         self.body.append(StoreEv(dref, line))
 
     def copy(self, dst: Tile, src: Tile, transpose: bool = False) -> None:
+        parts = None if transpose else pieces.held(src.buf, src.offsets, src.sizes)
+        if parts is not None and self._copy_pieces(dst, src, parts):
+            return
         ref, axis_of = self.resolve(src, "copy")
         if transpose:
             axis_of = axis_of[::-1]
@@ -350,6 +368,22 @@ class Recorder:
                               "element lands where")
             return
         self._bind_value(dst, ref, axis_of)
+
+    def _copy_pieces(self, dst: Tile, src: Tile, parts: list) -> bool:
+        """A copy of a region holding several pieces (transposed tiles side by side in PSUM,
+        copied to SBUF at once): piece by piece, each landing at its place in ``dst``."""
+        sk = [a for a, k in enumerate(src.kept) if k]
+        dk = [b for b, k in enumerate(dst.kept) if k]
+        if len(sk) != len(dk) or any(src.sizes[a] != dst.sizes[b] for a, b in zip(sk, dk)):
+            return False
+        for p in parts:
+            offs, sizes = list(dst.offsets), list(dst.sizes)
+            for a, b in zip(sk, dk):
+                offs[b] = dst.offsets[b] + (p.offsets[a] - src.offsets[a])
+                sizes[b] = p.sizes[a]
+            self.copy(Tile(dst.buf, offs, sizes, list(dst.kept)),
+                      Tile(src.buf, list(p.offsets), list(p.sizes), list(src.kept)))
+        return True
 
     def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
         if ref is None:
@@ -408,7 +442,9 @@ class Recorder:
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
-        ev = MatmulEv(out, sref, mref, line, (md, nd))
+        from loopsim.frontends.nki.work import call_site
+
+        ev = MatmulEv(out, sref, mref, line, (md, nd), call_site(self))
         self.body.append(ev)
         return ev
 
@@ -490,7 +526,10 @@ class Recorder:
         data_ops: list[str] = []
         stat_ops: list[str] = []
         running = False
+        elem_ops = math.prod(dst.sizes)  # this instruction's: one per element it writes
         first = first_stat = None
+        cands: list = []  # (ref, axes) of each data input, in order
+        finished: list = []  # tiles of loops that have ended (read as reductions over them)
         in_place = None  # the content of dst's own region read by the op
         for x in inputs:
             if not isinstance(x, Tile):
@@ -502,6 +541,8 @@ class Recorder:
                 # an index-tile view (a window, a stride) of another rank: its axes walk the
                 # tensor by their own steps
                 axes = x.grid_axes(x.buf.binding) or axes
+            else:
+                axes = _scaled(x, axes)
             lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
@@ -510,9 +551,12 @@ class Recorder:
             carried = x.buf.depth < self.depth
             if lg.kind == "const":
                 data_ops += lg.data_ops
+                elem_ops += lg.elem_ops
                 running = running or carried
                 continue
             if lg.kind == "op" and not lg.materialised:
+                elem_ops += lg.elem_ops
+                lg.read = True
                 if lg.stat:
                     stat_ops += lg.data_ops + lg.stat_ops
                     running = running or carried or lg.running
@@ -525,36 +569,69 @@ class Recorder:
                     if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
+                cands.append((ref, axes))
                 continue
             if ref.vars() - self.in_scope():
+                finished.append(ref)
                 continue  # a tile of a finished loop: a reduction over that loop
             if not any(same_tile(ref, q) for q in sources):
                 sources.append(TileRef(lg, ref.starts, ref.sizes))
             first = first or (ref, axes)
+            cands.append((ref, axes))
         if (name == "add" and not reduce and not data_ops and not stat_ops and len(sources) == 1
                 and sources[0].logical.find().kind == "acc" and dst.buf.space == "sbuf"
                 and in_place is not None and in_place.kind in ("const", "sum")):
             self._accumulate(dst, sources[0], first[1], in_place, line)
             return
+        held = dst.buf.binding.logical.find() if dst.buf.binding is not None else None
+        if (in_place is None and held is not None and held.kind == "op" and not held.materialised
+                and not held.stat and not held.read and first is not None
+                and list(dst.sizes) != list(dst.buf.shape)):
+            # a write into part of a buffer that holds another part's value no op has read yet
+            # (RoPE's two halves x_out[:h] and x_out[h:]): the buffer's content is made by both
+            data_ops, stat_ops = list(held.data_ops) + data_ops, list(held.stat_ops) + stat_ops
+            elem_ops += held.elem_ops
+            sources += [q for q in held.sources if not any(same_tile(q, r) for r in sources)]
         (stat_ops if reduce else data_ops).append(name)
         if first is None and first_stat is None:
             c = self._const()
-            c.data_ops = tuple(data_ops)
+            c.data_ops, c.elem_ops = tuple(data_ops), elem_ops
             dst.buf.binding = Binding(c, ())
             return
         val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
         val.running, val.stat = running, reduce or first is None
+        val.elem_ops = elem_ops
         if val.stat:
             base = first[0] if first is not None else first_stat
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(base.starts, base.sizes)))
             return
-        fref, faxes = first
+        def fits(c) -> bool:
+            return len([k for k in dst.kept if k]) == len(c[1]) or _same_but_unit(dst, *c)
+
+        # the first data input whose axes match the output's (a broadcast operand of another
+        # rank, [T, 1] beside [T, 1, H], is not the one the output follows)
+        fref, faxes = next((c for c in cands if fits(c)), first)
         ref = TileRef(val, fref.starts, fref.sizes)
         val.home = ref  # where the value was made: its sources are at these loop indices
-        if len([k for k in dst.kept if k]) != len(faxes) and not _same_but_unit(dst, fref, faxes):
-            raise TraceError(f"{name}: output {dst!r} and input shapes differ in rank")
-        self.bind(dst, ref, faxes)
+        if fits((fref, faxes)):
+            self.bind(dst, ref, faxes)
+        else:
+            for f in finished:  # not a reduction: a tile kept past its loop; run that loop concretely
+                sites = {u.site for u in f.vars() - self.in_scope() if u.site is not None and u.kind != "grid"}
+                if sites:
+                    raise NeedsConcrete(f"{name} reads a tile written in a loop after it ended", sites)
+            # NKI operands are access patterns walked element by element: an output of another
+            # rank than every input ([1, 4, 4] from [1, 16]) holds the input's tile whole
+            from loopsim.frontends.nki import work
+
+            note = (f"{work.call_site(self)}: {name}: output {dst!r} has another rank than its inputs "
+                    f"({', '.join(str(list(c[0].sizes)) for c in cands)}): it is read as holding "
+                    f"the tile of {fref.logical.find().name} whole (ASSUMED: the same elements, "
+                    "their order not followed)")
+            if note not in self.notes:
+                self.notes.append(note)
+            dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
         self.body.append(OpEv(val, ref, line))
 
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
@@ -612,6 +689,22 @@ def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
 
 
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+
+def _scaled(t: Tile, axis_of: list) -> list:
+    """``axis_of`` (the logical dimension of each kept axis of ``t``) with ``(d, scale)`` where
+    the axis steps ``scale`` elements of d (a tile whose axes walk one dimension in pieces,
+    [128 rows, 4 blocks of 128 rows] of a [512, ...] tensor): the scales an output bound from
+    it keeps."""
+    b = t.buf.binding
+    kept = [a for a in range(len(t.offsets)) if t.kept[a]]
+    if b is None or len(kept) != len(axis_of):
+        return axis_of
+    out = []
+    for a, d in zip(kept, axis_of):
+        sc = next((s for ax, s in b.dims[d].axes if ax == a), 1) if isinstance(d, int) else 1
+        out.append(d if sc == 1 else (d, sc))
+    return out
 
 
 def _same_but_unit(dst: Tile, ref: TileRef, axis_of: list) -> bool:

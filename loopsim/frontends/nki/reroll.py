@@ -117,7 +117,8 @@ def _linear(per: list, idx: list[int]):
     return step
 
 
-def _apply(unions: dict) -> None:
+def apply_unions(unions: dict) -> None:
+    """Merge each (b, a) of ``unions`` (id -> pair): b becomes part of a's logical tensor."""
     for lb, la in unions.values():
         if lb.find() is not la.find():
             lb.parent = la.find()
@@ -165,7 +166,7 @@ def _fold(bodies: list[list], var: LoopVar, notes: list | None = None):
             notes.append(f"loop {var.name} ({_site(var)}): iterations {_spans(other)} run other "
                          f"engine ops than the rest; iteration {i0}'s ops stand for all "
                          "(loads, stores and matmuls are exact): ASSUMED")
-    _apply(unions)
+    apply_unions(unions)
     v = LoopVar(var.name, n, var.kind, var.line, var.site)
     moved = iter([TileRef(r.logical, tuple((s - c * i0) + Sym({v: c}) if c else s
                                            for s, c in zip(r.starts, row)), r.sizes)

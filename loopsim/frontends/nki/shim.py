@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 import sys
 import types
 
@@ -22,7 +23,7 @@ from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder
-from loopsim.frontends.nki.views import DS, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
+from loopsim.frontends.nki.views import DS, HbmSplit, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
 _active: list[Recorder] = []
@@ -303,8 +304,12 @@ def shared_constant(constant, dtype=None, **_):
     shape = tuple(int(d) for d in np.shape(constant))
     if not shape:
         raise TraceError("nl.shared_constant of a scalar is not modelled (a tensor is)")
-    return rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
-                   buffer="shared_hbm")
+    t = rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
+                buffer="shared_hbm")
+    a = np.asarray(constant)
+    t.logical.identity = a.ndim == 2 and a.shape[0] == a.shape[1] and \
+        bool(np.array_equal(a, np.identity(a.shape[0], dtype=a.dtype)))
+    return t
 
 
 def shared_identity_matrix(n, dtype=None, dst=None, **_):
@@ -315,6 +320,7 @@ def shared_identity_matrix(n, dtype=None, dst=None, **_):
     rec = _rec()
     dtype = dtype if dtype is not None else "uint8"
     hbm = rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    hbm.logical.identity = True
     t = dst if isinstance(dst, Tile) else rec.alloc((int(n), int(n)), dtype, "sbuf",
                                                       hbm.logical.name + "_sb")
     rec.dma(t, hbm)
@@ -409,6 +415,11 @@ def _defined_at(cls, init) -> str:
 def load(src, mask=None, dtype=None, **_):
     if isinstance(src, Tile):  # already on chip (an SBUF constant such as an identity): a copy
         return copy(src, dtype=dtype)
+    if isinstance(src, HbmSplit):  # overlapping windows: one DMA per window
+        rec = _rec()
+        t = rec.alloc(src.shape, dtype or src.dtype, "sbuf", rec.assigned_name(_hbm_name(src)))
+        _split_dma(t, src, src)
+        return t
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load of {src!r}: expected an HBM tensor or a slice of one")
     rec = _rec()
@@ -419,7 +430,7 @@ def load(src, mask=None, dtype=None, **_):
 
 
 def _hbm_name(x) -> str:
-    t = x.tensor if isinstance(x, HbmView) else x
+    t = x.tensor if isinstance(x, (HbmView, HbmSplit)) else x
     return f"{t.logical.name}_tile"
 
 
@@ -614,13 +625,13 @@ def _result(dst, shape, dtype, space, name):
 
 @_styled(("stationary", "moving"), ("stationary", "moving"))
 def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
-    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True`` (moving an
-    identity) is the PE array's transpose of ``stationary``: a layout change, as ``nc_transpose``."""
+    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True``, or a moving
+    operand that is an identity constant (``nl.shared_constant(np.identity(n))``,
+    ``nl.shared_identity_matrix``), is the PE array's transpose of ``stationary``: as
+    ``nc_transpose``."""
+    if is_transpose or _is_identity(moving):
+        return _pe_transpose(stationary, dst)
     rec = _rec()
-    if is_transpose:
-        out, _ = _result(dst, stationary.shape[::-1], stationary.dtype, "psum", "transposed")
-        rec.copy(out, stationary, transpose=True)
-        return out
     out, fresh = _result(dst, (stationary.shape[1], moving.shape[1]), "float32", "psum", "matmul")
     ev = rec.matmul(out, stationary, moving)
     if fresh:
@@ -628,12 +639,45 @@ def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
     return out
 
 
-@_styled(("data",), ("data",))
-def nc_transpose(data, dst=None, **_):
+def _is_identity(t) -> bool:
+    """Whether tile ``t`` holds a square block on the diagonal of an identity constant."""
+    if not isinstance(t, Tile) or t.buf.binding is None:
+        return False
+    ref, axes = _rec().resolve(t, "matmul moving operand")
+    if ref is None or not ref.logical.find().identity or len(axes) != 2 or None in axes:
+        return False
+    (a, b) = (ref.starts[d] for d in axes)
+    return not a.terms and not b.terms and a.const == b.const and \
+        ref.sizes[axes[0]] == ref.sizes[axes[1]]
+
+
+def _pe_transpose(data, dst):
+    """A transpose of ``data`` on the Tensor Engine into PSUM: "a matrix multiplication between
+    data as the stationary tensor and an identity matrix as the moving tensor" (NKI ISA
+    reference, nki.isa.nc_transpose). Its work is that matmul's, charged exactly: K = the data's
+    partitions, M = its free size, N = K (the identity is K x K), so M x N outputs of K
+    multiply-adds each; no FLOPs of the kernel's W and no HBM bytes: the result is the data's
+    value, transposed."""
     rec = _rec()
+    k = data.shape[0] if data.shape else 1
+    m = math.prod(data.shape[1:]) if len(data.shape) > 1 else 1
+    work_mod.charge(rec, "nc_transpose (Tensor Engine: a matmul with an identity)", "tensor", m * k, k)
     out, _ = _result(dst, data.shape[::-1], data.dtype, "psum", "transposed")
     rec.copy(out, data, transpose=True)
     return out
+
+
+@_styled(("data",), ("data",))
+def nc_transpose(data, dst=None, engine=None, **_):
+    """A partition <-> free transpose: on the Tensor Engine (:func:`_pe_transpose`) unless
+    ``engine=nisa.vector_engine`` (a tile of 32 x 32 or less: an on-chip copy, no engine work
+    charged, as ``tensor_copy``)."""
+    if engine is not None and str(engine).endswith("vector"):
+        rec = _rec()
+        out, _ = _result(dst, data.shape[::-1], data.dtype, "sbuf", "transposed")
+        rec.copy(out, data, transpose=True)
+        return out
+    return _pe_transpose(data, dst)
 
 
 def _operands(*xs):
@@ -748,9 +792,32 @@ def memset(*args, **kwargs):
 
 def dma_copy(dst=None, src=None, **_):
     """A DMA between HBM and an on-chip tile (or on chip); shapes equal up to size-1 dimensions
-    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements."""
+    (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements. A strided or
+    overlapping HBM access pattern (:class:`loopsim.frontends.nki.views.HbmSplit`) runs as one
+    DMA per element of its split entry, each into or out of that slice of the tile."""
+    split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
+    if split is not None:
+        return _split_dma(dst, src, split)
     dst, src = _squeezed(dst, src)
     _rec().dma(dst, src)
+
+
+def _split_dma(dst, src, split) -> None:
+    other = dst if split is src else src
+    if not isinstance(other, Tile) or len(other.shape) != len(split.shape):
+        raise TraceError(f"{split.why} (into or out of {other!r}, of another rank, it is not split)")
+    from loopsim.frontends.nki import work
+
+    rec = _rec()
+    n = len(split.parts)
+    piece = [1 if j == split.axis else m for j, m in enumerate(split.shape)]
+    rec.notes.append(f"{work.call_site(rec)}: an access pattern {list(split.shape)} of HBM "
+                     f"{split.tensor.logical.name} that is no box (strided, repeated or overlapping) "
+                     f"runs as {n} DMAs of {piece}: each element it names is moved, a repeated one again")
+    for k, part in enumerate(split.parts):
+        key = tuple(slice(k, k + 1) if j == split.axis else slice(None) for j in range(len(split.shape)))
+        tile = other[key]
+        dma_copy(dst=tile if split is src else part, src=part if split is src else tile)
 
 
 def dma_compute(dst=None, srcs=(), reduce_op=None, **_):

@@ -7,7 +7,7 @@ the recorder (``tile.buf.rec``): a tile has a shape, never values.
 from __future__ import annotations
 
 from loopsim.frontends.nki import access
-from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, loopsim_dtype
+from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, itemsize, loopsim_dtype
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
@@ -63,7 +63,8 @@ class HbmTensor(_Viewable):
     """An HBM tensor argument (or one the kernel allocates in HBM for its result).
 
     ``reshape`` before the tensor's first access gives the tensor that shape (the same bytes,
-    row-major); a tensor is then read in one shape only."""
+    row-major); after it, a handle viewing the same bytes in the new shape: its slices and
+    access patterns are translated to boxes of the tensor's own shape by their flat elements."""
 
     def __init__(self, rec: "Recorder", logical: Logical, dtype=None, buffer: str = "hbm"):
         self._rec, self.logical = rec, logical
@@ -113,20 +114,56 @@ class HbmTensor(_Viewable):
         shape = tuple(n for _, n, k in dims if k)
         return HbmView(self, self._to_logical(dims), order, shape)
 
-    def _current(self) -> None:
-        if tuple(self.logical.shape) != self._shape and not self._units_only():
-            raise TraceError(f"HBM tensor {self.logical.name} is used as {list(self._shape)} after "
-                             f"it was reshaped to {list(self.logical.shape)}: loopsim reads a tensor "
-                             "in one shape; reshape it once, before its first use")
+    def _reshaped(self) -> bool:
+        """This handle views the tensor's bytes in another shape (not only size-1 axes)."""
+        if tuple(self.logical.shape) != self._shape and self._dtype.itemsize != itemsize(self.logical.dtype):
+            raise TraceError(f"{self!r} is used as {self._dtype} after the tensor was reinterpreted "
+                             f"as {self.logical.dtype} {list(self.logical.shape)}: handles of two "
+                             "element sizes are not modelled; reinterpret every use")
+        return tuple(self.logical.shape) != self._shape and not self._units_only()
+
+    def _bytes_view(self, dims) -> "HbmView":
+        """A box of this handle's shape, another shape of the tensor's bytes (a reshape after
+        use): the same flat elements as a box of the tensor's own shape, the view keeping this
+        handle's shape; refused where they are no box there."""
+        strides = access.row_major(self._shape)
+        offset = Sym({}, 0)
+        for (a, _, _), st in zip(dims, strides):
+            offset = offset + a * st
+        pattern = [[st, n] for (_, n, _), st in zip(dims, strides) if n > 1] or [[1, 1]]
+        lead = next((i for i, (_, n, _) in enumerate(dims) if n > 1), None)
+        if lead is not None and all(n == m for (_, n, _), m in zip(dims[lead + 1:], self._shape[lead + 1:])):
+            # one contiguous run of flat elements: the tensor's outermost axis it spans in whole rows
+            run = dims[lead][1] * strides[lead]
+            own = access.row_major(self.logical.shape)
+            k = next((k for k, st in enumerate(own) if run % st == 0 and run // st <= self.logical.shape[k]), None)
+            if k is not None:
+                pattern = [[own[k], run // own[k]]] + [[own[j], self.logical.shape[j]]
+                                                       for j in range(k + 1, len(own))]
+        what = f"{self!r} (a reshape of HBM {self.logical.name}{list(self.logical.shape)})"
+        try:
+            tdims, _, order = access.decompose(self.logical.shape, pattern, offset, what)
+        except access.NotABox:
+            raise TraceError(f"{what}: the slice {[f'{a}:+{n}' for a, n, _ in dims]} is no box of "
+                             f"the tensor's {list(self.logical.shape)} bytes: not modelled") from None
+        t = HbmTensor(self._rec, self.logical, self._dtype, self.buffer)
+        shape = tuple(n for _, n, k in dims if k)
+        return HbmView(t, tdims, order, shape)
 
     def __getitem__(self, key):
-        self._current()
-        return self._view(_slice_dims(self.shape, [Sym({}, 0)] * len(self.shape),
-                                      [True] * len(self.shape), key, hbm=True))
+        try:
+            dims = _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape), [True] * len(self.shape),
+                               key, hbm=True)
+        except access.NotABox as e:
+            split = _split_index(self, key, str(e))
+            if split is None:
+                raise
+            return split
+        return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
     def full(self) -> "HbmView":
-        self._current()
-        return self._view([(Sym({}, 0), d, True) for d in self.shape])
+        dims = [(Sym({}, 0), d, True) for d in self.shape]
+        return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
     def reshape(self, *shape) -> "HbmTensor":
         """The same bytes as another row-major shape (NkiTensor.reshape)."""
@@ -138,11 +175,12 @@ class HbmTensor(_Viewable):
             t = HbmTensor(self._rec, lg, self._dtype, self.buffer)  # the same box: 1s added/removed
             t._shape = tuple(shape)
             return t
-        if lg.loaded or lg.output:
-            raise TraceError(f"HBM tensor {lg.name} reshaped to {list(shape)} after it was accessed "
-                             f"as {list(lg.shape)}: not modelled; reshape it before its first use")
-        lg.shape = tuple(shape)
-        return HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        t = HbmTensor(self._rec, lg, self._dtype, self.buffer)
+        if lg.loaded or lg.output:  # after use: a view of the same bytes in another shape
+            t._shape = tuple(shape)
+        else:
+            lg.shape = t._shape = tuple(shape)
+        return t
 
     def ap(self, pattern, offset=0, dtype=None, **kw) -> "HbmView":
         """``.ap(pattern=[[stride, num], ...], offset=..., dtype=...)``: the box of this tensor the
@@ -150,8 +188,17 @@ class HbmTensor(_Viewable):
         pattern's order. ``dtype`` of another element size reinterprets the tensor's bytes (its
         last dimension rescaled, before its first use)."""
         t = self._retyped(dtype) if dtype is not None else self
-        t._current()
-        dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True)
+        # the pattern's offsets are flat: walk the tensor's own shape
+        base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
+        try:
+            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
+        except access.NotABox as e:
+            split = _split(t, pattern, offset, kw, base, str(e))
+            if split is None:
+                raise
+            return split
+        if base is not None:
+            t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
         return t._view(dims, order, [int(p[1]) for p in pattern])
 
     def _retyped(self, dtype) -> "HbmTensor":
@@ -243,6 +290,107 @@ class HbmView(_Viewable):
         return f"HBM {self.tensor.logical.name} slice {list(self.shape)}"
 
 
+#: the most DMAs a strided or overlapping HBM access pattern is split into
+MAX_SPLIT = 1024
+
+
+class HbmSplit(_Viewable):
+    """An HBM access pattern whose elements are no box (a stride that skips, a stride-0 repeat,
+    overlapping windows: ``[[1, 3], [1, 510]]``): the DMAs of its pieces, one per element of one
+    pattern entry (view ``axis``), each a box. A DMA moves every element it names, a repeated
+    one again, so its bytes are the pieces' bytes; a DMA (``nisa.dma_copy``) into or out of it
+    runs piece by piece."""
+
+    def __init__(self, t: HbmTensor, axis: int, parts: list, shape: tuple, why: str):
+        self.tensor, self.axis, self.parts, self._shape, self.why = t, axis, parts, shape, why
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def buffer(self):
+        return self.tensor.buffer
+
+    def _refuse(self, *_a, **_k):
+        raise TraceError(f"{self.why} (loopsim splits it into one DMA per element of one pattern "
+                         "entry for nisa.dma_copy only)")
+
+    __getitem__ = reshape = ap = broadcast_to = _refuse
+
+    def __repr__(self):
+        return f"HBM {self.tensor.logical.name} pattern {list(self._shape)}"
+
+
+def _split(t: HbmTensor, pattern, offset, kw, base, why: str) -> HbmSplit | None:
+    """The pattern as one DMA per element of one of its entries, each piece a box, or None."""
+    try:
+        pat = [(int(p[0]), int(p[1])) for p in pattern]
+    except (TypeError, ValueError, IndexError):
+        return None
+    shape = tuple(n for _, n in pat)
+    for i, (st, n) in sorted(enumerate(pat), key=lambda e: e[1][1]):
+        if n <= 1 or n > MAX_SPLIT:
+            continue
+        rest = [[s, 1 if j == i else m] for j, (s, m) in enumerate(pat)]
+        parts = []
+        try:
+            for k in range(n):
+                dims, order = _ap_dims(t, t.shape, rest, Sym.of(offset) + k * st, None, kw,
+                                       hbm=True, base=base)
+                h = t if base is None else HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
+                parts.append(h._view(dims, order, [m for _, m in rest]))
+        except access.NotABox:
+            continue
+        return HbmSplit(t, i, parts, shape, why)
+    return None
+
+
+def _split_index(t: HbmTensor, key, why: str) -> HbmSplit | None:
+    """An index of ``t`` with one index tile walking two grid axes along one dimension (rows
+    ``i_h + i_kh``: overlapping windows) as one DMA per value of one of those axes, each a
+    plain slice; None where no such split exists."""
+    key = key if isinstance(key, tuple) else (key,)
+    wide = [i for i, k in enumerate(key) if isinstance(k, access.Index) and not k.simple]
+    if len(wide) != 1:
+        return None
+    w = key[wide[0]]
+    order: list = []  # the grid axes in the view's order
+    for k in key:
+        if isinstance(k, access.Index):
+            for a, _, _ in sorted(k.terms, key=lambda x: x[0] if isinstance(x[0], int) else 0):
+                if a not in order:
+                    order.append(a)
+        elif isinstance(k, IndexTile):
+            order.append(("arange", id(k)))
+    shape = []
+    for a in order:
+        n = next((n for k in key if isinstance(k, access.Index) for b, _, n in k.terms if b == a), None)
+        shape.append(n if n is not None else next(k.size for k in key if isinstance(k, IndexTile)
+                                                  and ("arange", id(k)) == a))
+    for a, c, n in sorted(w.terms, key=lambda x: x[2]):
+        if a is None or n > MAX_SPLIT or any(
+                isinstance(k, access.Index) and k is not w and any(b == a for b, _, _ in k.terms)
+                for k in key):
+            continue
+        rest = tuple(x for x in w.terms if x[0] != a)
+        parts = []
+        try:
+            for j in range(n):
+                sub = access.Index(w.offset + c * j, rest)
+                if not sub.simple:
+                    raise access.NotABox(why)
+                parts.append(t[key[:wide[0]] + (sub,) + key[wide[0] + 1:]])
+        except access.NotABox:
+            continue
+        return HbmSplit(t, order.index(a), parts, tuple(shape), why)
+    return None
+
+
 def _prod(shape) -> int:
     n = 1
     for d in shape:
@@ -276,7 +424,9 @@ def _note(t, text: str) -> None:
             notes.append(line)
 
 
-def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
+def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
+    """(dims, order) of an access pattern on ``t`` of ``shape`` (an indirect offset's row
+    stride from it), decomposed over ``base`` (the tensor's own shape; default ``shape``)."""
     what = f".ap of {t!r}"
     so = kw.get("scalar_offset")
     data_offset = kw.get("vector_offset") is not None or (
@@ -296,7 +446,7 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool):
         d = kw.get("indirect_dim") or 0
         offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
     try:
-        dims, view, order = access.decompose(shape, pattern, offset, what)
+        dims, view, order = access.decompose(shape if base is None else base, pattern, offset, what)
     except access.NotABox:
         if hbm:
             raise
@@ -359,7 +509,7 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
             grid.append([(pos, 1)])
         elif isinstance(k, access.Index) and not k.simple:
             if hbm:
-                raise TraceError(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
+                raise access.NotABox(f"index tile {_index_text(k)} of an HBM tensor is a strided or "
                                  "overlapping access (its bytes are not a box, or are read more "
                                  "than once): not modelled; load the box once and index the "
                                  "window on chip")
@@ -441,13 +591,23 @@ class Buffer:
         if self.origin is None:
             return self._binding
         b = self.origin.binding
-        if b is None:
-            return None
+        return None if b is None else self._rebound(b, self.origin.shape, self.shape)
+
+    @binding.setter
+    def binding(self, b) -> None:
+        if self.origin is None:
+            self._binding = b
+        else:
+            self.origin.binding = None if b is None else self._rebound(b, self.shape, self.origin.shape)
+
+    def _rebound(self, b, old, new):
+        """``b`` over axes ``old`` re-expressed over ``new`` (the same per-partition bytes). A
+        reshape that merges axes holding different dimensions of the tensor (a shuffled layout),
+        read or written through: the view holds the whole tile, its mixed axes along no one
+        dimension, with a note."""
         try:
-            return access.reshape_binding(b, self.origin.shape, self.shape, self.name)
+            return access.reshape_binding(b, old, new, self.name)
         except TraceError:
-            # the reshape merges axes holding different dimensions of the tensor (a shuffled
-            # layout): the view holds the whole tile, its merged axes along no one dimension
             note = (f"reshape of buffer {self.name} {list(self.origin.shape)} to {list(self.shape)} "
                     f"merges axes holding different dimensions of {b.logical.name}: the reshaped "
                     "view is read as holding the whole tile (ASSUMED: the same elements, their "
@@ -455,15 +615,7 @@ class Buffer:
             notes = getattr(self.rec, "notes", None)
             if notes is not None and note not in notes:
                 notes.append(note)
-            return access.collapsed_binding(b, self.origin.shape, self.shape)
-
-    @binding.setter
-    def binding(self, b) -> None:
-        if self.origin is None:
-            self._binding = b
-        else:
-            self.origin.binding = None if b is None else access.reshape_binding(
-                b, self.shape, self.origin.shape, self.name)
+            return access.collapsed_binding(b, old, new)
 
     def reshaped(self, shape) -> "Buffer":
         root = self.origin or self

@@ -108,7 +108,8 @@ def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -
             q[reader.get(t.name, maker.get(t.name, ops[0].name))] += t.read_bytes
         if t.write_bytes:
             q[maker.get(t.name, reader.get(t.name, ops[0].name))] += t.write_bytes
-    # elements per op: its statements' first-input tiles over every execution
+    # elements per op: its statements' first-input tiles (a broadcast kind's output tiles) over
+    # every execution
     elems: dict[str, int] = {}
     runs: dict[str, int] = {}
     trans: dict[str, float] = {}  # Tensor Engine seconds of layout changes (transposes)
@@ -118,7 +119,8 @@ def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -
         op = maker.get(stmt.out.tensor)
         if op is None:
             continue
-        elems[op] = elems.get(op, 0) + tile_elements(stmt, loops, stmt.inputs[0], kernel)
+        per = stmt.out if op_map[op].op_kind.per_output else stmt.inputs[0]
+        elems[op] = elems.get(op, 0) + tile_elements(stmt, loops, per, kernel)
         runs[op] = runs.get(op, 0) + _runs(loops)
         for acc in _layout_changes(stmt, kernel):
             trans[op] = trans.get(op, 0.0) + transpose_seconds(stmt, loops, acc, kernel, hw)
@@ -154,3 +156,48 @@ def _runs(loops) -> int:
     for l in loops:
         n *= l.trips
     return n
+
+
+def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], ...]:
+    """(source line, statement, seconds, engine) of each op statement with a source line, once
+    per engine it runs on (``work_of(stmt)``: its (engine, passes) pairs): the busy time the
+    engine timeline charges that engine for it (:mod:`.timeline`), per execution
+    max(MIN_II cycles, passes x elements / the core's roof) on Vector/Scalar/GpSimd (elements: the
+    first input's tile, ragged tiles as they are; MIN_II ``timeline.engine_min_cycles``, 0 when
+    the sheet has none), max(MM_INIT, 128) cycles per 128 x 128 block on the Tensor Engine,
+    summed over every execution and shared evenly by the kernel's cores. Reading PSUM (the copy
+    a matmul's result needs) is not an op statement's and is not included. An engine the sheet
+    gives no roof for: HardwareError."""
+    import numpy as np
+
+    from loopsim.count.executions import row_blocks
+    from loopsim.count.lnc import kernel_cores, split_loop
+
+    min_c = hw.timeline_value("engine_min_cycles") or 0
+    cores = kernel_cores(kernel)
+    split = split_loop(kernel)
+    out: list = []
+    for stmt, loops in kernel.statements():
+        if isinstance(stmt, Matmul) or not hasattr(stmt, "inputs") or not stmt.line:
+            continue
+        acc = stmt.inputs[0]
+        ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split, grouped=True)
+        dtype = kernel.tensor_map[stmt.out.tensor].dtype
+        for engine, passes in work_of(stmt):
+            if engine == "tensor":  # one max(MM_INIT, 128)-cycle instruction per 128 x 128 block
+                def cost(n, per=max(hw.mm_init_cycles, 128) / hw.clock_hz):
+                    return -(-n // (128 * 128)) * per
+            else:
+                roof = hw.engine_roof(engine, dtype) / hw.physical_cores
+                clock = next(c for e, c, _ in hw.engines if e == engine)
+
+                def cost(n, roof=roof, floor=min_c / clock, passes=passes):
+                    return np.maximum(floor, passes * n / roof)
+            secs = 0.0
+            for sub, (ex, w, *axes) in row_blocks(shape, (exists, weight, *ext[id(acc)])):
+                n = np.ones(sub, dtype=np.int64)
+                for e in axes:
+                    n = n * e
+                secs += float(np.where(ex, cost(n) * np.broadcast_to(w, sub), 0.0).sum())
+            out.append((stmt.line, str(stmt), secs / cores, engine))
+    return tuple(out)

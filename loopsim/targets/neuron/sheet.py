@@ -250,12 +250,19 @@ class NeuronCore(Roofs):
         r = dma.report(kernel, self)
         return tuple((s.line, s.text, s.bytes / self.dma_bw) for s in r.statements if s.line)
 
-    def engine_lines(self, kernel, dtype: str) -> tuple[tuple[int, str, float], ...]:
-        """(source line, statement, seconds) of each matmul with a source line: its Tensor Engine
-        instruction time (:func:`loopsim.targets.neuron.ceilings.matmul_lines`)."""
+    def engine_lines(self, kernel, dtype: str,
+                     work_of=None) -> tuple[tuple[int, str, float, str], ...]:
+        """(source line, statement, seconds, engine) of each matmul with a source line, its
+        Tensor Engine instruction time (:func:`loopsim.targets.neuron.ceilings.matmul_lines`),
+        then of each op statement per engine it runs on, the busy time the timeline charges
+        (:func:`loopsim.targets.neuron.engines.op_lines`; ``work_of(stmt)``: its (engine, passes),
+        default its kind's). Engines: ``tensor``, ``vector``, ``scalar``, ``gpsimd``."""
         from loopsim.targets.neuron.ceilings import matmul_lines
+        from loopsim.ir.ops import default_work
+        from loopsim.targets.neuron.engines import op_lines
 
-        return matmul_lines(kernel, self, dtype)
+        mm = tuple((ln, text, sec, "tensor") for ln, text, sec in matmul_lines(kernel, self, dtype))
+        return mm + op_lines(kernel, self, work_of or default_work)
 
     def matmul_floor(self, dtype: str, m: int, n: int, k: int, kt: int, mt: int, nt: int,
                      cores: int = 1) -> float:

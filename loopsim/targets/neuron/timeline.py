@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from loopsim.base.errors import HardwareError
 from loopsim.count.counts import buffers_of
 from loopsim.ir.kernel import Accumulate, Kernel, Load, Loop, Matmul, Store
+from loopsim.ir.ops import default_work, work_of_stage
+from loopsim.ir.ops import get as op_kind
 from loopsim.ir.tiles import full_extent, matmul_roles
 from loopsim.targets import schedule as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
@@ -572,7 +574,8 @@ class _Run:
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
-        a0, r0 = regs[0]
+        k = op_kind(stmt.kind)
+        r0 = ro if k is not None and k.per_output else regs[0][1]  # the elements a pass covers
         n = math.prod(e - s for s, e in zip(*r0))
         dtype = tm[stmt.out.tensor].dtype
         i = -1
@@ -733,13 +736,6 @@ def _walk_loops(body):
             yield from _walk_loops(n.body)
 
 
-def _default_work(stmt):
-    from loopsim.ir.ops import KINDS
-
-    k = KINDS.get(stmt.kind)
-    return tuple(k.work) if k is not None else (("vector", 1),)
-
-
 def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int, work_of=None,
              budget: int = BUDGET) -> Timeline:
     """The predicted run of ``kernel`` on one NeuronCore (each physical core of a split kernel on
@@ -751,7 +747,7 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     if lnc.split_loop(kernel) is not None:
         kernel = lnc.cores_nest(kernel)
     c, used, notes = costs(hw, dtype)
-    work_of = work_of or _default_work
+    work_of = work_of or default_work
     bw_core = hw.bw / hw.physical_cores
     cut = _plan(kernel, budget)
     base = tuple(KEEP for _ in cut)
@@ -836,15 +832,9 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
         times["dma_transfers"], details["dma_transfers"] = fl
     if not run:
         return None
-    maker = {op_map[n].out: op_map[n] for n in stage.ops} if stage.ops else {}
-
-    def work_of(stmt):
-        op = maker.get(stmt.out.tensor)
-        return tuple(op.work()) if op is not None else _default_work(stmt)
-
     try:
         t = timeline(kernel, hw, dtype=dtype, W_P=counts.flops / hw.P(dtype),
-                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of)
+                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of_stage(stage, op_map))
     except HardwareError:
         return None
     # to 12 significant digits: the same schedule summed in another order must tie, not rank
