@@ -237,10 +237,11 @@ _GEOM: dict = {}
 def _region(acc, loops, t, env):
     """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
     the tensor's edge (the execution does not run)."""
-    key = (id(acc), id(t), *map(id, loops))
+    key = id(acc)
     geom = _GEOM.get(key)
-    # the key's ids are checked against the objects kept (a reused id never matches)
-    if geom is None or geom[0] is not acc or geom[2] is not t or geom[1] != loops:
+    # the objects kept are checked (a reused id never matches; a statement's loops are one tuple
+    # for a whole run, so another tuple, even an equal one, only computes the geometry again)
+    if geom is None or geom[0] is not acc or geom[1] is not loops or geom[2] is not t:
         if len(_GEOM) > 1 << 14:
             _GEOM.clear()
         geom = _GEOM[key] = (acc, loops, t, tuple((acc.terms_of(axis), acc.offset_of(axis),
@@ -506,7 +507,8 @@ class _Run:
         for a, r in ((stmt.stationary, rs), (stmt.moving, rm)):
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+                lag = ent_lag(self, ent)
+                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
         roles = self.roles[id(stmt)]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
@@ -570,7 +572,8 @@ class _Run:
                 continue
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+                lag = ent_lag(self, ent)
+                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
