@@ -942,8 +942,17 @@ def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
         rec.copy(d, s2, transpose=True)
         return out
     landed = rec.alloc(tuple(wide), src.dtype, "sbuf", rec.assigned_name("dma_landed"))
-    rec.dma(landed, s2)
-    rec.copy(d, landed, transpose=True)
+    ev = rec.dma(landed, s2)
+    if ev is not None:  # HBM -> SBUF: the DMA engines transpose at their transpose rate
+        ev.transpose = True
+        from loopsim.frontends.nki import dtypes
+
+        if dtypes.itemsize(src.dtype) != 2:
+            rec.notes.append(f"{work_mod.call_site(rec)}: nisa.dma_transpose of a "
+                             f"{dtypes.itemsize(src.dtype)}-byte dtype: the reference documents DMA "
+                             "transposes of 2-byte dtypes only (\"src.dtype is 2 bytes\"); costed at "
+                             "the 2-byte transpose rate (ASSUMED)")
+    rec.copy(d, landed, transpose=True, engine_work=False)
     return out
 
 
