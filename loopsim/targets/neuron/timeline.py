@@ -392,11 +392,20 @@ class _Run:
         if hit is not None and hit[0] == ver:
             return hit[1]
         out, seen = [], set()
-        for ent in reversed(cs.writers.get(tensor, [])[-32:]):
-            r = (ent[0], ent[1])
-            if r not in seen and _overlap(r, region):
-                out.append(ent)
-                seen.add(r)
+        rs, re_ = region
+        if len(rs) == 2:  # the common case, unrolled (the scan is the timeline's hot loop)
+            (a0, a1), (b0, b1) = rs, re_
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                s, e = ent[0], ent[1]
+                if s[0] < b0 and a0 < e[0] and s[1] < b1 and a1 < e[1] and (s, e) not in seen:
+                    out.append(ent)
+                    seen.add((s, e))
+        else:
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                r = (ent[0], ent[1])
+                if r not in seen and _overlap(r, region):
+                    out.append(ent)
+                    seen.add(r)
         if len(cs.cover) > 1 << 16:
             cs.cover.clear()
         cs.cover[key] = (ver, out)
@@ -531,7 +540,8 @@ class _Run:
         for a, r in ((stmt.stationary, rs), (stmt.moving, rm)):
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+                lag = ent_lag(self, ent)
+                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
         roles = self.roles[id(stmt)]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
@@ -595,7 +605,8 @@ class _Run:
                 continue
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+                lag = ent_lag(self, ent)
+                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
