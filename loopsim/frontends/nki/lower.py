@@ -167,7 +167,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
-            return ir.Load(access(_absorb(ev), ev.line), line=ev.line)
+            return ir.Load(access(_absorb(ev), ev.line), ev.chunk, line=ev.line)
         if isinstance(ev, StoreEv):
             return ir.Store(access(ev.ref, ev.line), line=ev.line)
         if isinstance(ev, MatmulEv):

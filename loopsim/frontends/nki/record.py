@@ -64,6 +64,7 @@ class Recorder:
         self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
         self.pids: list | None = None  # the program ids, when the grid runs program by program
         self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
+        self.gathers: dict = {}  # (site, tensor, dimension, loops) -> its gathered tensor
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -253,9 +254,10 @@ class Recorder:
         if isinstance(dst, HbmTensor):
             dst = dst.full()
         if isinstance(src, HbmView) and isinstance(dst, Tile):
-            lg = src.tensor.logical
+            gathered = self._gathered(src, "read") if src.indirect else None
+            lg = gathered.logical if gathered else src.tensor.logical
             lg.loaded = True
-            ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
+            ref = gathered or TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
             if axis_of and isinstance(axis_of[0], tuple):  # axes walked in pieces
                 if _squeezed(list(src.shape)) != _squeezed([s for s, k in zip(dst.sizes, dst.kept) if k]):
@@ -281,7 +283,8 @@ class Recorder:
                 raise TraceError(f"buffer {dst.buf.name} is filled by loops "
                                  f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
                                  "innermost loops around the DMA: not modelled")
-            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf)
+            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf,
+                        chunk=(1,) if gathered else ())
             self.body.append(ev)
             return ev
         elif isinstance(src, Tile) and isinstance(dst, HbmView):
@@ -291,6 +294,45 @@ class Recorder:
         else:
             raise TraceError(f"a DMA from {src!r} to {dst!r} is not modelled (HBM <-> SBUF and "
                              "SBUF <-> SBUF are)")
+
+    def _gathered(self, view: HbmView, verb: str) -> TileRef:
+        """The tile of an indirect access (``vector_offset=``/``scalar_offset=`` from data): the
+        DMA moves the pattern's rows from addresses chosen at run time. Its rows are a tensor of
+        their own, ``NAME_gathered``: the tensor's shape with the indirect dimension holding the
+        rows of every execution side by side (one block of rows per iteration of the loops
+        around the DMA whose index its static pattern does not use), so each execution's rows
+        are fresh HBM bytes and the on-chip tile is no alias of a box of the tensor."""
+        from loopsim.frontends.nki import work
+
+        how, d = view.indirect
+        lg0 = view.tensor.logical
+        used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
+        frames = [(r.var, Sym.of(r.index) if isinstance(r, IterFrame) else Sym({r.var: 1}, 0))
+                  for r in self.stack]
+        if self.pids is None:
+            frames = [(g, Sym({g: 1}, 0)) for g in self.grid] + frames
+        frames = [(v, i) for v, i in frames if v not in used]
+        site = work.call_site(self)
+        key = (site, id(lg0), d, tuple(v for v, _ in frames))
+        n = view.dims[d][1]
+        execs = math.prod(v.trips for v, _ in frames)
+        lg = self.gathers.get(key)
+        if lg is None:
+            shape = tuple(n * execs if k == d else s for k, s in enumerate(lg0.shape))
+            lg = self.gathers[key] = Logical("hbm", self.unique(f"{lg0.name}_gathered"), lg0.dtype,
+                                              shape, self.line())
+            self.logicals.append(lg)
+            self.notes.append(
+                f"{site}: {how}= {verb}s {n:,} rows of {lg0.name} (dimension {d}) per DMA at "
+                f"addresses chosen at run time, {execs:,} execution{'s' * (execs != 1)}: counted as "
+                f"{lg.name}{list(shape)}, every row a fresh HBM {verb}, one descriptor per row "
+                "(ASSUMED: whether indices repeat is data)")
+        linear, inner = Sym({}, 0), 1
+        for v, i in reversed(frames):
+            linear = linear + i * inner
+            inner *= v.trips
+        starts = tuple(linear * n if k == d else a for k, (a, _, _) in enumerate(view.dims))
+        return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
 
     def store(self, dst: HbmView, src: Tile, line: int) -> None:
         ref, axis_of = self.resolve(src, "store")

@@ -190,16 +190,25 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         # the pattern's offsets are flat: walk the tensor's own shape
         base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
+        gather = _indirect(kw)
+        if gather:  # rows chosen at run time: a box of the pattern's extents, at the static offset
+            kw = {k: v for k, v in kw.items() if k not in ("vector_offset", "scalar_offset")}
         try:
             dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
+            if gather:
+                raise TraceError(f".ap of {t!r} with {gather}=: an indirect access whose static "
+                                 f"pattern is no box ({e}) is not modelled") from None
             split = _split(t, pattern, offset, kw, base, str(e))
             if split is None:
                 raise
             return split
         if base is not None:
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
-        return t._view(dims, order, [int(p[1]) for p in pattern])
+        view = t._view(dims, order, [int(p[1]) for p in pattern])
+        if gather:
+            view.indirect = (gather, _logical_dim(self, t, kw.get("indirect_dim") or 0))
+        return view
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -235,6 +244,8 @@ class HbmView(_Viewable):
 
     def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
+        # (which offset, tensor dimension) of an indirect access (rows chosen at run time), else None
+        self.indirect = None
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
         self.order = None if not order or (not isinstance(order[0], tuple) and list(order) ==
@@ -422,6 +433,33 @@ def _note(t, text: str) -> None:
         line = f"{work.call_site(rec)}: {text}"
         if line not in notes:
             notes.append(line)
+
+
+def _indirect(kw) -> str | None:
+    """``"vector_offset"`` or ``"scalar_offset"`` where an access pattern's rows are chosen by
+    data at run time (an index tile, a register), else None (a known int or loop index)."""
+    if kw.get("vector_offset") is not None:
+        return "vector_offset"
+    so = kw.get("scalar_offset")
+    if so is not None and not (isinstance(so, (int, Sym)) and not isinstance(so, bool)):
+        return "scalar_offset"
+    return None
+
+
+def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int:
+    """The dimension of the tensor's own shape that ``indirect_dim`` ``d`` of ``handle``'s shape
+    steps along (the one of the same row-major stride)."""
+    if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(handle.shape):
+        raise TraceError(f".ap of {handle!r}: indirect_dim={d!r} is not a dimension of its "
+                         f"shape {list(handle.shape)}")
+    if tuple(handle.shape) == tuple(t.logical.shape):
+        return d
+    stride = access.row_major(handle.shape)[d]
+    own = access.row_major(t.logical.shape)
+    if stride in own:
+        return own.index(stride)
+    raise TraceError(f".ap of {handle!r}: indirect_dim={d} (rows of {stride} elements) is no "
+                     f"dimension of the tensor's shape {list(t.logical.shape)}: not modelled")
 
 
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
