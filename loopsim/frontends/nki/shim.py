@@ -864,7 +864,7 @@ def _flat_reshaped(dst, src):
         if len(kept) == 1 and src.dims[kept[0]][1] == dst.size and dst.shape != src.shape:
             import math as _m
             order = [(kept[0], _m.prod(dst.shape[i + 1:])) for i in range(len(dst.shape))]
-            return dst, HbmView(src.tensor, src.dims, order, tuple(dst.shape))
+            return dst, src.like(src.dims, order, tuple(dst.shape))
     return dst, src
 
 
@@ -872,7 +872,7 @@ def _squeeze(x):
     if isinstance(x, HbmTensor):
         x = x.full()
     if isinstance(x, HbmView) and x.order is None:
-        return HbmView(x.tensor, [(a, n, k and n != 1) for a, n, k in x.dims])
+        return x.like([(a, n, k and n != 1) for a, n, k in x.dims])
     if isinstance(x, Tile) and x.view_shape is None:
         return Tile(x.buf, x.offsets, x.sizes, [k and n != 1 for n, k in zip(x.sizes, x.kept)])
     return x

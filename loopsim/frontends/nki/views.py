@@ -268,14 +268,20 @@ class HbmView(_Viewable):
     def buffer(self):
         return self.tensor.buffer
 
+    def like(self, dims, order=None, shape=None) -> "HbmView":
+        """Another view of the same tensor (``dims`` per its dimension), an indirect access's
+        rows still chosen at run time."""
+        v = HbmView(self.tensor, dims, order, shape)
+        v.indirect = self.indirect
+        return v
+
     def __getitem__(self, key):
         if self.order is not None or self._shape is not None:
             raise TraceError(f"indexing {self!r}, a permuted or reshaped view, is not modelled; "
                              "index the tensor itself")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
-                                                hbm=True))
+        return self.like(_slice_dims([s for _, s, _ in self.dims], starts, kept, key, hbm=True))
 
     def reshape(self, *shape):
         shape = _shape_arg(shape, self.size, repr(self))
@@ -285,7 +291,7 @@ class HbmView(_Viewable):
         # only dimensions of size 1 added or removed: the same box
         if [n for n in shape if n != 1] == [n for n in self.shape if n != 1]:
             dims = [(a, s, k and s != 1) for a, s, k in self.dims]
-            return HbmView(self.tensor, dims)
+            return self.like(dims)
         raise TraceError(f"reshape of a slice {list(self.shape)} of HBM tensor "
                          f"{self.tensor.logical.name} to {list(shape)} is not modelled (kept "
                          f"dimensions {kept}); reshape the whole tensor before its first use")
