@@ -297,42 +297,83 @@ class Recorder:
 
     def _gathered(self, view: HbmView, verb: str) -> TileRef:
         """The tile of an indirect access (``vector_offset=``/``scalar_offset=`` from data): the
-        DMA moves the pattern's rows from addresses chosen at run time. Its rows are a tensor of
-        their own, ``NAME_gathered``: the tensor's shape with the indirect dimension holding the
-        rows of every execution side by side (one block of rows per iteration of the loops
-        around the DMA whose index its static pattern does not use), so each execution's rows
-        are fresh HBM bytes and the on-chip tile is no alias of a box of the tensor."""
+        DMA moves the pattern's rows from addresses chosen at run time. Those rows are a tensor
+        of their own, ``NAME_gathered`` (the tensor's shape, its indirect dimension holding a
+        block of rows per index): an index tile read from a tensor of indices gives the rows of
+        its elements, so two DMAs with the same indices read the same rows; any other index
+        (a register, a computed tile) gives each execution fresh rows (one block per iteration of
+        the loops around the DMA that its static pattern does not walk)."""
         from loopsim.frontends.nki import work
 
-        how, d = view.indirect
+        how, d, index = view.indirect
         lg0 = view.tensor.logical
-        used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
-        frames = [(r.var, Sym.of(r.index) if isinstance(r, IterFrame) else Sym({r.var: 1}, 0))
-                  for r in self.stack]
-        if self.pids is None:
-            frames = [(g, Sym({g: 1}, 0)) for g in self.grid] + frames
-        frames = [(v, i) for v, i in frames if v not in used]
-        site = work.call_site(self)
-        key = (site, id(lg0), d, tuple(v for v, _ in frames))
         n = view.dims[d][1]
-        execs = math.prod(v.trips for v, _ in frames)
+        site = work.call_site(self)
+        keyed = self._index_run(index, n)
+        if keyed is not None:
+            ilg, first, per = keyed
+            key = (id(lg0), d, id(ilg), per)
+            rows, linear = ilg.size_elems * per, first
+            why = f"one block of {per:,} row{'s' * (per != 1)} per element of {ilg.name}"
+        else:
+            used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
+            frames = [(r.var, Sym.of(r.index) if isinstance(r, IterFrame) else Sym({r.var: 1}, 0))
+                      for r in self.stack]
+            if self.pids is None:
+                frames = [(g, Sym({g: 1}, 0)) for g in self.grid] + frames
+            frames = [(v, i) for v, i in frames if v not in used]
+            key = (site, id(lg0), d, tuple(v for v, _ in frames))
+            execs, per = math.prod(v.trips for v, _ in frames), n
+            rows, linear, inner = n * execs, Sym({}, 0), 1
+            for v, i in reversed(frames):
+                linear = linear + i * inner
+                inner *= v.trips
+            why = f"fresh rows per execution ({execs:,})"
         lg = self.gathers.get(key)
         if lg is None:
-            shape = tuple(n * execs if k == d else s for k, s in enumerate(lg0.shape))
+            shape = tuple(rows if k == d else s for k, s in enumerate(lg0.shape))
             lg = self.gathers[key] = Logical("hbm", self.unique(f"{lg0.name}_gathered"), lg0.dtype,
                                               shape, self.line())
             self.logicals.append(lg)
-            self.notes.append(
-                f"{site}: {how}= {verb}s {n:,} rows of {lg0.name} (dimension {d}) per DMA at "
-                f"addresses chosen at run time, {execs:,} execution{'s' * (execs != 1)}: counted as "
-                f"{lg.name}{list(shape)}, every row a fresh HBM {verb}, one descriptor per row "
-                "(ASSUMED: whether indices repeat is data)")
-        linear, inner = Sym({}, 0), 1
-        for v, i in reversed(frames):
-            linear = linear + i * inner
-            inner *= v.trips
-        starts = tuple(linear * n if k == d else a for k, (a, _, _) in enumerate(view.dims))
+        note = (f"{site}: {how}= {verb}s {n:,} rows of {lg0.name} (dimension {d}) at addresses "
+                f"chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, {why}, every "
+                "row a fresh HBM read, one descriptor per row (ASSUMED: whether indices repeat is "
+                "data)")
+        if note not in self.notes:
+            self.notes.append(note)
+        starts = tuple(linear * per if k == d else a for k, (a, _, _) in enumerate(view.dims))
         return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
+
+    def _index_run(self, index, n: int):
+        """(tensor of indices, index of the tile's first element, rows per index) where ``index``
+        is a tile holding a contiguous run of a tensor of indices (copied on chip, or read
+        through one op) and ``n`` rows are a whole number per index; else None."""
+        if not isinstance(index, Tile) or index.buf.binding is None:
+            return None
+        try:
+            ref, _ = self.resolve(index, "an indirect DMA's index")
+        except TraceError:
+            return None
+        lg = ref.logical.find()
+        if lg.kind == "op" and not lg.materialised:
+            srcs = [s for s in _rebased(lg, ref, self.in_scope()) if s.logical.find().kind == "hbm"]
+            if len(srcs) != 1 or math.prod(srcs[0].sizes) != math.prod(ref.sizes):
+                return None
+            ref, lg = srcs[0], srcs[0].logical.find()
+        count = math.prod(ref.sizes)
+        if lg.kind != "hbm" or lg.shape is None or count != 1:
+            # one index value only: where a tile of many lands on chip (transposed, reshaped)
+            # is followed too loosely to name each row's index
+            return None
+        wide = [k for k, m in enumerate(ref.sizes) if m != 1]
+        if wide and any(ref.sizes[k] != lg.shape[k] for k in range(wide[0] + 1, len(lg.shape))):
+            return None  # not one run of the tensor's elements
+        strides = [math.prod(lg.shape[k + 1:]) for k in range(len(lg.shape))]
+        first = Sym({}, 0)
+        for a, st in zip(ref.starts, strides):
+            first = first + a * st
+        lg.size_elems = math.prod(lg.shape)
+        return lg, first, n // count
 
     def store(self, dst: HbmView, src: Tile, line: int) -> None:
         ref, axis_of = self.resolve(src, "store")

@@ -191,6 +191,7 @@ class HbmTensor(_Viewable):
         # the pattern's offsets are flat: walk the tensor's own shape
         base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
         gather = _indirect(kw)
+        index = kw.get(gather) if gather else None
         if gather:  # rows chosen at run time: a box of the pattern's extents, at the static offset
             kw = {k: v for k, v in kw.items() if k not in ("vector_offset", "scalar_offset")}
         try:
@@ -207,7 +208,7 @@ class HbmTensor(_Viewable):
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
         view = t._view(dims, order, [int(p[1]) for p in pattern])
         if gather:
-            view.indirect = (gather, _logical_dim(self, t, kw.get("indirect_dim") or 0))
+            view.indirect = (gather, _logical_dim(self, t, kw.get("indirect_dim") or 0), index)
         return view
 
     def _retyped(self, dtype) -> "HbmTensor":
@@ -244,7 +245,8 @@ class HbmView(_Viewable):
 
     def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
-        # (which offset, tensor dimension) of an indirect access (rows chosen at run time), else None
+        # (which offset, tensor dimension, the index: a tile or a register) of an indirect access
+        # (rows chosen at run time), else None
         self.indirect = None
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
