@@ -254,7 +254,7 @@ class Recorder:
         if isinstance(dst, HbmTensor):
             dst = dst.full()
         if isinstance(src, HbmView) and isinstance(dst, Tile):
-            gathered = self._gathered(src, "read") if src.indirect else None
+            gathered = self._gathered(src) if src.indirect else None
             lg = gathered.logical if gathered else src.tensor.logical
             lg.loaded = True
             ref = gathered or TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
@@ -283,8 +283,11 @@ class Recorder:
                 raise TraceError(f"buffer {dst.buf.name} is filled by loops "
                                  f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
                                  "innermost loops around the DMA: not modelled")
+            # a gather (vector_offset=): one descriptor per index, so one transfer per row; a
+            # scalar_offset= DMA is the box's transfer from a start address read at run time
+            gather = gathered is not None and src.indirect[0] == "vector_offset"
             ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf,
-                        chunk=(1,) if gathered else ())
+                        chunk=(1,) if gather else ())
             self.body.append(ev)
             return ev
         elif isinstance(src, Tile) and isinstance(dst, HbmView):
@@ -295,7 +298,7 @@ class Recorder:
             raise TraceError(f"a DMA from {src!r} to {dst!r} is not modelled (HBM <-> SBUF and "
                              "SBUF <-> SBUF are)")
 
-    def _gathered(self, view: HbmView, verb: str) -> TileRef:
+    def _gathered(self, view: HbmView) -> TileRef:
         """The tile of an indirect access (``vector_offset=``/``scalar_offset=`` from data): the
         DMA moves the pattern's rows from addresses chosen at run time. Those rows are a tensor
         of their own, ``NAME_gathered`` (the tensor's shape, its indirect dimension holding a
@@ -335,9 +338,11 @@ class Recorder:
             lg = self.gathers[key] = Logical("hbm", self.unique(f"{lg0.name}_gathered"), lg0.dtype,
                                               shape, self.line())
             self.logicals.append(lg)
-        note = (f"{site}: {how}= {verb}s {n:,} rows of {lg0.name} (dimension {d}) at addresses "
-                f"chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, {why}, every "
-                "row a fresh HBM read, one descriptor per row (ASSUMED: whether indices repeat is "
+        dma = "one descriptor per row" if how == "vector_offset" else \
+            "one DMA of the box from a start address read at run time"
+        note = (f"{site}: {how}= reads {n:,} row{'s' * (n != 1)} of {lg0.name} (dimension {d}) "
+                f"at addresses chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, "
+                f"{why}, every row a fresh HBM read, {dma} (ASSUMED: whether indices repeat is "
                 "data)")
         if note not in self.notes:
             self.notes.append(note)
@@ -376,6 +381,14 @@ class Recorder:
         return lg, first, n // count
 
     def store(self, dst: HbmView, src: Tile, line: int) -> None:
+        if dst.indirect:  # a scatter: the bytes are known, which rows they land in is data
+            from loopsim.frontends.nki import work
+
+            note = (f"{work.call_site(self)}: {dst.indirect[0]}= writes rows of "
+                    f"{dst.tensor.logical.name} at addresses chosen at run time: counted as the "
+                    "pattern's box at its static offset (ASSUMED: which rows is data)")
+            if note not in self.notes:
+                self.notes.append(note)
         ref, axis_of = self.resolve(src, "store")
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))

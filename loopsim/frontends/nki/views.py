@@ -198,8 +198,10 @@ class HbmTensor(_Viewable):
             dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
             if gather:
-                raise TraceError(f".ap of {t!r} with {gather}=: an indirect access whose static "
-                                 f"pattern is no box ({e}) is not modelled") from None
+                raise TraceError(f".ap of {t!r} with {gather}=: rows chosen at run time through "
+                                 f"pattern {[list(p) for p in pattern]}, which is no box of the "
+                                 "tensor (a stride that skips, a repeat): not modelled; gather "
+                                 "whole rows and pick on chip") from None
             split = _split(t, pattern, offset, kw, base, str(e))
             if split is None:
                 raise
