@@ -98,3 +98,14 @@ def test_an_indirect_pattern_that_is_no_box_is_one_line(capsys):
     assert err[0].startswith(f"loopsim: error: {KERNELS}:{line}: kernel strided_gather: .ap of ")
     assert "vector_offset=: rows chosen at run time through pattern [[256, 128], [2, 128]]" in err[0]
     assert "not modelled" in err[0]
+
+
+def test_a_gather_along_no_dimension_of_the_tensor_is_one_line(capsys):
+    rc = main(["entitle", f"{KERNELS}::reshaped_gather", "--arg", "table=256x64",
+               "--arg", "ids=128x1:int32", "-H", "trn2-core"])
+    err = capsys.readouterr().err.strip().splitlines()
+    line = line_of("nisa.dma_copy(dst=rows, src=table.reshape(")
+    assert rc != 0 and len(err) == 1
+    assert err[0].startswith(f"loopsim: error: {KERNELS}:{line}: kernel reshaped_gather: a DMA from "
+                             "table[256, 64] with vector_offset= whose indirect_dim steps along no "
+                             "dimension")

@@ -74,3 +74,19 @@ def token_scatter(x, ids):
     nisa.dma_copy(dst=out.ap(pattern=[[h, 128], [1, h]], offset=0, vector_offset=idx, indirect_dim=0),
                   src=t)
     return out
+
+
+@nki.jit
+def reshaped_gather(table, ids):
+    """Rows gathered through a handle of another shape after the table was read: rows of 128
+    elements, no dimension of the [256, 64] table."""
+    out = nl.ndarray((128, 128), dtype=table.dtype, buffer=nl.shared_hbm)
+    first = nl.ndarray((128, 64), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=first, src=table[0:128, :])
+    idx = nl.ndarray((128, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=ids[0:128, :])
+    rows = nl.ndarray((128, 128), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=table.reshape((128, 128)).ap(pattern=[[128, 128], [1, 128]], offset=0,
+                                                             vector_offset=idx, indirect_dim=0))
+    nisa.dma_copy(dst=out, src=rows)
+    return out

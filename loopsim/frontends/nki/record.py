@@ -310,6 +310,10 @@ class Recorder:
 
         how, d, index = view.indirect
         lg0 = view.tensor.logical
+        if d is None:
+            raise TraceError(f"a DMA from {lg0.name}{list(lg0.shape)} with {how}= whose indirect_dim "
+                             "steps along no dimension of the tensor (an access pattern on a "
+                             "reshaped handle): not modelled")
         n = view.dims[d][1]
         site = work.call_site(self)
         keyed = self._index_run(index, n)

@@ -456,9 +456,9 @@ def _indirect(kw) -> str | None:
     return None
 
 
-def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int:
+def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int | None:
     """The dimension of the tensor's own shape that ``indirect_dim`` ``d`` of ``handle``'s shape
-    steps along (the one of the same row-major stride)."""
+    steps along (the one of the same row-major stride), None where none does (a reshape)."""
     if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(handle.shape):
         raise TraceError(f".ap of {handle!r}: indirect_dim={d!r} is not a dimension of its "
                          f"shape {list(handle.shape)}")
@@ -466,10 +466,7 @@ def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int:
         return d
     stride = access.row_major(handle.shape)[d]
     own = access.row_major(t.logical.shape)
-    if stride in own:
-        return own.index(stride)
-    raise TraceError(f".ap of {handle!r}: indirect_dim={d} (rows of {stride} elements) is no "
-                     f"dimension of the tensor's shape {list(t.logical.shape)}: not modelled")
+    return own.index(stride) if stride in own else None  # None: rows of no dimension of the tensor
 
 
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
