@@ -79,6 +79,7 @@ def test_every_number_has_a_source_or_derivation(name):
         "stationary_max": "tensor.stationary_max", "psum_banks": "psum.banks",
         "psum_bank_bytes": "psum.bank_bytes", "mm_init_cycles": "tensor.mm_init_cycles",
         "dma_engines": "dma.engines", "link_bw": "link.bw", "dma_bw": "dma.bw",
+        "dma_transpose_permille": "dma.transpose",
     }
     if hw.family == "flat":
         backing["sbuf_bytes"] = "memory.bytes"

@@ -261,3 +261,14 @@ def test_general_form_walker_paths_agree(kernel):
     kind = np.empty(obj.size, np.int8)
     m = w.fill(obj, kind)
     assert obj[:m].tolist() == tr.obj.tolist() and kind[:m].tolist() == tr.kind.tolist()
+
+
+def test_closed_form_declines_a_loop_past_one_tensors_edge():
+    """Found by hypothesis: ``for t in 2 by 1: load x[t]; store y[t]`` with x of 1 row and y of 2.
+    The walker skips iteration t = 1 (its first tile, x[1], starts past x's edge), so only y[0] is
+    stored: Q = 2 (x[0], bf16) + 2 (y[0]) = 4 bytes. The per-access closed form counted y's two
+    rows (6); it now declines such a nest and the trace counts it."""
+    x, y = Tensor("x", (1, 1)), Tensor("y", (2, 1), output=True)
+    k = Kernel("g", (x, y), (Loop("t", 2, 1, (Load(Access("x", (("t",), ()))),
+                                              Store(Access("y", (("t",), ()))))),))
+    assert _q(k) == 4 == count(k, capacity=capacity_units(TRN2, None), target=TRN2, replay=True).Q

@@ -302,3 +302,114 @@ def test_an_lnc2_pair_runs_each_half_on_its_own_engines():
     tp, t1 = pair.stages[0].timeline, one.stages[0].timeline
     assert tp.T == pytest.approx(t1.T, rel=1e-12)
     assert {k: 2 * n for k, n in t1.instructions} == dict(tp.instructions)
+
+
+# -- engine ceilings and the timeline: one formula -------------------------------------------------
+
+
+def test_a_reduction_stored_keeps_the_timeline_at_its_vector_ceiling():
+    """row_mean (tests/nki_kernels/reductions.py) on x = 128 x 16384 bf16: the sum and the divide
+    have no op statement (EngineWork charged at the store): 2 passes x 2,097,152 elements on the
+    Vector Engine at 256 lanes x 0.96 GHz (fp32 width) = 17.07 us, more than the load and store
+    (4 MiB at 368 GB/s x eff, ~12 us). The vector ceiling and the timeline both say
+    4,194,304 / 245.76e9 s, and T is that (the timeline used to leave the work out)."""
+    from loopsim.frontends import program
+    from loopsim.frontends.nki.load import trace_kernel
+
+    path = str(__import__("pathlib").Path(__file__).parent / "nki_kernels" / "reductions.py")
+    k, _ = trace_kernel(path, "row_mean", args={"x": ((128, 16384), "bf16")})
+    a = pipeline.analyze(program.Program.single(k), HW)
+    vec = 2 * 128 * 16384 / (256 * 0.96e9)
+    assert a.times["vector"] == pytest.approx(vec, rel=1e-12)
+    assert a.times["timeline"] == pytest.approx(vec, rel=1e-11)
+    t = a.stages[0].timeline
+    assert dict(t.busy)["vector"] == pytest.approx(vec, rel=1e-12)
+    assert t.T == pytest.approx(vec, rel=1e-12) and t.T >= a.times["dma_transfers"]
+    assert dict(t.gap)["slower_engine"] > 0  # T - T_best is the Vector Engine's, on the DMA's time
+
+
+@pytest.mark.parametrize("name", spec.bundled_names())
+def test_the_timeline_is_never_below_an_engine_ceiling(name):
+    """Every bundled spec on trn2-core and trn1-core: the timeline's T is at least each engine's
+    busy time the verdict lists (Vector, Scalar, GpSimd, the Tensor Engine's instruction time),
+    as its instructions cost what the ceilings count (one formula), each at least once."""
+    for hw in (HW, hardware.load("trn1-core")):
+        a = pipeline.analyze(pipeline.load(name), hw)
+        for e in ("vector", "scalar", "gpsimd", "tensor_engine"):
+            if e in a.times:
+                assert a.times["timeline"] >= a.times[e] * (1 - 1e-12), (hw.name, e)
+
+
+def test_engine_seconds_is_the_roof():
+    """engine_seconds: element-ops / (width x clock x cores), per core / (width x clock)."""
+    from loopsim.targets.neuron.engines import engine_seconds
+
+    assert engine_seconds(HW, "vector", 245_760, "fp32") == pytest.approx(245_760 / (256 * 0.96e9), rel=1e-15)
+    assert engine_seconds(HW, "scalar", 1536, "fp32", per_core=True) == pytest.approx(1536 / (128 * 1.2e9), rel=1e-15)
+
+
+# -- DMA transpose ---------------------------------------------------------------------------------
+
+
+def _traced(func, shape, dtype="bf16", hw=HW):
+    from loopsim.frontends import program
+    from loopsim.frontends.nki.load import trace_kernel
+
+    path = str(__import__("pathlib").Path(__file__).parent / "nki_kernels" / "reductions.py")
+    k, rec = trace_kernel(path, func, args={"x": (shape, dtype)})
+    return pipeline.analyze(program.Program.single(k), hw), k
+
+
+def test_a_dma_transpose_moves_its_bytes_at_90_percent_of_the_dma_rate():
+    """transposed_copy of x = 2048 x 128 bf16 (B = 524,288 bytes) on trn2-core, beside plain_copy
+    of the same bytes. [S2]: "DMA transpose on Trainium2 can achieve up to 90% DMA throughput
+    utilization ... compared to up to 100% ... for a DMA copy" (dma.transpose = 900 per mille).
+    DMA ceiling: plain 2B / 368 GB/s; transposed (B x 1000/900 + B) / 368 GB/s. Timeline: both
+    transfers have 4,096 B per partition (eff 0.965, 16 engines): plain 2 (F + d), transposed
+    2F + d + d x 1000/900, d = B / (368 GB/s x 0.965). No engine touches the tile (no vector work)."""
+    B = 2048 * 128 * 2
+    d = dma_s(B, 0.965)
+    a, k = _traced("transposed_copy", (2048, 128))
+    p, _ = _traced("plain_copy", (128, 2048))
+    assert [getattr(s, "transpose", False) for s, _ in k.statements()] == [True, False]
+    assert a.counts.Q == p.counts.Q == 2 * B  # the same bytes
+    assert p.times["dma"] == pytest.approx(2 * B / DMA, rel=1e-12)
+    assert a.times["dma"] == pytest.approx((B * 1000 / 900 + B) / DMA, rel=1e-12)
+    assert p.stages[0].timeline.T == pytest.approx(2 * (F + d), rel=1e-12)
+    assert a.stages[0].timeline.T == pytest.approx(2 * F + d + d * 1000 / 900, rel=1e-12)
+    assert "vector" not in a.times
+    secs, line = HW.dma_time(k, a.counts, exact=True)
+    assert secs == a.times["dma"] and f"{B:,} bytes by DMA transpose at 90% of the DMA rate" in line
+
+
+def test_a_sheet_without_a_transpose_rate_moves_a_transpose_at_the_copy_rate():
+    """trn1-core gives no dma.transpose (the [S2] figure is Trainium2's): the transposed copy's
+    DMA ceiling is the plain copy's, 2B / 272 GB/s."""
+    trn1 = hardware.load("trn1-core")
+    a, _ = _traced("transposed_copy", (2048, 128), hw=trn1)
+    assert trn1.dma_transpose_permille is None
+    assert a.times["dma"] == pytest.approx(2 * 2048 * 128 * 2 / 272e9, rel=1e-12)
+
+
+# -- the DMA fixed cost is a latency: independent transfers overlap it --------------------------------
+
+
+def test_independent_transfers_overlap_their_fixed_costs(tmp_path):
+    """Two loads of different tensors that wait for nothing (128 x 2048 bf16 each: 4 KiB per
+    partition, eff 0.965): each starts F after 0 [S11's "semaphore-to-start latency"], and the
+    DMA engines move their bytes one after the other: T = F + 2d (not 2F + 2d, which an engine
+    occupancy of F per transfer would give), d = 524,288 / (368 GB/s x 0.965)."""
+    p = write_spec(tmp_path, "two", 'a = { shape = [128, 2048], dtype = "bf16" }\n'
+                   'b = { shape = [128, 2048], dtype = "bf16" }',
+                   "load a[:, :]\nload b[:, :]\n")
+    t, _ = predict(p)
+    assert t.T == pytest.approx(F + 2 * dma_s(128 * 2048 * 2, 0.965), rel=1e-12)
+
+
+def test_a_transpose_rate_above_the_dma_rate_is_refused():
+    """dma.transpose is per mille of the DMA throughput: 1200 is refused naming the field."""
+    from loopsim.base.errors import HardwareError
+
+    text = open(HW.path, encoding="utf-8").read().replace("transpose = { value = 900,", "transpose = { value = 1200,", 1)
+    with pytest.raises(HardwareError, match=r"dma\.transpose\.value.*1200.*at most 1000"):
+        hardware.loads(text, "bad.toml")

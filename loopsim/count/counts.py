@@ -8,14 +8,15 @@ given capacity: they answer what this loop order could reach with this much SBUF
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from loopsim.base.errors import CapacityError, SpecError
 from loopsim.base.vocab import POLICIES  # as-written, lru, opt
 from loopsim.ir.kernel import ACC, DTYPES, LOAD, STORE, USE, Accumulate, Kernel, Load, Loop, Matmul, Node, Store, walk
-from loopsim.ir.tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile
+from loopsim.ir.tiles import accumulator_holds, batch_size, full_tile, matmul_roles, matmul_tile, span
 
 
 
@@ -103,35 +104,12 @@ def shape_flops(kernel: Kernel) -> int:
         if isinstance(stmt, Matmul):
             r = matmul_roles(stmt, kernel)
             a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
-            w += 2 * _spans(stmt.stationary, r.k_stationary, loops, a) * \
-                _spans(stmt.stationary, r.m_stationary, loops, a) * \
-                _spans(stmt.moving, r.n_moving, loops, b) * batch_size(stmt, kernel)
+            ops = (stmt.stationary, stmt.moving, stmt.out)
+            w += 2 * span(stmt.stationary, r.k_stationary, loops, a) * \
+                span(stmt.stationary, r.m_stationary, loops, a) * \
+                span(stmt.moving, r.n_moving, loops, b) * batch_size(stmt, kernel) * \
+                math.prod(span(ops[j], i, loops, tm[ops[j].tensor]) for j, i in r.unit)
     return w
-
-
-def _spans(acc, axis: int, loops, t) -> int:
-    """The elements of ``t``'s dimension ``axis`` the tiles of ``acc`` cover (the whole dimension
-    for today's accesses; for a tile at an offset or of an explicit extent, the union of its
-    tiles over every iteration: ``x[128:256]`` spans 128)."""
-    if acc.plain:
-        return t.shape[axis]
-    from loopsim.ir.kernel import tile_extent
-
-    d = t.shape[axis]
-    starts = {acc.offset_of(axis)}
-    bound = {l.var: l for l in loops}
-    for v, c in acc.terms_of(axis):
-        st = bound[v].step * c
-        starts = {s0 + i * st for s0 in starts for i in range(min(bound[v].trips, -(-d // st)))
-                  if s0 + i * st < d}
-    ext = tile_extent(acc, axis, {l.var: l.step for l in loops}, t)
-    covered, end = 0, 0
-    for s0 in sorted(starts):
-        lo, hi = max(s0, end), min(d, s0 + ext)
-        if hi > lo:
-            covered += hi - lo
-            end = hi
-    return covered
 
 
 def tile_reasons(kernel: Kernel, limits: dict[str, int], sheet: str) -> list[str]:
@@ -274,6 +252,22 @@ STREAM_ABOVE = 1 << 24
 def count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
           target, trace=None, chunk: int | None = None,
           replay: bool = False) -> Counts:
+    """Count the kernel's HBM traffic and W (:func:`_count`); W adds the FLOPs of the matmuls
+    a traced kernel keeps as Tensor Engine work (:attr:`loopsim.ir.ops.EngineWork.flops`)."""
+    c = _count(kernel, policy=policy, capacity=capacity, target=target, trace=trace, chunk=chunk,
+               replay=replay)
+    return with_work_flops(c, kernel)
+
+
+def with_work_flops(c: Counts, kernel: Kernel) -> Counts:
+    """``c`` with the FLOPs of ``kernel``'s engine work (matmuls outside the nest) in W."""
+    extra = sum(w.flops for w in getattr(kernel, "work", ()))
+    return replace(c, flops=c.flops + extra) if extra else c
+
+
+def _count(kernel: Kernel, *, policy: str = "as-written", capacity: int,
+           target, trace=None, chunk: int | None = None,
+           replay: bool = False) -> Counts:
     """Count the kernel's HBM traffic: as written from the closed form where it claims the nest,
     else (or with ``replay=True``, or for ``lru``/``opt``) by replaying its trace.
 

@@ -217,7 +217,7 @@ def count_split(kernel: Kernel, *, policy: str, capacity: int, target):
     """Counts of a split kernel: the sum over its physical cores, each with its own SBUF of
     ``capacity`` (per-core units, as :func:`loopsim.count.counts.count`). Residency is the largest core's."""
     from loopsim.sim import trace as trace_mod
-    from loopsim.count.counts import Counts, TensorCounts, count
+    from loopsim.count.counts import Counts, TensorCounts, count, with_work_flops
 
     loop = split_loop(kernel)
     whole = cores_nest(kernel)
@@ -251,7 +251,8 @@ def count_split(kernel: Kernel, *, policy: str, capacity: int, target):
                                  sum(c.tensor_map[t.name].write_bytes for c in per_core), t.output)
                     for t in first.tensors)
     res = max((c.residency for c in per_core), key=lambda r: r.peak_cost)
-    return Counts(kernel.name, policy, tr.flops, tr.instructions, tensors, kernel.compulsory_bytes, res)
+    return with_work_flops(Counts(kernel.name, policy, tr.flops, tr.instructions, tensors,
+                                  kernel.compulsory_bytes, res), kernel)
 
 
 def check_scope(kernel: Kernel, hw, *, allow: bool = False) -> None:

@@ -224,6 +224,8 @@ def as_written_counts(kernel: Kernel) -> WrittenCounts | None:
     if any(isinstance(n, Loop) and n.spmd for n, _ in walk(kernel.body)):
         return None  # a core loop runs past tensor edges for what it does not index
     an = _Analysis(None, kernel)
+    if _skips_iterations(an):
+        return None  # the trace skips an iteration whose first tile starts past an edge
     reads, writes, why = _written_parts(an)
     if why:
         return None
@@ -253,6 +255,27 @@ def as_written_counts(kernel: Kernel) -> WrittenCounts | None:
     return WrittenCounts({t.name: (sum(p.value for p in reads.get(t.name, [])),
                                    sum(p.value for p in writes.get(t.name, [])))
                           for t in kernel.tensors}, flops, instructions)
+
+
+def _skips_iterations(an: "_Analysis") -> bool:
+    """Whether some tile starts at or past its tensor's edge while its loop variable also indexes
+    a dimension of another size: the walker then skips the rest of such an iteration (by the
+    first access indexing the variable), which per-access closed forms cannot say, so the nest
+    is counted from its trace. Loops over dimensions of one size (ragged or not) agree both ways."""
+    sizes: dict[str, set[int]] = {}
+    past: set[str] = set()
+    for stmt, loops in an.stmts:
+        bound = {l.var: l for l in loops}
+        for acc, _ in stmt.accesses():
+            shape = an.tm[acc.tensor].shape
+            for axis in range(len(acc.index)):
+                terms = acc.terms_of(axis)
+                for v, _c in terms:
+                    sizes.setdefault(v, set()).add(shape[axis])
+                if acc.offset_of(axis) + sum((bound[v].trips - 1) * bound[v].step * c
+                                             for v, c in terms) >= shape[axis]:
+                    past.update(v for v, _c in terms)
+    return any(len(sizes[v]) > 1 for v in past)
 
 
 def _enumerate_starts(ls: list[Loop], d: int) -> int:

@@ -226,6 +226,9 @@ class Load(Statement):
 
     tile: Access
     chunk: tuple[int, ...] = ()
+    #: a DMA transpose (NKI ``nisa.dma_transpose`` from HBM): the same bytes, moved at the DMA
+    #: engines' transpose rate (the sheet's ``dma.transpose``)
+    transpose: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunk, tuple) or any(

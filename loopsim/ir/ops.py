@@ -197,8 +197,9 @@ def output_shape(k: OpKind, shapes: list[tuple[int, ...]], names: list[str], whe
 class EngineWork:
     """Engine work a traced kernel does outside its op statements: an instruction that makes no
     tensor of its own (``iota``, ``affine_select``), one the NKI front end does not model
-    (``assumed``: charged as generic work on the engine NKI documents for it), or a collective's
-    bytes over the link (``engine`` "link", ``link_bytes``).
+    (``assumed``: charged as generic work on the engine NKI documents for it), a matmul whose
+    operands the nest cannot index (``matmul``: M x N outputs of K multiply-adds, its FLOPs part
+    of W), or a collective's bytes over the link (``engine`` "link", ``link_bytes``).
 
     ``elements`` per execution (its output tile), ``passes`` element-operations per element,
     ``executions`` the product of the trip counts around the call; ``where`` its FILE:LINE."""
@@ -211,15 +212,22 @@ class EngineWork:
     where: str
     assumed: bool = False
     link_bytes: int = 0
+    matmul: bool = False  # a matmul the nest cannot hold: elements M x N, passes K; its FLOPs are W
 
     @property
     def element_ops(self) -> int:
         return self.elements * self.passes * self.executions
 
+    @property
+    def flops(self) -> int:
+        """FLOPs of the kernel's W: 2 per multiply-add of a matmul (``matmul``), else 0."""
+        return 2 * self.element_ops if self.matmul else 0
+
     def as_dict(self) -> dict:
         return {"call": self.call, "engine": self.engine, "elements": self.elements,
                 "passes": self.passes, "executions": self.executions,
                 "element_ops": self.element_ops, "link_bytes": self.link_bytes * self.executions,
+                "flops": self.flops,
                 "where": self.where, "assumed": self.assumed}
 
     def __str__(self) -> str:
@@ -229,6 +237,10 @@ class EngineWork:
             what = (f"{self.elements:,} elements x {self.passes} pass{'es' * (self.passes != 1)} x "
                     f"{self.executions:,} executions = {self.element_ops:,} element-ops on "
                     f"{self.engine}")
+        if self.matmul:
+            return (f"{self.call} at {self.where}: {self.elements:,} outputs x K = {self.passes} x "
+                    f"{self.executions:,} executions = {self.flops:,} FLOPs on tensor (ASSUMED: "
+                    "counted in W from the instruction's shapes; its operands' reuse is not modelled)")
         return f"{self.call} at {self.where}: {what}" + (" (ASSUMED: not modelled, charged as "
                                                         "generic work)" if self.assumed else "")
 

@@ -20,6 +20,29 @@ def full_extent(acc: Access, axis: int, loops: tuple[Loop, ...], tensor: Tensor)
     return tile_extent(acc, axis, {l.var: l.step for l in loops}, tensor)
 
 
+def span(acc: Access, axis: int, loops: tuple[Loop, ...], t: Tensor) -> int:
+    """The elements of ``t``'s dimension ``axis`` the tiles of ``acc`` cover (the whole dimension
+    for today's accesses; for a tile at an offset or of an explicit extent, the union of its
+    tiles over every iteration: ``x[128:256]`` spans 128)."""
+    if acc.plain:
+        return t.shape[axis]
+    d = t.shape[axis]
+    starts = {acc.offset_of(axis)}
+    bound = {l.var: l for l in loops}
+    for v, c in acc.terms_of(axis):
+        st = bound[v].step * c
+        starts = {s0 + i * st for s0 in starts for i in range(min(bound[v].trips, -(-d // st)))
+                  if s0 + i * st < d}
+    ext = tile_extent(acc, axis, {l.var: l.step for l in loops}, t)
+    covered, end = 0, 0
+    for s0 in sorted(starts):
+        lo, hi = max(s0, end), min(d, s0 + ext)
+        if hi > lo:
+            covered += hi - lo
+            end = hi
+    return covered
+
+
 def full_tile(acc: Access, loops: tuple[Loop, ...], tensor: Tensor) -> tuple[int, ...]:
     """Shape of a full (not ragged) tile of the access, elements per dimension."""
     return tuple(full_extent(acc, a, loops, tensor) for a in range(len(tensor.shape)))
@@ -68,7 +91,10 @@ def grids(kernel: Kernel) -> dict[str, Grid]:
 @dataclass(frozen=True, slots=True)
 class MatmulRoles:
     """Which operand axis is K, M and N, and the batch axes. Axes index the tensors' shapes;
-    ``batch`` holds (stationary axis, moving axis, output axis) per batch dimension."""
+    ``batch`` holds (stationary axis, moving axis, output axis) per batch dimension; ``unit``
+    (operand: 0 stationary, 1 moving, 2 output; axis) per index of one element per instruction
+    that has no role (``x[m, k, h] @ w[k, h, n]`` walking h by a loop): each value of it is
+    instructions of their own."""
 
     k_stationary: int
     m_stationary: int
@@ -77,6 +103,7 @@ class MatmulRoles:
     m_out: int
     n_out: int
     batch: tuple[tuple[int, int, int], ...] = ()
+    unit: tuple[tuple[int, int], ...] = ()
 
 
 def _axis_names(acc: Access, t: Tensor) -> list[tuple]:
@@ -90,6 +117,38 @@ def _axis_names(acc: Access, t: Tensor) -> list[tuple]:
 def _shown(name: tuple) -> str:
     return " + ".join(sorted(name[1])) if name[0] == "var" else f"':' over {name[1]}" \
         if name[0] == "dim" else f"':' over dimension {name[2]} of {name[1]}"
+
+
+def _reused_axes(names: list, accs: tuple, ts: tuple, loops) -> set[int]:
+    """Output axes that are one reused tile (``ps[:, n] += a[k, m] @ b[k, n]``, the accumulator
+    allocated inside the loop over m): where M (N) has no name in the output, an index of the
+    stationary (moving) input only and a ':' of the output only, of the operand's tile extent,
+    are the same dimension. Renames the output's axis in ``names`` to the operand's name and
+    returns the output axes so paired."""
+    if loops is None:
+        return set()
+    sa, sb, sc = (set(ns) for ns in names)
+    out: set[int] = set()
+    for i, (si, so) in ((0, (sa, sb)), (1, (sb, sa))):
+        if (si & sc) - so:
+            continue  # the role has its name
+        mine = [n for n in si - so - sc if n[0] == "var"]
+        whole = [o for o, n in enumerate(names[2]) if n[0] != "var" and n not in sa | sb]
+        if len(mine) != 1 or len(whole) != 1:
+            continue
+        axis = names[i].index(mine[0])
+        if full_extent(accs[i], axis, loops, ts[i]) == ts[2].shape[whole[0]]:
+            names[2][whole[0]] = mine[0]
+            out.add(whole[0])
+    return out
+
+
+def _loops_of(kernel: Kernel) -> dict[int, tuple[Loop, ...]]:
+    """id(statement) -> its enclosing loops, kept with the kernel."""
+    got = kernel._derived.get("loops_of")
+    if got is None:
+        got = kernel._derived["loops_of"] = {id(s): l for s, l in kernel.statements()}
+    return got
 
 
 def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
@@ -113,9 +172,23 @@ def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
         if dup:
             raise SpecError(f"{where}: cannot tell the dimensions of {x} apart in '{mm}': "
                             f"{_shown(sorted(dup, key=str)[0])} names two of them; {hint}")
+    loops = _loops_of(kernel).get(id(mm))
+    reused = _reused_axes(names, (a, b, c), (ta, tb, tc), loops)
     sa, sb, sc = (set(ns) for ns in names)
     roles = {"K": (sa & sb) - sc, "M": (sa & sc) - sb, "N": (sb & sc) - sa}
     stray = (sa | sb | sc) - (sa & sb) - (sa & sc) - (sb & sc)
+    unit: dict = {}  # name -> (operand 0/1/2, axis) of a dropped one-element index
+    if (stray or any(len(v) != 1 for v in roles.values())) and loops is not None:
+        # an index of one element per instruction, not in all three, selects a slice (a batch
+        # entry, one tap of a second contraction dimension walked by a loop): no role
+        steps = {l.var: l.step for l in loops}
+        for j, (ns, x, t, st) in enumerate(zip(names, (a, b, c), (ta, tb, tc), (sa, sb, sc))):
+            one = {n: i for i, n in enumerate(ns) if n[0] == "var" and n in
+                   (sa | sb | sc) - (sa & sb & sc) and tile_extent(x, i, steps, t) == 1}
+            st -= set(one)
+            unit.update({n: (j, i) for n, i in one.items() if n not in unit})
+        roles = {"K": (sa & sb) - sc, "M": (sa & sc) - sb, "N": (sb & sc) - sa}
+        stray = (sa | sb | sc) - (sa & sb) - (sa & sc) - (sb & sc)
     if stray or any(len(v) != 1 for v in roles.values()):
         found = "; ".join(f"{r} = {', '.join(_shown(n) for n in sorted(v, key=str)) or 'none'}"
                           for r, v in roles.items())
@@ -128,20 +201,29 @@ def matmul_roles(mm: Matmul, kernel: Kernel) -> MatmulRoles:
     ax = lambda i, name: names[i].index(name)  # noqa: E731
     k_s, m_s, k_m, n_m, m_out, n_out = ax(0, k), ax(0, m), ax(1, k), ax(1, n), ax(2, m), ax(2, n)
     batch = tuple((ax(0, x), ax(1, x), ax(2, x)) for x in names[2] if x in sa & sb & sc)
-    for x, xa, y, ya, what in [(ta, k_s, tb, k_m, "K"), (ta, m_s, tc, m_out, "M"),
-                               (tb, n_m, tc, n_out, "N")] + \
+    for x, xa, y, ya, what in [(a, k_s, b, k_m, "K"), (a, m_s, c, m_out, "M"),
+                               (b, n_m, c, n_out, "N")] + \
             [(t1, p1, t2, p2, f"batch dimension {tc.dim_label(o)}") for bs, bm, o in batch
-             for t1, p1, t2, p2 in ((ta, bs, tc, o), (tb, bm, tc, o))]:
-        if x.shape[xa] != y.shape[ya]:
-            raise SpecError(f"{where}: {what} differs: {x.name} has {x.shape[xa]} "
-                            f"but {y.name} has {y.shape[ya]}")
+             for t1, p1, t2, p2 in ((a, bs, c, o), (b, bm, c, o))]:
+        sx, sy = tm[x.tensor].shape[xa], tm[y.tensor].shape[ya]
+        if y is c and ya in reused:  # one output tile, rewritten for each operand tile
+            sx = full_extent(x, xa, loops, tm[x.tensor])
+        elif sx != sy:
+            # a tile at an offset, of its own extent, or under a loop that walks part of the
+            # dimension (a fixed slice of M, K at an offset): the elements the tiles cover,
+            # over the nest's loops, are what must agree
+            if loops is not None:
+                sx, sy = span(x, xa, loops, tm[x.tensor]), span(y, ya, loops, tm[y.tensor])
+        if sx != sy:
+            raise SpecError(f"{where}: {what} differs: {x.tensor} has {sx} "
+                            f"but {y.tensor} has {sy}")
     for t, axis, role in ((ta, k_s, "stationary"), (tb, k_m, "moving")):
         if t.partition_axis != axis:
             raise SpecError(
                 f"{where}: the {role} operand {t.name} must hold the contraction dimension "
                 f"(axis {axis}) on SBUF's partitions, but its partition_axis is {t.partition_axis}; "
                 f"set tensors.{t.name}.partition_axis = {axis} (a transposing load costs no extra HBM bytes)")
-    return MatmulRoles(k_s, m_s, k_m, n_m, m_out, n_out, batch)
+    return MatmulRoles(k_s, m_s, k_m, n_m, m_out, n_out, batch, tuple(unit.values()))
 
 
 def batch_size(mm: Matmul, kernel: Kernel) -> int:

@@ -32,6 +32,8 @@ class Logical:
         self.materialised = False
         self.pa_strong: int | None = None
         self.pa_weak: int | None = None
+        # an HBM constant holding an identity matrix (a matmul moving it is a transpose)
+        self.identity = False
 
     def find(self) -> "Logical":
         x = self
@@ -84,6 +86,7 @@ class LoadEv:
     # with those buffers: the load hoists out of them when a buffer is read after its iteration
     hoist: tuple = ()
     chunk: tuple = ()  # extents per transfer (ir.Load.chunk): (1,) one row per descriptor, a gather
+    transpose: bool = False  # nisa.dma_transpose: the DMA engines swap the tile's axes
 
 
 @dataclass
@@ -99,6 +102,7 @@ class MatmulEv:
     moving: TileRef
     line: int
     free_dims: tuple[int, int] = (1, 1)  # the stationary's M and the moving's N dimension
+    site: str = ""  # FILE:LINE of the call (a helper module's own line)
 
 
 @dataclass

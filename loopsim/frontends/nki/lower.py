@@ -8,13 +8,14 @@ access's coefficient (``A[8*i]`` beside ``B[i]``). A tile at a constant offset (
 offset, and a tile whose size is not the smallest stride (a window with its halo) its extent. A load into a buffer allocated
 outside the loops that fill it (``for k: dma_copy(tiles[k], A[k·128 ...])``) becomes one load of
 the union, placed at the buffer's level: the same bytes, and the whole buffer live while it is
-used, as the allocation states. A kernel whose matmuls or ops make tensors that are never stored
+used, as the allocation states; its transfers stay one per copy (``load A[:, m] by 128``). A kernel whose matmuls or ops make tensors that are never stored
 becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an :class:`loopsim.ir.kernel.Kernel`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
@@ -162,17 +163,29 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             offs.append(s.const)
             room = t.shape[d] - s.const
             default = min(room, min(c * step[v] for v, c in pairs)) if pairs else room
-            exts.append(0 if min(n, room) == default else n)
+            # tiles that stop short of the dimension's end (a loop a trace left with one trip
+            # over a slice of a longer tensor) say their extent: the access covers a part
+            short = pairs and sum(c * (v.trips - 1) for v, c in s.terms.items()) + s.const + n < t.shape[d]
+            exts.append(0 if min(n, room) == default and not short else n)
         return ir.Access(lg.name, tuple(idx), tuple(coefs), tuple(offs), tuple(exts))
+
+    matmul_ev: dict = {}  # id(ir.Matmul) -> its MatmulEv
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
-            return ir.Load(access(_absorb(ev), ev.line), ev.chunk, line=ev.line)
+            chunk = ev.chunk or _chunk(ev)  # a gather: one row of the partition axis per transfer
+            pa = tensors[ev.ref.logical.find().name].partition_axis
+            if len(chunk) > 1 and not any(c for a, c in enumerate(chunk) if a != pa):
+                chunk = (chunk[pa],)  # rows of the partition axis only: ``by 128``, as a spec says it
+            return ir.Load(access(_absorb(ev), ev.line), chunk=chunk, line=ev.line,
+                           transpose=ev.transpose)
         if isinstance(ev, StoreEv):
             return ir.Store(access(ev.ref, ev.line), line=ev.line)
         if isinstance(ev, MatmulEv):
-            return ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
-                             access(ev.moving, ev.line), line=ev.line)
+            mm = ir.Matmul(access(ev.out, ev.line), access(ev.stationary, ev.line),
+                           access(ev.moving, ev.line), line=ev.line)
+            matmul_ev[id(mm)] = ev
+            return mm
         if isinstance(ev, AccumulateEv):
             return ir.Accumulate(access(ev.out, ev.line), access(ev.src, ev.line), line=ev.line)
         if isinstance(ev, OpEv) and _emitted(ev):
@@ -215,6 +228,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
                        notes=tuple(getattr(rec, "notes", ())))
+    kernel = _outside_the_nest(rec, kernel, matmul_ev)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
     made = {a.tensor for s, _ in kernel.statements() for a, k in s.accesses()
@@ -223,7 +237,58 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
             for a, k in s.accesses() if k == ir.USE}
     if not made & read:
         return kernel
-    return _program(rec, kernel, params)
+    prog = _program(rec, kernel, params)
+    if isinstance(prog, str):  # no op graph: why
+        rec.notes.append(prog)
+        return replace(kernel, notes=kernel.notes + (prog,))
+    return prog
+
+
+def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.Kernel:
+    """The kernel without the matmuls whose operands the IR cannot index (no einsum reading of
+    K, M and N: a sliding window, dimensions a view merged): each is kept as Tensor Engine work
+    (:class:`loopsim.ir.ops.EngineWork` with ``matmul``) of the recorded instruction's shapes,
+    M x N outputs of K multiply-adds per execution, its FLOPs in W, listed as assumed. Its
+    operands' loads and its output's store stay in the nest, so Q is the kernel's."""
+    from loopsim.base.errors import SpecError
+    from loopsim.frontends.nki.work import charge_matmul
+    from loopsim.ir.tiles import matmul_roles
+
+    out, why = [], {}
+    for s, loops in kernel.statements():
+        if isinstance(s, ir.Matmul):
+            try:
+                matmul_roles(s, kernel)
+            except SpecError as e:
+                ev = matmul_ev[id(s)]
+                m, n = ev.stationary.sizes[ev.free_dims[0]], ev.moving.sizes[ev.free_dims[1]]
+                k = math.prod(ev.stationary.sizes) // m
+                out.append(charge_matmul(ev.site or f"{rec.shown}:{s.line}", m, n, k,
+                                         math.prod(l.trips for l in loops)))
+                why[id(s)] = str(e).split(": ", 2)[-1]
+    if not out:
+        return kernel
+    body = _without(kernel.body, set(why))
+    used = {a.tensor for s, _ in ir.walk(body) if not isinstance(s, ir.Loop) for a, _ in s.accesses()}
+    notes = tuple(f"{w.where}: {why[i]}: kept as Tensor Engine work outside the nest"
+                  for w, i in zip(out, why))
+    rec.work = list(getattr(rec, "work", ())) + out  # the record says what was assumed
+    rec.notes.extend(notes)
+    return replace(kernel, tensors=tuple(t for t in kernel.tensors if t.name in used),
+                   body=body, work=kernel.work + tuple(out), notes=kernel.notes + notes)
+
+
+def _without(body: tuple, drop: set) -> tuple:
+    """``body`` without the statements whose id is in ``drop``, and without loops left empty."""
+    out = []
+    for n in body:
+        if isinstance(n, ir.Loop):
+            inner = _without(n.body, drop)
+            if inner:
+                out.append(replace(n, body=inner))
+        elif id(n) not in drop:
+            out.append(n)
+    return tuple(out)
 
 
 def _whole_dims(events) -> list:
@@ -424,6 +489,8 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
         nd = len(rs[0].starts)
         if any(len(r.starts) != nd for r in rs):
             continue
+        if top and _fold_by_stride(lg, rs, top, notes, mms):
+            return True
         if id(lg) in multi:  # a leading dimension walked in unit tiles, merged with the next
             free = multi[id(lg)]
             for d in range(nd - 1):
@@ -437,31 +504,38 @@ def _fold_one(raw, groups, notes, mms=()) -> bool:
                 notes.append(f"{lg.name}: dimensions {d} and {e} read as one (a matmul contracts "
                              "over both); the same tiles and bytes")
                 return True
-        if not top:
+    return False
+
+
+def _fold_by_stride(lg, rs, top, notes, mms) -> bool:
+    """One fold of :func:`_fold_unit_dims` in ``lg``: a dimension walked by c-element tiles where
+    its loop moves other tiles by ``top[v]`` merged with a whole dimension of ``top[v] / c``."""
+    nd = len(rs[0].starts)
+    for d in range(nd):
+        vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
+        if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
             continue
-        for d in range(nd):
-            vs = {(v, c) for r in rs for v, c in r.starts[d].terms.items()}
-            if not vs or len({c for _, c in vs}) != 1 or any(len(r.starts[d].terms) > 1 for r in rs):
-                continue
-            c = next(iter(vs))[1]
-            bigs = {top[v] for v, _ in vs if v in top}
-            if len(bigs) != 1:
-                continue
-            big = bigs.pop()
-            v = next(v for v, _ in vs if v in top)
-            if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
-                continue
-            for e in range(nd):
-                ext = _extent(lg, rs, e)
-                if e == d or ext * c != big or not all(
-                        not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == ext
-                        for r in rs):
-                    continue
-                _merge_dims(lg, rs, mms, d, e, ext)
-                notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
-                             f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
-                             f"tiles by {c} and others' by {big}); the same tiles and bytes")
-                return True
+        c = next(iter(vs))[1]
+        bigs = {top[v] for v, _ in vs if v in top}
+        if len(bigs) != 1:
+            continue
+        big = bigs.pop()
+        v = next(v for v, _ in vs if v in top)
+        if c >= big or big % c or any(r.sizes[d] != c or r.starts[d].const % c for r in rs):
+            continue
+        cands = [e for e in range(nd) if e != d and _extent(lg, rs, e) * c == big and all(
+            not r.starts[e].terms and r.starts[e].const == 0 and r.sizes[e] == _extent(lg, rs, e)
+            for r in rs)]
+        # several whole dimensions fit (a [kv, q, 128, 128] tensor of tiles): the tile
+        # indices pair with the in-tile dimensions in order (kv with the first, q the second)
+        walked = [x for x in range(nd) if any(r.starts[x].terms for r in rs)]
+        for e in cands[min(walked.index(d), len(cands) - 1):][:1]:
+            ext = _extent(lg, rs, e)
+            _merge_dims(lg, rs, mms, d, e, ext)
+            notes.append(f"{lg.name}: dimensions {d} and {e} read as one of "
+                         f"{_extent(lg, rs, d - (d > e)):,} elements (loop {v.name} moves its "
+                         f"tiles by {c} and others' by {big}); the same tiles and bytes")
+            return True
     return False
 
 
@@ -494,8 +568,23 @@ def _absorb(ev: LoadEv) -> TileRef:
     return TileRef(ev.ref.logical, tuple(starts), tuple(sizes))
 
 
+def _chunk(ev: LoadEv) -> tuple[int, ...]:
+    """The extent per tensor axis of each transfer of an absorbed load (0: the whole union's),
+    () for one transfer: the kernel issues one dma_copy per iteration of the loops the load was
+    hoisted out of, so a union along an axis is cut at the smallest stride those loops move it by
+    (``for k: dma_copy(tiles[k], A[k*128:(k+1)*128, m])`` is ``load A[:, m] by 128``)."""
+    if not ev.absorbed:
+        return ()
+    out = []
+    for s in ev.ref.starts:
+        cs = [s.terms[v] for v in ev.absorbed if s.terms.get(v, 0) and v.trips > 1]
+        out.append(min(cs) if cs else 0)
+    return tuple(out) if any(out) else ()
+
+
 def _program(rec: Recorder, kernel: ir.Kernel, params):
-    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage."""
+    """One kernel whose matmuls/ops make on-chip tensors: a Program of one stage, or a line
+    saying why it has no op graph (an output made by the stages of a software pipeline)."""
     from loopsim.ir import graph as graph_mod
     from loopsim.frontends.program import Program, Stage
 
@@ -510,6 +599,14 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
         out = s.out.tensor
         if out in made:
             if made[out][:2] != (kind, ins):
+                if kind == made[out][0]:
+                    # the stages of a software pipeline: one output made from each stage's own
+                    # on-chip values; no op graph, the nest as it was traced
+                    return (f"{_where(rec, s.line)}: {out} is made by {kind} ops of different "
+                                f"inputs ({', '.join(made[out][1])} and {', '.join(ins)}: the stages "
+                                "of a software pipeline): read as one nest without an op graph; W "
+                                "and Q are the nest's, the engines' time is the timeline's "
+                                "(per-op engine ceilings not drawn: ASSUMED)")
                 raise TraceError(f"{_where(rec, s.line)}: {out} is made by two different ops")
             continue
         if kind == "matmul":

@@ -447,7 +447,9 @@ class Recorder:
                 lg.pa_weak = dkept[kept.index(src.buf.pax)]
         self.body.append(StoreEv(dref, line))
 
-    def copy(self, dst: Tile, src: Tile, transpose: bool = False) -> None:
+    def copy(self, dst: Tile, src: Tile, transpose: bool = False, engine_work: bool = True) -> None:
+        """dst = src on chip; ``engine_work=False``: the movement is a DMA's, already charged (a
+        DMA transpose landing its tile), so a permuting copy charges no engine."""
         parts = None if transpose else pieces.held(src.buf, src.offsets, src.sizes)
         if parts is not None and self._copy_pieces(dst, src, parts):
             return
@@ -461,7 +463,8 @@ class Recorder:
             # on-chip movement only; the copy's work is charged and dst holds a fresh tile
             from loopsim.frontends.nki import work
 
-            work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
+            if engine_work:
+                work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
             self.memset(dst)
             self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
                               "through access patterns; loopsim keeps the data movement, not which "
@@ -542,7 +545,9 @@ class Recorder:
             self.logicals.append(out_lg)
             self.bind(dst, TileRef(out_lg, starts, sizes), [0, 1])
         out = TileRef(out_lg, starts, sizes)
-        ev = MatmulEv(out, sref, mref, line, (md, nd))
+        from loopsim.frontends.nki.work import call_site
+
+        ev = MatmulEv(out, sref, mref, line, (md, nd), call_site(self))
         self.body.append(ev)
         return ev
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 import sys
 import types
 
@@ -303,8 +304,12 @@ def shared_constant(constant, dtype=None, **_):
     shape = tuple(int(d) for d in np.shape(constant))
     if not shape:
         raise TraceError("nl.shared_constant of a scalar is not modelled (a tensor is)")
-    return rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
-                   buffer="shared_hbm")
+    t = rec.hbm(rec.assigned_name("constant"), shape, dtype or str(np.asarray(constant).dtype),
+                buffer="shared_hbm")
+    a = np.asarray(constant)
+    t.logical.identity = a.ndim == 2 and a.shape[0] == a.shape[1] and \
+        bool(np.array_equal(a, np.identity(a.shape[0], dtype=a.dtype)))
+    return t
 
 
 def shared_identity_matrix(n, dtype=None, dst=None, **_):
@@ -315,6 +320,7 @@ def shared_identity_matrix(n, dtype=None, dst=None, **_):
     rec = _rec()
     dtype = dtype if dtype is not None else "uint8"
     hbm = rec.hbm(rec.assigned_name("identity"), (int(n), int(n)), dtype, buffer="shared_hbm")
+    hbm.logical.identity = True
     t = dst if isinstance(dst, Tile) else rec.alloc((int(n), int(n)), dtype, "sbuf",
                                                       hbm.logical.name + "_sb")
     rec.dma(t, hbm)
@@ -619,13 +625,13 @@ def _result(dst, shape, dtype, space, name):
 
 @_styled(("stationary", "moving"), ("stationary", "moving"))
 def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
-    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True`` (moving an
-    identity) is the PE array's transpose of ``stationary``: a layout change, as ``nc_transpose``."""
+    """``dst = stationary.T @ moving`` on the Tensor Engine; ``is_transpose=True``, or a moving
+    operand that is an identity constant (``nl.shared_constant(np.identity(n))``,
+    ``nl.shared_identity_matrix``), is the PE array's transpose of ``stationary``: as
+    ``nc_transpose``."""
+    if is_transpose or _is_identity(moving):
+        return _pe_transpose(stationary, dst)
     rec = _rec()
-    if is_transpose:
-        out, _ = _result(dst, stationary.shape[::-1], stationary.dtype, "psum", "transposed")
-        rec.copy(out, stationary, transpose=True)
-        return out
     out, fresh = _result(dst, (stationary.shape[1], moving.shape[1]), "float32", "psum", "matmul")
     ev = rec.matmul(out, stationary, moving)
     if fresh:
@@ -633,12 +639,45 @@ def nc_matmul(stationary, moving, dst=None, is_transpose=False, **_):
     return out
 
 
-@_styled(("data",), ("data",))
-def nc_transpose(data, dst=None, **_):
+def _is_identity(t) -> bool:
+    """Whether tile ``t`` holds a square block on the diagonal of an identity constant."""
+    if not isinstance(t, Tile) or t.buf.binding is None:
+        return False
+    ref, axes = _rec().resolve(t, "matmul moving operand")
+    if ref is None or not ref.logical.find().identity or len(axes) != 2 or None in axes:
+        return False
+    (a, b) = (ref.starts[d] for d in axes)
+    return not a.terms and not b.terms and a.const == b.const and \
+        ref.sizes[axes[0]] == ref.sizes[axes[1]]
+
+
+def _pe_transpose(data, dst):
+    """A transpose of ``data`` on the Tensor Engine into PSUM: "a matrix multiplication between
+    data as the stationary tensor and an identity matrix as the moving tensor" (NKI ISA
+    reference, nki.isa.nc_transpose). Its work is that matmul's, charged exactly: K = the data's
+    partitions, M = its free size, N = K (the identity is K x K), so M x N outputs of K
+    multiply-adds each; no FLOPs of the kernel's W and no HBM bytes: the result is the data's
+    value, transposed."""
     rec = _rec()
+    k = data.shape[0] if data.shape else 1
+    m = math.prod(data.shape[1:]) if len(data.shape) > 1 else 1
+    work_mod.charge(rec, "nc_transpose (Tensor Engine: a matmul with an identity)", "tensor", m * k, k)
     out, _ = _result(dst, data.shape[::-1], data.dtype, "psum", "transposed")
     rec.copy(out, data, transpose=True)
     return out
+
+
+@_styled(("data",), ("data",))
+def nc_transpose(data, dst=None, engine=None, **_):
+    """A partition <-> free transpose: on the Tensor Engine (:func:`_pe_transpose`) unless
+    ``engine=nisa.vector_engine`` (a tile of 32 x 32 or less: an on-chip copy, no engine work
+    charged, as ``tensor_copy``)."""
+    if engine is not None and str(engine).endswith("vector"):
+        rec = _rec()
+        out, _ = _result(dst, data.shape[::-1], data.dtype, "sbuf", "transposed")
+        rec.copy(out, data, transpose=True)
+        return out
+    return _pe_transpose(data, dst)
 
 
 def _operands(*xs):
@@ -903,8 +942,17 @@ def dma_transpose(src, dst=None, axes=None, dtype=None, **_):
         rec.copy(d, s2, transpose=True)
         return out
     landed = rec.alloc(tuple(wide), src.dtype, "sbuf", rec.assigned_name("dma_landed"))
-    rec.dma(landed, s2)
-    rec.copy(d, landed, transpose=True)
+    ev = rec.dma(landed, s2)
+    if ev is not None:  # HBM -> SBUF: the DMA engines transpose at their transpose rate
+        ev.transpose = True
+        from loopsim.frontends.nki import dtypes
+
+        if dtypes.itemsize(src.dtype) != 2:
+            rec.notes.append(f"{work_mod.call_site(rec)}: nisa.dma_transpose of a "
+                             f"{dtypes.itemsize(src.dtype)}-byte dtype: the reference documents DMA "
+                             "transposes of 2-byte dtypes only (\"src.dtype is 2 bytes\"); costed at "
+                             "the 2-byte transpose rate (ASSUMED)")
+    rec.copy(d, landed, transpose=True, engine_work=False)
     return out
 
 

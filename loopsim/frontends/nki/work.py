@@ -87,3 +87,11 @@ def charge(rec, call: str, engine: str, elements: int, passes: int = 1, *, assum
         rec.work = []
     rec.work.append(w)
     return w
+
+
+def charge_matmul(where: str, m: int, n: int, k: int, executions: int) -> EngineWork:
+    """A matmul instruction kept outside the nest (its roles the IR cannot index): M x N outputs
+    of K multiply-adds per execution on the Tensor Engine, 2*K*M*N FLOPs of W each, ASSUMED in
+    that its operands' reuse is not followed."""
+    return EngineWork("nc_matmul", "tensor", int(m) * int(n), int(k), int(executions), where,
+                      True, 0, True)

@@ -47,6 +47,7 @@ from loopsim.base.errors import HardwareError
 from loopsim.count.executions import executions, row_blocks, tile_elements
 from loopsim.ir.kernel import ACC, Accumulate, Kernel, Loop, Matmul, Store
 from loopsim.ir.tiles import full_extent, matmul_roles
+from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 from loopsim.targets.ceilings import Ceiling, Ceilings, Link, Parallel, Psum, link, link_bytes, link_ceiling  # noqa: F401 (re-exported)
 
 #: bytes of one PSUM accumulator element (accumulation is always fp32)
@@ -236,11 +237,11 @@ def _psum(kernel: Kernel, hw, split: Loop | None, cores: int, strict: bool):
     engine, t_evac, err = None, None, None
     for e in EVACUATION_ENGINES:
         try:
-            roof = hw.engine_roof(e, "fp32")
+            t_evac = engine_seconds(hw, e, elems, "fp32")
         except HardwareError as ex:
             err = err or ex
             continue
-        engine, t_evac = e, elems / roof
+        engine = e
         break
     if engine is None and elems and strict:
         raise HardwareError(f"--hardware {hw.name}: PSUM evacuation needs engines.vector or "
@@ -300,15 +301,10 @@ def _engine_work(kernel: Kernel, hw, link_bw: int | None, notes: list) -> tuple:
             else:
                 notes.append(f"{w.call} at {w.where}: {w.link_bytes * w.executions:,} link bytes not "
                              f"costed ({hw.name} has no link.bw; give --link-bw)")
-        elif w.engine == "tensor":  # multiply-adds at the Tensor Engine peak (2 FLOPs each)
-            try:
-                t = 2 * w.element_ops / hw.P("fp8")
-            except (HardwareError, KeyError) as e:
-                notes.append(f"{w.call} at {w.where}: not costed ({e})")
         else:
             try:
-                t = w.element_ops / hw.engine_roof(w.engine, "fp32")
-            except HardwareError as e:
+                t = work_seconds(hw, w)
+            except (HardwareError, KeyError) as e:
                 notes.append(f"{w.call} at {w.where}: not costed ({e})")
         if w.assumed:
             notes.append(f"assumed: {w}")

@@ -109,6 +109,7 @@ class DmaReport:
     estimate_source: str  # where the sheet's dma.throughput curve comes from ("" without one)
     cores: int
     busiest_core_bytes: int | float  # a float only when shared read-backs do not divide evenly
+    transposed_bytes: int = 0  # bytes moved by DMA transposes (at the sheet's transpose rate in T)
 
     def band(self) -> tuple[tuple[str, str, int, int], ...]:
         """Per :data:`BANDS` entry: (name, guidance, transfers, bytes)."""
@@ -238,10 +239,23 @@ def report(kernel: Kernel, hw) -> DmaReport:
     core_loop = k.body[0] if split is not None else None  # cores_nest: ``for c in CORES*S by S``
     edges = loop_edges(k)
     per_stmt, sizes, nbytes_all, weights, core_all = [], [], [], [], []
+    slowdown = hw.dma_transpose_slowdown() if hasattr(hw, "dma_transpose_slowdown") else 1.0
+    extra: dict[int, float] = {}  # core (-1 all) -> bytes a DMA transpose's slower rate adds
+    extra_slow = 0.0  # the same, at the rate each transfer's size reaches
+    transposed = 0
+    curve = getattr(hw, "dma_curve", ())
     for (stmt, loops), (orig, _) in zip(k.statements(), kernel.statements()):
         if not isinstance(stmt, (Load, Store)):
             continue
         pp, nb, w, core = _executions(stmt, loops, k, edges, hw, core_loop)
+        if getattr(stmt, "transpose", False):
+            transposed += _dot(nb, w)
+        if getattr(stmt, "transpose", False) and slowdown != 1.0:
+            for c in np.unique(core).tolist():
+                extra[c] = extra.get(c, 0.0) + _dot(nb[core == c], w[core == c]) * (slowdown - 1)
+            if curve:
+                extra_slow += sum(int(b) * int(x) * (slowdown - 1) / relative_throughput(int(s), curve)
+                                  for s, b, x in zip(pp, nb, w))
         vals, inv = np.unique(pp, return_inverse=True)
         counts = np.zeros(vals.size, dtype=np.int64)
         np.add.at(counts, inv.ravel(), w)
@@ -278,16 +292,19 @@ def report(kernel: Kernel, hw) -> DmaReport:
     bw = getattr(hw, "dma_bw", None)
     T = est = None
     if bw:
+        # a DMA transpose moves its bytes at the sheet's transpose rate: counted as the copy bytes
+        # that would take as long (bytes x the slowdown), in the time only
         if cores > 1 and cores == hw.physical_cores:
-            T = busiest / (bw / hw.physical_cores)
+            T = (max(b + extra.get(c, 0.0) for c, b in enumerate(by_core)) + shared / cores
+                 if extra else busiest) / (bw / hw.physical_cores)
         else:
-            T = total / bw
-        curve = getattr(hw, "dma_curve", ())
+            T = (total + sum(extra.values())) / bw
         if curve:
             slow = sum(b / relative_throughput(s, curve) for s, _, b in dist)  # full-speed equivalent
-            est = T * slow / total if total else 0.0
+            est = T * (slow + extra_slow) / (total + sum(extra.values())) if total else 0.0
     return DmaReport(kernel.name, hw.name, sum(s.transfers for s in per_stmt), total, tuple(per_stmt),
-                     tuple(dist), bw, T, est, getattr(hw, "dma_curve_source", ""), cores, busiest)
+                     tuple(dist), bw, T, est, getattr(hw, "dma_curve_source", ""), cores, busiest,
+                     transposed)
 
 
 def _partial_sums(k: Kernel, hw):

@@ -57,6 +57,26 @@ class Step(Overlap):
         return self.engine if self.bound == "compute" else "hbm"
 
 
+def engine_seconds(hw, engine: str, element_ops: float, dtype: str = "fp32", *,
+                   per_core: bool = False) -> float:
+    """Seconds the ``engine`` (Vector, Scalar, GpSimd) takes for ``element_ops`` element-operations
+    on ``dtype``: element_ops / the sheet's roof (elements/s of the scope, or of one physical core
+    with ``per_core``). The one formula of every engine ceiling (op steps, PSUM evacuation, the
+    traced kernels' engine work) and of the timeline's instructions on these engines, so the
+    timeline can never run an engine faster than its ceiling; HardwareError without a roof."""
+    roof = hw.engine_roof(engine, dtype)
+    return element_ops / (roof / hw.physical_cores if per_core else roof)
+
+
+def work_seconds(hw, w, *, per_core: bool = False) -> float:
+    """Seconds of one :class:`loopsim.ir.ops.EngineWork` on its engine (not ``link``): on the
+    Tensor Engine its element-ops are multiply-adds at the peak (2 FLOPs each, fp8 rate), elsewhere
+    :func:`engine_seconds` on fp32. The engine ceiling's term and the timeline's time for it."""
+    if w.engine == "tensor":
+        return 2 * w.element_ops / (hw.P("fp8") / (hw.physical_cores if per_core else 1))
+    return engine_seconds(hw, w.engine, w.element_ops, "fp32", per_core=per_core)
+
+
 def _partition_vars(acc, tensor) -> tuple[str, ...]:
     return tuple(sorted(acc.index[tensor.partition_axis])) if acc.index else ()
 
@@ -137,11 +157,10 @@ def stage_steps(stage, op_map, tensor_map, counts, hw, dtype: str, where: str) -
         secs = []
         for engine, passes in o.work():
             try:
-                roof = hw.engine_roof(engine, tensor_map[o.out].dtype)
+                secs.append((engine, engine_seconds(hw, engine, passes * n, tensor_map[o.out].dtype)))
             except HardwareError as e:
                 raise HardwareError(f"{where}: ops.{o.name} ({o.kind}) runs on the {engine} engine, "
                                     f"which has no roof on {hw.name}: {e}") from None
-            secs.append((engine, passes * n / roof))
         if o.name in trans:
             secs.append(("tensor", trans[o.name]))
         engine = max(secs, key=lambda s: s[1])[0]
@@ -188,11 +207,11 @@ def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], 
                 def cost(n, per=max(hw.mm_init_cycles, 128) / hw.clock_hz):
                     return -(-n // (128 * 128)) * per
             else:
-                roof = hw.engine_roof(engine, dtype) / hw.physical_cores
+                engine_seconds(hw, engine, 1, dtype)  # HardwareError without a roof
                 clock = next(c for e, c, _ in hw.engines if e == engine)
 
-                def cost(n, roof=roof, floor=min_c / clock, passes=passes):
-                    return np.maximum(floor, passes * n / roof)
+                def cost(n, engine=engine, floor=min_c / clock, passes=passes):
+                    return np.maximum(floor, engine_seconds(hw, engine, passes * n, dtype, per_core=True))
             secs = 0.0
             for sub, (ex, w, *axes) in row_blocks(shape, (exists, weight, *ext[id(acc)])):
                 n = np.ones(sub, dtype=np.int64)

@@ -96,6 +96,9 @@ class NeuronCore(Roofs):
     #: (bytes per partition, DMA throughput relative to peak), ascending, ending at 1 (dma.throughput)
     dma_curve: tuple[tuple[int, float], ...] = ()
     dma_curve_source: str = ""
+    #: per mille of the DMA engines' throughput a DMA transpose (HBM -> SBUF) reaches, None: not on
+    #: the sheet (a transpose then moves at the copy rate)
+    dma_transpose_permille: int | None = None
     family: str = "neuron"
     _rate_name = "documented Tensor Engine rate"
 
@@ -231,6 +234,11 @@ class NeuronCore(Roofs):
         (the measured BW already is the memory side as achieved) or on a sheet without one."""
         return self.dma_bw if self.dma_bw and self.roofs != "measured" else None
 
+    def dma_transpose_slowdown(self) -> float:
+        """How much longer a DMA transpose holds the DMA engines than a copy of the same bytes:
+        1000 / ``dma.transpose`` (per mille), 1 on a sheet without it."""
+        return 1000 / self.dma_transpose_permille if self.dma_transpose_permille else 1.0
+
     def dma_efficiency(self, bytes_per_partition: float) -> float:
         """DMA throughput relative to peak for a transfer of that many bytes per partition (the
         sheet's ``[dma] throughput`` curve), in (0, 1]; 1 on a sheet without one."""
@@ -309,6 +317,10 @@ class NeuronCore(Roofs):
         share = "<0.1%" if d.small_share < 0.001 else f"{d.small_share:.1%}"
         small = f"; {share} of them in transfers below {dma.SMALL} B per partition" \
             if d.small_bytes else ""
+        if d.transposed_bytes:
+            small += (f"; {d.transposed_bytes:,} bytes by DMA transpose at "
+                      + (f"{self.dma_transpose_permille / 10:g}% of the DMA rate (dma.transpose)"
+                         if self.dma_transpose_permille else "the copy rate (no dma.transpose on the sheet)"))
         return d.T, (f"DMA: {d.transfers:,} transfers, {d.bytes:,} bytes at the DMA engines' "
                      f"{self.dma_bw / 1e9:.4g} GB/s" + (f" (busiest of {d.cores} cores)"
                                                       if d.cores > 1 else "") + small)
@@ -379,7 +391,7 @@ def build(b) -> NeuronCore:
 
     # DMA
     dm = b.table(d.get("dma", _MISSING), "dma")
-    b.known(dm, "dma", {"engines", "core_bw", "throughput"})
+    b.known(dm, "dma", {"engines", "core_bw", "throughput", "transpose"})
     dma = b.number(dm.get("engines", _MISSING), "dma.engines", unit="DMA engines per physical core").value
     dma_bw = None
     if "core_bw" in dm:
@@ -391,6 +403,12 @@ def build(b) -> NeuronCore:
                      "its own DMA engines)")
 
     curve, curve_src = _dma_curve(b, dm["throughput"]) if "throughput" in dm else ((), "")
+    transpose = None
+    if "transpose" in dm:
+        transpose = b.number(dm["transpose"], "dma.transpose",
+                             unit="per mille of the DMA throughput a DMA transpose reaches").value
+        if transpose > 1000:
+            b.fail("dma.transpose.value", transpose, "must be at most 1000 (per mille of the DMA throughput)")
 
     # engines
     engines = []
@@ -438,7 +456,7 @@ def build(b) -> NeuronCore:
         dma_engines=dma, link_bw=link, roofs="spec",
         flops=tuple(flops), engines=tuple(engines), values=tuple(b.values), measured=measured,
         dma_bw=dma_bw, _spec_flops=tuple(flops), dma_curve=curve, dma_curve_source=curve_src,
-        timeline=tuple(timeline),
+        timeline=tuple(timeline), dma_transpose_permille=transpose,
     )
 
 

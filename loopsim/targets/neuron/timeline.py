@@ -52,6 +52,7 @@ from loopsim.ir.ops import get as op_kind
 from loopsim.ir.tiles import full_extent, matmul_roles
 from loopsim.targets import schedule as tl
 from loopsim.targets.neuron.dma import relative_throughput, transfer_parts
+from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 
 #: instructions one run of the (cut) nest may have, over all corner runs
 BUDGET = 24_000
@@ -154,11 +155,9 @@ class Costs:
     roofs: tuple[tuple[str, float, float], ...]  # (engine, elements/s of one core, clock Hz)
     dma_curve: tuple[tuple[int, float], ...] = ()  # the sheet's [dma] throughput curve
 
-    def engine(self, name: str, dtype: str, hw) -> tuple[float, float]:
-        """(elements/s, clock) of one core's ``name`` engine for ``dtype``; HardwareError if none."""
-        roof = hw.engine_roof(name, dtype) / hw.physical_cores
-        clock = next(c for e, c, _ in hw.engines if e == name)
-        return roof, clock
+    def clock(self, name: str, hw) -> float:
+        """The clock (Hz) of the sheet's ``name`` engine."""
+        return next(c for e, c, _ in hw.engines if e == name)
 
 
 def costs(hw, dtype: str) -> tuple[Costs, tuple[tuple[str, str], ...], list[str]]:
@@ -224,19 +223,18 @@ class _Core:
         self.queues: dict[str, int] = {}
 
     def q(self, name: str, kind: str) -> int:
-        key = f"{name}@{self.core}"
-        if key not in self.queues:
-            self.queues[key] = self.sched.queue_id(key if self.core else name, kind)
-        return self.queues[key]
+        qid = self.queues.get(name)
+        if qid is None:  # named NAME@CORE on a core past the first
+            qid = self.queues[name] = self.sched.queue_id(f"{name}@{self.core}" if self.core else name, kind)
+        return qid
 
 
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
 
-def _region(acc, loops, t, env):
-    """(starts, ends) of the tile ``acc`` at loop values ``env``, or None when it starts past
-    the tensor's edge (the execution does not run)."""
+def _geometry(acc, loops, t):
+    """Per axis of the tile ``acc`` under ``loops``: (terms, offset, extent, the tensor's size)."""
     key = (id(acc), id(t), *map(id, loops))
     geom = _GEOM.get(key)
     if geom is None or geom[0] is not acc or geom[2] is not t or \
@@ -246,8 +244,14 @@ def _region(acc, loops, t, env):
         geom = _GEOM[key] = (acc, loops, t, tuple((acc.terms_of(axis), acc.offset_of(axis),
                                                    full_extent(acc, axis, loops, t), t.shape[axis])
                                                   for axis in range(len(acc.index))))
+    return geom[3]
+
+
+def _region(geom, env):
+    """(starts, ends) of the tile of geometry ``geom`` (:func:`_geometry`) at loop values ``env``,
+    or None when it starts past the tensor's edge (the execution does not run)."""
     st, en = [], []
-    for terms, off, ext, dim in geom[3]:
+    for terms, off, ext, dim in geom:
         s = off
         for v, c in terms:
             s += env[v] * c
@@ -279,6 +283,9 @@ class _Run:
         self.loops_of = {id(s): ls for s, ls in kernel.statements()}
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.engine_cache: dict = {}
+        self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
+        self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
+        self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -286,6 +293,15 @@ class _Run:
         self.dma_bytes_core: dict[int, int] = {}
         self.latency = 0.0  # every DMA's fixed cost and every PSUM read's fill (the serial sum's share)
         self.notes: set[str] = set()
+
+    def _region(self, acc, loops, t, env):
+        """:func:`_region` of ``acc`` under ``loops``, its geometry kept for the run (the run
+        holds every object of the key alive, so an id is not reused during it)."""
+        key = (id(acc), id(loops))
+        geom = self.geom.get(key)
+        if geom is None:
+            geom = self.geom[key] = _geometry(acc, loops, t)
+        return _region(geom, env)
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
@@ -311,8 +327,21 @@ class _Run:
         return self.cores[core]
 
     # -- costs ----------------------------------------------------------------------------------
-    def _dma_cost(self, shape_ext, t, core: int) -> tuple[float, int, int]:
-        """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent."""
+    def _dma_cost(self, shape_ext, t, core: int, transpose: bool = False) -> tuple[float, int, int]:
+        """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent; a
+        DMA transpose holds the engines the sheet's transpose slowdown longer (the DMA ceiling's
+        factor, :meth:`NeuronCore.dma_transpose_slowdown`)."""
+        key = (id(t), tuple(shape_ext), transpose)
+        hit = self.dma_cache.get(key)
+        if hit is None:
+            hit = self.dma_cache[key] = self._dma_time(shape_ext, t, transpose)
+        nbytes = hit[1]
+        self.dma_bytes += nbytes
+        self.latency += self.c.dma_fixed
+        self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
+        return hit
+
+    def _dma_time(self, shape_ext, t, transpose: bool) -> tuple[float, int, int]:
         nbytes = math.prod(shape_ext) * t.elem_bytes
         rows = shape_ext[t.partition_axis]
         if self.c.partitions:
@@ -327,17 +356,18 @@ class _Run:
             eff = self.eff[ppb] = (relative_throughput(ppb, self.c.dma_curve)
                                    if self.c.dma_curve else 1.0)
         rate = e * self.c.dma_engine_bw * eff
-        self.dma_bytes += nbytes
-        self.latency += self.c.dma_fixed
-        self.dma_bytes_core[core] = self.dma_bytes_core.get(core, 0) + nbytes
+        if transpose:
+            return nbytes / rate * self.hw.dma_transpose_slowdown(), nbytes, ppb
         return nbytes / rate, nbytes, ppb
 
     def _engine_time(self, engine: str, elements: int, passes: float, dtype: str) -> float:
-        key = (engine, dtype)
-        if key not in self.engine_cache:
-            self.engine_cache[key] = self.c.engine(engine, dtype, self.hw)
-        roof, clock = self.engine_cache[key]
-        return max(self.c.min_cycles / clock, passes * elements / roof)
+        """max(MIN_II cycles, the engine ceiling's seconds for these element-ops on one core):
+        the ceiling's own formula (:func:`engines.engine_seconds`), so no instruction runs
+        faster than the ceiling that contains it."""
+        floor = self.engine_cache.get(engine)
+        if floor is None:
+            floor = self.engine_cache[engine] = self.c.min_cycles / self.c.clock(engine, self.hw)
+        return max(floor, engine_seconds(self.hw, engine, passes * elements, dtype, per_core=True))
 
     def _evac_engine(self):
         for e in ("vector", "scalar"):
@@ -392,7 +422,11 @@ class _Run:
         """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
         sid = self.stmt_id[id(stmt)]
         j = cs.execs.get(sid, 0)
-        b = buffers_of(self.k, tensor) if loops else 1
+        if not loops:
+            return (sid, 0, sub)  # j % 1
+        b = self.nbuf.get(tensor)
+        if b is None:
+            b = self.nbuf[tensor] = buffers_of(self.k, tensor)
         return (sid, j % b, sub)
 
     def _groups_in(self, cs: _Core, tensor: str, region):
@@ -435,7 +469,7 @@ class _Run:
 
     def _load(self, cs, stmt, loops, env, label):
         t = self.tm[stmt.tile.tensor]
-        reg = _region(stmt.tile, loops, t, env)
+        reg = self._region(stmt.tile, loops, t, env)
         if reg is None:
             return
         q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
@@ -446,7 +480,7 @@ class _Run:
         for n, (s0, e0) in enumerate(subs):
             slot = self._slot(cs, stmt, t.name, loops, n)
             free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
-            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core)
+            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core, stmt.transpose)
             i = self.sched.add(q, dur, [(free_t + self.c.dma_fixed, free_by, self.c.dma_fixed)],
                                pipe=cs.pipe, label=label)
             cs.slot_free[slot] = (0.0, -1)
@@ -456,7 +490,7 @@ class _Run:
 
     def _store(self, cs, stmt, loops, env, label):
         t = self.tm[stmt.tile.tensor]
-        reg = _region(stmt.tile, loops, t, env)
+        reg = self._region(stmt.tile, loops, t, env)
         if reg is None:
             return
         waits = []
@@ -487,7 +521,7 @@ class _Run:
         tm = self.tm
         regs = []
         for a in (stmt.stationary, stmt.moving, stmt.out):
-            r = _region(a, loops, tm[a.tensor], env)
+            r = self._region(a, loops, tm[a.tensor], env)
             if r is None:
                 return
             regs.append(r)
@@ -524,8 +558,8 @@ class _Run:
 
     def _acc(self, cs, stmt, loops, env, label):
         t_out, t_src = self.tm[stmt.out.tensor], self.tm[stmt.src.tensor]
-        ro = _region(stmt.out, loops, t_out, env)
-        rs = _region(stmt.src, loops, t_src, env)
+        ro = self._region(stmt.out, loops, t_out, env)
+        rs = self._region(stmt.src, loops, t_src, env)
         if ro is None or rs is None:
             return
         slot = ("acc", stmt.out.tensor, ro[0])
@@ -543,12 +577,12 @@ class _Run:
 
     def _op(self, cs, stmt, loops, env, label):
         tm = self.tm
-        ro = _region(stmt.out, loops, tm[stmt.out.tensor], env)
+        ro = self._region(stmt.out, loops, tm[stmt.out.tensor], env)
         if ro is None:
             return
         waits, ents, regs = [], [], []
         for a in stmt.inputs:
-            r = _region(a, loops, tm[a.tensor], env)
+            r = self._region(a, loops, tm[a.tensor], env)
             if r is None:
                 return
             regs.append((a, r))
@@ -757,22 +791,32 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     target = tuple(l.trips for l in cut)
     fig = tl.multilinear(samples, base, target) if cut else samples[()]
     T = fig["T"]
+    extra = _work_busy(kernel, hw, notes)
+    for k, v in extra.items():
+        fig["busy." + k] = fig.get("busy." + k, 0.0) + v
+        fig["serial"] += v
     busy = tuple((k, fig["busy." + k]) for k in ENGINE_ORDER if fig.get("busy." + k, 0.0) > 0)
     top = max((v for _, v in busy), default=0.0)
-    clamped = bool(cut) and T < top
+    clamped = (bool(cut) or bool(extra)) and T < top
     if clamped:
         # a cut inner loop can shift the bottleneck (its loads stay whole while its compute
         # shrinks), so the makespan's extrapolation can fall below an engine's busy time, which is
-        # exact (a sum of durations): the kernel takes at least that
-        notes.append(f"the extrapolated makespan {T:.4g} s fell below the {max(busy, key=lambda b: b[1])[0]} "
-                     f"engine's busy time (a cut loop moved the bottleneck): T is the busy time")
+        # exact (a sum of durations): the kernel takes at least that. Engine work outside the
+        # statements adds to its engine's busy time the same way.
+        top_engine = max(busy, key=lambda b: b[1])[0]
+        why = "with the engine work outside the statements" if extra.get(top_engine) else \
+            "a cut loop moved the bottleneck"
+        notes.append(f"the {'extrapolated ' if cut else ''}makespan {T:.4g} s fell below the "
+                     f"{max(busy, key=lambda b: b[1])[0]} engine's busy time ({why}): T is the busy time")
         T = fig["T"] = top
         rate = ("te_underfill",) if fig.get("ref_tensor", 0.0) >= 0.5 else \
             ("small_transfers", "dma_rate", "extra_bytes")
         for c in CAUSES:
             if c not in rate:
                 fig["gap." + c] = 0.0
-        fig["gap.no_overlap"] = T - max(W_P, Q_BW) - sum(fig.get("gap." + c, 0.0) for c in rate)
+        waited = "slower_engine" if extra.get(top_engine) and top_engine in ("vector", "scalar", "gpsimd") \
+            else "no_overlap"
+        fig["gap." + waited] = T - max(W_P, Q_BW) - sum(fig.get("gap." + c, 0.0) for c in rate)
     counts = tuple((k, int(round(fig["n." + k]))) for k in ENGINE_ORDER if fig.get("n." + k, 0.0) >= 0.5)
     ref = "tensor" if fig.get("ref_tensor", 0.0) >= 0.5 else "dma"
     T_best = max(W_P, Q_BW)
@@ -789,6 +833,27 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     return Timeline(kernel.name, T, T_best, fig["serial"], busy, counts, gap, ref, critical,
                     not cut, len(samples), sim, tuple((l.var, l.trips, KEEP) for l in cut), used,
                     tuple(dict.fromkeys(notes)), biggest.sched)
+
+
+def _work_busy(kernel: Kernel, hw, notes: list) -> dict[str, float]:
+    """Seconds each engine of one core spends on the kernel's :class:`loopsim.ir.ops.EngineWork`
+    (calls outside its statements: no place in the nest, so no instructions; the engine is busy
+    that much longer, :func:`engines.work_seconds` as the ceiling counts it, an even share per
+    core of a split kernel). The interconnect's bytes are not on a NeuronCore engine: left out."""
+    from loopsim.count.lnc import kernel_cores
+
+    out: dict[str, float] = {}
+    cores = kernel_cores(kernel)
+    for w in getattr(kernel, "work", ()):
+        if w.engine == "link":
+            notes.append(f"{w.call} at {w.where}: link bytes are not on the timeline")
+            continue
+        try:
+            t = work_seconds(hw, w, per_core=True) / cores
+        except (HardwareError, KeyError):
+            continue  # not costed: the ceilings' note says so
+        out[w.engine] = out.get(w.engine, 0.0) + t
+    return out
 
 
 def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
