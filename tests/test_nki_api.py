@@ -316,6 +316,15 @@ def test_dma_compute_reads_its_hbm_source_and_size_one_dims_squeeze():
     assert op.kind == "add" and sorted(a.tensor for a in op.inputs) == ["x", "y"]
 
 
+def test_dma_compute_into_hbm_reads_each_source_and_writes_dst_once():
+    k = traced("dma_combine_hbm", {"x": ((2, 256, 512), "bf16")})
+    b = bytes_of(k)
+    # both halves of x read once (2 x 256 x 512 x 2 B), out (256 x 512 x 2 B) written once
+    assert b["x"] == (524_288, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add"
+
+
 def test_register_trip_count_is_data_dependent():
     with pytest.raises(SpecError, match=r"api_2026.py:\d+: kernel register_loop: nl.dynamic_range: "
                                         r"a loop whose trip count is read from a register"):

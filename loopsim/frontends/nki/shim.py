@@ -823,11 +823,20 @@ def _split_dma(dst, src, split) -> None:
 def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
     """A DMA that reads several sources and combines them with ``reduce_op`` into ``dst``
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_compute): each
-    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``."""
+    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``; an HBM
+    ``dst`` is written from it (a store)."""
     rec = _rec()
     srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if isinstance(dst, (HbmTensor, HbmView)) and srcs:
+        # HBM -> HBM: the sources read, combined, the result written to dst (a store)
+        staged = rec.alloc(tuple(dst.shape), dst.dtype, "sbuf", rec.assigned_name("dma_result"))
+        dma_compute(dst=staged, srcs=srcs, reduce_op=reduce_op)
+        d, s2 = _squeezed(dst, staged)
+        rec.dma(d, s2)
+        return dst
     if not isinstance(dst, Tile) or not srcs:
-        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile and srcs= a list of tensors")
+        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile or an HBM tensor and "
+                         "srcs= a list of tensors")
     tiles = []
     for x in srcs:
         if isinstance(x, (HbmTensor, HbmView)):
