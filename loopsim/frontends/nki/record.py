@@ -318,9 +318,9 @@ class Recorder:
         site = work.call_site(self)
         keyed = self._index_run(index, n)
         if keyed is not None:
-            ilg, first, per = keyed
-            key = (id(lg0), d, id(ilg), per)
-            rows, linear = ilg.size_elems * per, first
+            ilg, first, per, ops = keyed
+            key = (id(lg0), d, id(ilg), per, ops)
+            rows, linear = math.prod(ilg.shape) * per, first
             why = f"one block of {per:,} row{'s' * (per != 1)} per element of {ilg.name}"
         else:
             used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
@@ -354,35 +354,29 @@ class Recorder:
         return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
 
     def _index_run(self, index, n: int):
-        """(tensor of indices, index of the tile's first element, rows per index) where ``index``
-        is a tile holding a contiguous run of a tensor of indices (copied on chip, or read
-        through one op) and ``n`` rows are a whole number per index; else None."""
+        """(tensor of indices, flat position of the index in it, rows per index, the ops that
+        made the index from it) where ``index`` is a tile holding one value of a tensor of
+        indices (copied on chip, or computed from it by ops); else None."""
         if not isinstance(index, Tile) or index.buf.binding is None:
             return None
         try:
             ref, _ = self.resolve(index, "an indirect DMA's index")
         except TraceError:
             return None
-        lg = ref.logical.find()
+        lg, ops = ref.logical.find(), ()
         if lg.kind == "op" and not lg.materialised:
             srcs = [s for s in _rebased(lg, ref, self.in_scope()) if s.logical.find().kind == "hbm"]
-            if len(srcs) != 1 or math.prod(srcs[0].sizes) != math.prod(ref.sizes):
+            if len(srcs) != 1:
                 return None
-            ref, lg = srcs[0], srcs[0].logical.find()
-        count = math.prod(ref.sizes)
-        if lg.kind != "hbm" or lg.shape is None or count != 1:
-            # one index value only: where a tile of many lands on chip (transposed, reshaped)
-            # is followed too loosely to name each row's index
+            ops, ref, lg = lg.data_ops, srcs[0], srcs[0].logical.find()
+        if lg.kind != "hbm" or lg.shape is None or math.prod(ref.sizes) != 1:
+            # one index value only: where a tile of many indices lands on chip (transposed,
+            # reshaped) is followed too loosely to name each row's index
             return None
-        wide = [k for k, m in enumerate(ref.sizes) if m != 1]
-        if wide and any(ref.sizes[k] != lg.shape[k] for k in range(wide[0] + 1, len(lg.shape))):
-            return None  # not one run of the tensor's elements
-        strides = [math.prod(lg.shape[k + 1:]) for k in range(len(lg.shape))]
         first = Sym({}, 0)
-        for a, st in zip(ref.starts, strides):
-            first = first + a * st
-        lg.size_elems = math.prod(lg.shape)
-        return lg, first, n // count
+        for k, a in enumerate(ref.starts):
+            first = first + a * math.prod(lg.shape[k + 1:])
+        return lg, first, n, ops
 
     def store(self, dst: HbmView, src: Tile, line: int) -> None:
         if dst.indirect:  # a scatter: the bytes are known, which rows they land in is data
