@@ -256,7 +256,7 @@ class Recorder:
         if isinstance(dst, HbmTensor):
             dst = dst.full()
         if isinstance(src, HbmView) and isinstance(dst, Tile):
-            gathered = self._gathered(src) if src.indirect else None
+            gathered = self._gathered(src) if src.indirect else None  # None: the static box
             lg = gathered.logical if gathered else src.tensor.logical
             lg.loaded = True
             ref = gathered or TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
@@ -300,7 +300,7 @@ class Recorder:
             raise TraceError(f"a DMA from {src!r} to {dst!r} is not modelled (HBM <-> SBUF and "
                              "SBUF <-> SBUF are)")
 
-    def _gathered(self, view: HbmView) -> TileRef:
+    def _gathered(self, view: HbmView) -> TileRef | None:
         """The tile of an indirect access (``vector_offset=``/``scalar_offset=`` from data): the
         DMA moves the pattern's rows from addresses chosen at run time. Those rows are a tensor
         of their own, ``NAME_gathered`` (the tensor's shape, its indirect dimension holding a
@@ -312,10 +312,14 @@ class Recorder:
 
         how, d, index = view.indirect
         lg0 = view.tensor.logical
-        if d is None:
-            raise TraceError(f"a DMA from {lg0.name}{list(lg0.shape)} with {how}= whose indirect_dim "
-                             "steps along no dimension of the tensor (an access pattern on a "
-                             "reshaped handle): not modelled")
+        if d is None:  # rows of no dimension of the tensor (a pattern on a reshaped handle)
+            from loopsim.frontends.nki import work
+
+            self.notes.append(f"{work.call_site(self)}: {how}= on a reshaped handle of {lg0.name}: "
+                              "rows of no dimension of the tensor, counted as the pattern's box at "
+                              "its static offset (ASSUMED: which rows, and so their reuse, is not "
+                              "known)")
+            return None
         n = view.dims[d][1]
         site = work.call_site(self)
         keyed = self._index_run(index, n)
