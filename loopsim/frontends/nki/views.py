@@ -190,16 +190,28 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         # the pattern's offsets are flat: walk the tensor's own shape
         base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
+        gather = _indirect(kw)
+        index = kw.get(gather) if gather else None
+        if gather:  # rows chosen at run time: a box of the pattern's extents, at the static offset
+            kw = {k: v for k, v in kw.items() if k not in ("vector_offset", "scalar_offset")}
         try:
             dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
+            if gather:
+                raise TraceError(f".ap of {t!r} with {gather}=: rows chosen at run time through "
+                                 f"pattern {[list(p) for p in pattern]}, which is no box of the "
+                                 "tensor (a stride that skips, a repeat): not modelled; gather "
+                                 "whole rows and pick on chip") from None
             split = _split(t, pattern, offset, kw, base, str(e))
             if split is None:
                 raise
             return split
         if base is not None:
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
-        return t._view(dims, order, [int(p[1]) for p in pattern])
+        view = t._view(dims, order, [int(p[1]) for p in pattern])
+        if gather:
+            view.indirect = (gather, _logical_dim(self, t, kw.get("indirect_dim") or 0), index)
+        return view
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -247,6 +259,9 @@ class HbmView(_OfTensor, _Viewable):
 
     def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
+        # (which offset, tensor dimension, the index: a tile or a register) of an indirect access
+        # (rows chosen at run time), else None
+        self.indirect = None
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
         self.order = None if not order or (not isinstance(order[0], tuple) and list(order) ==
@@ -261,14 +276,20 @@ class HbmView(_OfTensor, _Viewable):
             return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
 
+    def like(self, dims, order=None, shape=None) -> "HbmView":
+        """Another view of the same tensor (``dims`` per its dimension), an indirect access's
+        rows still chosen at run time."""
+        v = HbmView(self.tensor, dims, order, shape)
+        v.indirect = self.indirect
+        return v
+
     def __getitem__(self, key):
         if self.order is not None or self._shape is not None:
             raise TraceError(f"indexing {self!r}, a permuted or reshaped view, is not modelled; "
                              "index the tensor itself")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
-                                                hbm=True))
+        return self.like(_slice_dims([s for _, s, _ in self.dims], starts, kept, key, hbm=True))
 
     def reshape(self, *shape):
         shape = _shape_arg(shape, self.size, repr(self))
@@ -278,7 +299,7 @@ class HbmView(_OfTensor, _Viewable):
         # only dimensions of size 1 added or removed: the same box
         if [n for n in shape if n != 1] == [n for n in self.shape if n != 1]:
             dims = [(a, s, k and s != 1) for a, s, k in self.dims]
-            return HbmView(self.tensor, dims)
+            return self.like(dims)
         raise TraceError(f"reshape of a slice {list(self.shape)} of HBM tensor "
                          f"{self.tensor.logical.name} to {list(shape)} is not modelled (kept "
                          f"dimensions {kept}); reshape the whole tensor before its first use")
@@ -418,6 +439,30 @@ def _note(t, text: str) -> None:
         line = f"{work.call_site(rec)}: {text}"
         if line not in notes:
             notes.append(line)
+
+
+def _indirect(kw) -> str | None:
+    """``"vector_offset"`` or ``"scalar_offset"`` where an access pattern's rows are chosen by
+    data at run time (an index tile, a register), else None (a known int or loop index)."""
+    if kw.get("vector_offset") is not None:
+        return "vector_offset"
+    so = kw.get("scalar_offset")
+    if so is not None and not (isinstance(so, (int, Sym)) and not isinstance(so, bool)):
+        return "scalar_offset"
+    return None
+
+
+def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int | None:
+    """The dimension of the tensor's own shape that ``indirect_dim`` ``d`` of ``handle``'s shape
+    steps along (the one of the same row-major stride), None where none does (a reshape)."""
+    if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(handle.shape):
+        raise TraceError(f".ap of {handle!r}: indirect_dim={d!r} is not a dimension of its "
+                         f"shape {list(handle.shape)}")
+    if tuple(handle.shape) == tuple(t.logical.shape):
+        return d
+    stride = access.row_major(handle.shape)[d]
+    own = access.row_major(t.logical.shape)
+    return own.index(stride) if stride in own else None  # None: rows of no dimension of the tensor
 
 
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
