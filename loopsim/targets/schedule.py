@@ -35,7 +35,7 @@ class Scheduler:
     """Instructions added in program order; times are computed as they are added."""
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
-                 "_qfree", "_qlast", "_pipes", "_pipe_of", "label")
+                 "_qfree", "_qlast", "_pipes", "label")
 
     def __init__(self) -> None:
         self.queues: list[str] = []  # queue names, by id
@@ -51,7 +51,6 @@ class Scheduler:
         self._qfree: list[float] = []
         self._qlast: list[int] = []
         self._pipes: dict[str, tuple[list[float], list[float], list[int]]] = {}
-        self._pipe_of: list[str | None] = []
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -78,14 +77,16 @@ class Scheduler:
         qf = self._qfree[q]
         if qf > ready:
             ready, by, why, lag = qf, self._qlast[q], QUEUE, 0.0
-        start, pieces = ready, None
+        i = len(self.start)
         if pipe is not None and duration > 0:
             pieces, owner = self._fit(pipe, ready, duration)
-            start = pieces[0][0]
+            start, end = pieces[0][0], pieces[-1][1]
             if start > ready:
                 by, why, lag = owner, PIPE, 0.0
-        end = pieces[-1][1] if pieces else start + duration
-        i = len(self.start)
+            for a, b in pieces:
+                self._occupy(pipe, a, b, i)
+        else:
+            start, end = ready, ready + duration
         self.queue.append(q)
         self.kind.append(self.kinds[q])
         self.start.append(start)
@@ -94,11 +95,8 @@ class Scheduler:
         self.why.append(why)
         self.lag.append(lag)
         self.label.append(label)
-        self._pipe_of.append(pipe)
         self._qfree[q] = end
         self._qlast[q] = i
-        for a, b in pieces or ():
-            self._occupy(pipe, a, b, i)
         return i
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------

@@ -42,6 +42,7 @@ Units: seconds, bytes.
 from __future__ import annotations
 
 import math
+from operator import sub as _sub
 from dataclasses import dataclass
 
 from loopsim.base.errors import HardwareError
@@ -258,8 +259,38 @@ def _region(geom, env):
         if s >= dim:
             return None
         st.append(s)
-        en.append(min(dim, s + ext))
+        s += ext
+        en.append(s if s < dim else dim)
     return tuple(st), tuple(en)
+
+
+#: region functions by geometry (:func:`_regioner`)
+_REGIONER: dict = {}
+
+
+def _regioner(geom):
+    """:func:`_region` of ``geom`` as a function of ``env`` alone, written out for the geometry
+    (the same integer arithmetic, without the loops over axes and terms: the walk calls it once
+    per access per execution)."""
+    f = _REGIONER.get(geom)
+    if f is None and not all(type(x) is int for terms, *rest in geom for x in (*rest, *(c for _, c in terms))) \
+            or not all(type(v) is str and v.isidentifier() for terms, *_ in geom for v, _ in terms):
+        return lambda env: _region(geom, env)  # not plain integers: the general loop
+    if f is None:
+        lines, st, en = ["def f(env):"], [], []
+        for a, (terms, off, ext, dim) in enumerate(geom):
+            expr = " + ".join([repr(off)] + [f"env[{v!r}] * {c!r}" for v, c in terms])
+            lines += [f"    s{a} = {expr}", f"    if s{a} >= {dim!r}:", "        return None",
+                      f"    e{a} = s{a} + {ext!r}"]
+            st.append(f"s{a}")
+            en.append(f"(e{a} if e{a} < {dim!r} else {dim!r})")
+        lines.append(f"    return ({''.join(x + ', ' for x in st)}), ({''.join(x + ', ' for x in en)})")
+        ns: dict = {}
+        exec("\n".join(lines), ns)  # noqa: S102 -- built from integers and variable names only
+        if len(_REGIONER) > 1 << 14:
+            _REGIONER.clear()
+        f = _REGIONER[geom] = ns["f"]
+    return f
 
 
 def _overlap(a, b) -> bool:
@@ -286,6 +317,7 @@ class _Run:
         self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
         self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
         self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
+        self.prep: dict[int, tuple] = {}  # statement -> what its executions share (per handler)
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -300,26 +332,51 @@ class _Run:
         key = (id(acc), id(loops))
         geom = self.geom.get(key)
         if geom is None:
-            geom = self.geom[key] = _geometry(acc, loops, t)
-        return _region(geom, env)
+            geom = self.geom[key] = _regioner(_geometry(acc, loops, t))
+        return geom(env)
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
-        self._body(self.k.body, {}, 0)
+        self._walk(self._compile(self.k.body), {}, 0)
         return self
 
-    def _body(self, body, env, core):
+    def _compile(self, body) -> list:
+        """``body`` as the walk runs it: a loop as (var, (iteration, value) pairs run, spmd, its
+        body compiled), a statement as (None, handler, statement, its loops, its label)."""
+        out = []
         for node in body:
             if isinstance(node, Loop):
                 n = node.trips
                 kept = self.keep.get(id(node), n)
                 its = range(n) if kept >= n else list(range(kept - 1)) + [n - 1]
-                for i in its:
-                    env[node.var] = i * node.step
-                    self._body(node.body, env, i if node.spmd else core)
-                del env[node.var]
+                out.append((node.var, tuple((i, i * node.step) for i in its), node.spmd,
+                            self._compile(node.body), None))
+                continue
+            if isinstance(node, Load):
+                h = self._load
+            elif isinstance(node, Store):
+                h = self._store
+            elif isinstance(node, Matmul):
+                h = self._matmul
+            elif isinstance(node, Accumulate):
+                h = self._acc
+            elif hasattr(node, "inputs"):
+                h = self._op
             else:
-                self._stmt(node, env, core)
+                continue
+            out.append((None, h, node, self.loops_of[id(node)], self.stmt_id[id(node)]))
+        return out
+
+    def _walk(self, plan, env, core):
+        cs = self.cores.get(core) or self._core(core)
+        for var, a, b, c, d in plan:
+            if var is None:  # a statement: (None, handler, statement, loops, label)
+                a(cs, b, c, env, d)
+                continue
+            for i, v in a:
+                env[var] = v
+                self._walk(c, env, i if b else core)
+            del env[var]
 
     def _core(self, core: int) -> _Core:
         if core not in self.cores:
@@ -331,7 +388,7 @@ class _Run:
         """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent; a
         DMA transpose holds the engines the sheet's transpose slowdown longer (the DMA ceiling's
         factor, :meth:`NeuronCore.dma_transpose_slowdown`)."""
-        key = (id(t), tuple(shape_ext), transpose)
+        key = (id(t), shape_ext, transpose)
         hit = self.dma_cache.get(key)
         if hit is None:
             hit = self.dma_cache[key] = self._dma_time(shape_ext, t, transpose)
@@ -452,38 +509,26 @@ class _Run:
         return out
 
     # -- statements -----------------------------------------------------------------------------
-    def _stmt(self, stmt, env, core):
-        cs = self._core(core)
-        loops = self.loops_of[id(stmt)]
-        label = self.stmt_id[id(stmt)]
-        if isinstance(stmt, Load):
-            self._load(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Store):
-            self._store(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Matmul):
-            self._matmul(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Accumulate):
-            self._acc(cs, stmt, loops, env, label)
-        elif hasattr(stmt, "inputs"):
-            self._op(cs, stmt, loops, env, label)
-
     def _load(self, cs, stmt, loops, env, label):
-        t = self.tm[stmt.tile.tensor]
-        reg = self._region(stmt.tile, loops, t, env)
+        prep = self.prep.get(label)
+        if prep is None:
+            t = self.tm[stmt.tile.tensor]
+            prep = self.prep[label] = (t, _regioner(_geometry(stmt.tile, loops, t)), f"dma:{stmt}",
+                                       stmt.chunks(t.partition_axis),
+                                       buffers_of(self.k, t.name) if loops else 1)
+        t, geom, qname, chunk, nbuf = prep
+        reg = geom(env)
         if reg is None:
             return
-        q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
-        chunk = self.chunk_of.get(id(stmt))
-        if chunk is None:
-            chunk = self.chunk_of[id(stmt)] = stmt.chunks(t.partition_axis)
-        subs = _chunks(reg, chunk)
-        for n, (s0, e0) in enumerate(subs):
-            slot = self._slot(cs, stmt, t.name, loops, n)
-            free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
-            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core, stmt.transpose)
-            i = self.sched.add(q, dur, [(free_t + self.c.dma_fixed, free_by, self.c.dma_fixed)],
-                               pipe=cs.pipe, label=label)
-            cs.slot_free[slot] = (0.0, -1)
+        q = cs.q(qname, "dma")
+        j = cs.execs.get(label, 0) % nbuf
+        add, fixed, free = self.sched.add, self.c.dma_fixed, cs.slot_free
+        for n, (s0, e0) in enumerate(_chunks(reg, chunk)):
+            slot = (label, j, n)
+            free_t, free_by = free.get(slot, (0.0, -1))
+            dur = self._dma_cost(tuple(map(_sub, e0, s0)), t, cs.core, stmt.transpose)[0]
+            i = add(q, dur, ((free_t + fixed, free_by, fixed),), pipe=cs.pipe, label=label)
+            free[slot] = (0.0, -1)
             self._write(cs, t.name, (s0, e0), i, slot)
             cs.last_load = (i, slot)
         cs.execs[label] = cs.execs.get(label, 0) + 1
@@ -511,28 +556,38 @@ class _Run:
             waits.append((self.sched.end[ent[2]] + self.c.dma_fixed, ent[2], self.c.dma_fixed))
         if not waits:
             waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
-        dur, _, _ = self._dma_cost([e - s for s, e in zip(*reg)], t, cs.core)
+        dur = self._dma_cost(tuple(map(_sub, reg[1], reg[0])), t, cs.core)[0]
         name = self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}")
         i = self.sched.add(cs.q(name, "dma"), dur, waits, pipe=cs.pipe, label=label)
         self._read_done(cs, ents, i)
         cs.execs[label] = cs.execs.get(label, 0) + 1
 
     def _matmul(self, cs, stmt, loops, env, label):
-        tm = self.tm
-        regs = []
-        for a in (stmt.stationary, stmt.moving, stmt.out):
-            r = self._region(a, loops, tm[a.tensor], env)
-            if r is None:
-                return
-            regs.append(r)
-        rs, rm, ro = regs
-        ro_key = (stmt.out.tensor, ro[0])
+        prep = self.prep.get(label)
+        if prep is None:
+            tm = self.tm
+            prep = self.prep[label] = (
+                tuple((a.tensor, _regioner(_geometry(a, loops, tm[a.tensor])))
+                      for a in (stmt.stationary, stmt.moving, stmt.out)), self.roles[id(stmt)])
+        (ts, gs), (tmv, gm), (to, go) = prep[0]
+        rs = gs(env)
+        if rs is None:
+            return
+        rm = gm(env)
+        if rm is None:
+            return
+        ro = go(env)
+        if ro is None:
+            return
+        ro_key = (to, ro[0])
         waits, ents = [], []
-        for a, r in ((stmt.stationary, rs), (stmt.moving, rm)):
-            for ent in self._writers(cs, a.tensor, r):
+        end = self.sched.end
+        for tensor, r in ((ts, rs), (tmv, rm)):
+            for ent in self._writers(cs, tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
-        roles = self.roles[id(stmt)]
+                lag = ent_lag(self, ent)
+                waits.append((end[ent[2]] + lag, ent[2], lag))
+        roles = prep[1]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
         g = cs.groups.get(ro_key)
