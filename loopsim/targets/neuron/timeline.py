@@ -230,6 +230,8 @@ class _Core:
         return qid
 
 
+_NOT_HELD = (0.0, -1)  # a buffer slot no reader holds: (free from, freed by)
+
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
@@ -295,7 +297,10 @@ def _regioner(geom):
 
 def _overlap(a, b) -> bool:
     (s1, e1), (s2, e2) = a, b
-    return all(x < w and y < z for x, z, y, w in zip(s1, e1, s2, e2))
+    for x, z, y, w in zip(s1, e1, s2, e2):
+        if x >= w or y >= z:
+            return False
+    return True
 
 
 class _Run:
@@ -449,9 +454,15 @@ class _Run:
         if hit is not None and hit[0] == ver:
             return hit[1]
         out, seen = [], set()
+        s2, e2 = region
         for ent in reversed(cs.writers.get(tensor, [])[-32:]):
             r = (ent[0], ent[1])
-            if r not in seen and _overlap(r, region):
+            if r in seen:
+                continue
+            for x, z, y, w in zip(ent[0], ent[1], s2, e2):  # r overlaps region (:func:`_overlap`)
+                if x >= w or y >= z:
+                    break
+            else:
                 out.append(ent)
                 seen.add(r)
         if len(cs.cover) > 1 << 16:
@@ -460,20 +471,24 @@ class _Run:
         return out
 
     def _write(self, cs: _Core, tensor: str, region, instr: int, slot) -> None:
-        lst = cs.writers.setdefault(tensor, [])
-        ent = (region[0], region[1], instr, slot)
+        lst = cs.writers.get(tensor)
+        if lst is None:
+            lst = cs.writers[tensor] = []
+        s, e = region
+        ent = (s, e, instr, slot)
         lst.append(ent)
-        cs.exact[(tensor, region[0], region[1])] = ent
+        cs.exact[(tensor, s, e)] = ent
         cs.version[tensor] = cs.version.get(tensor, 0) + 1
         if len(lst) > 256:
             del lst[:128]
 
     def _read_done(self, cs: _Core, ents, i: int) -> None:
         end = self.sched.end[i]
+        free = cs.slot_free
         for ent in ents:
             slot = ent[3]
-            if slot is not None and cs.slot_free.get(slot, (0.0, -1))[0] < end:
-                cs.slot_free[slot] = (end, i)
+            if slot is not None and free.get(slot, _NOT_HELD)[0] < end:
+                free[slot] = (end, i)
 
     def _slot(self, cs: _Core, stmt, tensor: str, loops, sub: int = 0):
         """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
@@ -581,19 +596,21 @@ class _Run:
             return
         ro_key = (to, ro[0])
         waits, ents = [], []
-        end = self.sched.end
+        end, kind, fill = self.sched.end, self.sched.kind, self.c.te_fill
         for tensor, r in ((ts, rs), (tmv, rm)):
             for ent in self._writers(cs, tensor, r):
                 ents.append(ent)
-                lag = ent_lag(self, ent)
-                waits.append((end[ent[2]] + lag, ent[2], lag))
+                w = ent[2]
+                lag = fill if kind[w] == "tensor" else 0.0  # ent_lag
+                waits.append((end[w] + lag, w, lag))
         roles = prep[1]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
         g = cs.groups.get(ro_key)
         if g is None:  # a new accumulation group: PSUM banks
             need = min(self.c.psum_banks, max(1, -(-n_t * 4 // self.c.psum_bank_bytes)) * batch)
-            free = [b for b in range(self.c.psum_banks) if not cs.bank_held[b]]
+            held = cs.bank_held
+            free = [b for b in range(self.c.psum_banks) if not held[b]]
             if len(free) < need:
                 self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
                                "run as written): the timeline lets them share")
