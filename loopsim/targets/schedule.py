@@ -110,6 +110,8 @@ class Scheduler:
         if j >= 0 and ends[j] > t:
             t, owner = ends[j], owners[j]
         j += 1
+        if j == len(starts):  # nothing busy after t: one stretch (the loop below, taken once)
+            return [(t, t + d)], owner
         pieces, need, eps = [], d, d * 1e-12
         while need > eps:
             nxt = starts[j] if j < len(starts) else math.inf

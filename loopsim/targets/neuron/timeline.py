@@ -535,18 +535,21 @@ class _Run:
         reg = geom(env)
         if reg is None:
             return
-        q = cs.q(qname, "dma")
-        j = cs.execs.get(label, 0) % nbuf
-        add, fixed, free = self.sched.add, self.c.dma_fixed, cs.slot_free
-        for n, (s0, e0) in enumerate(_chunks(reg, chunk)):
+        q = cs.queues.get(qname)
+        if q is None:
+            q = cs.q(qname, "dma")
+        execs = cs.execs
+        j = execs.get(label, 0) % nbuf
+        add, fixed, free, write = self.sched.add, self.c.dma_fixed, cs.slot_free, self._write
+        for n, (s0, e0) in enumerate(_chunks(reg, chunk) if chunk else (reg,)):
             slot = (label, j, n)
-            free_t, free_by = free.get(slot, (0.0, -1))
+            free_t, free_by = free.get(slot, _NOT_HELD)
             dur = self._dma_cost(tuple(map(_sub, e0, s0)), t, cs.core, stmt.transpose)[0]
-            i = add(q, dur, ((free_t + fixed, free_by, fixed),), pipe=cs.pipe, label=label)
-            free[slot] = (0.0, -1)
-            self._write(cs, t.name, (s0, e0), i, slot)
+            i = add(q, dur, ((free_t + fixed, free_by, fixed),), cs.pipe, label)
+            free[slot] = _NOT_HELD
+            write(cs, t.name, (s0, e0), i, slot)
             cs.last_load = (i, slot)
-        cs.execs[label] = cs.execs.get(label, 0) + 1
+        execs[label] = execs.get(label, 0) + 1
 
     def _store(self, cs, stmt, loops, env, label):
         t = self.tm[stmt.tile.tensor]
@@ -729,10 +732,14 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
     for cs in run.cores.values():
         for qid in cs.queues.values():
             qcore[qid] = cs.core
-    for i, q in enumerate(s.queue):
-        by_core.setdefault(qcore.get(q, 0), []).append(i)
-    crit = max(by_core, key=lambda c: max(s.end[i] for i in by_core[c])) if by_core else 0
-    mine = set(by_core.get(crit, []))
+    cores_used = {qcore.get(q, 0) for q in range(len(s.queues))}
+    if len(cores_used) == 1 and len(s):  # one core: every instruction is on it
+        crit, mine = cores_used.pop(), None
+    else:
+        for i, q in enumerate(s.queue):
+            by_core.setdefault(qcore.get(q, 0), []).append(i)
+        crit = max(by_core, key=lambda c: max(s.end[i] for i in by_core[c])) if by_core else 0
+        mine = set(by_core.get(crit, []))
     sub = _Sub(s, mine)
     for k, v in sub.busy().items():
         out["busy." + k] = v
@@ -773,17 +780,24 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
 
 
 class _Sub:
-    """A view of a Scheduler's instructions on one core (for the busy time and gap)."""
+    """A view of a Scheduler's instructions on one core (for the busy time and gap); ``keep``
+    None: all of them."""
 
-    def __init__(self, s: tl.Scheduler, keep: set[int]):
-        idx = sorted(keep)
-        self.kind = [s.kind[i] if i in keep else "" for i in range(len(s.kind))]
+    def __init__(self, s: tl.Scheduler, keep: set[int] | None):
+        if keep is None:
+            idx, self.kind = range(len(s.kind)), s.kind
+        else:
+            idx = sorted(keep)
+            self.kind = [s.kind[i] if i in keep else "" for i in range(len(s.kind))]
         self.start, self.end = s.start, s.end
         self.pred, self.lag, self.why = s.pred, s.lag, s.why
-        self.makespan = max((s.end[i] for i in idx), default=0.0)
+        self.makespan = s.makespan if keep is None else max((s.end[i] for i in idx), default=0.0)
         self._idx = idx
+        self._all = s if keep is None else None
 
     def busy(self) -> dict[str, float]:
+        if self._all is not None:
+            return self._all.busy()
         out: dict[str, list] = {}
         for i in self._idx:
             if self.end[i] > self.start[i]:
