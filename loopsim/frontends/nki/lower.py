@@ -8,7 +8,7 @@ access's coefficient (``A[8*i]`` beside ``B[i]``). A tile at a constant offset (
 offset, and a tile whose size is not the smallest stride (a window with its halo) its extent. A load into a buffer allocated
 outside the loops that fill it (``for k: dma_copy(tiles[k], A[k·128 ...])``) becomes one load of
 the union, placed at the buffer's level: the same bytes, and the whole buffer live while it is
-used, as the allocation states. A kernel whose matmuls or ops make tensors that are never stored
+used, as the allocation states; its transfers stay one per copy (``load A[:, m] by 128``). A kernel whose matmuls or ops make tensors that are never stored
 becomes a :class:`loopsim.frontends.program.Program` of one kernel; otherwise an :class:`loopsim.ir.kernel.Kernel`.
 """
 
@@ -173,7 +173,12 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
-            return ir.Load(access(_absorb(ev), ev.line), line=ev.line, transpose=ev.transpose)
+            chunk = _chunk(ev)
+            pa = tensors[ev.ref.logical.find().name].partition_axis
+            if len(chunk) > 1 and not any(c for a, c in enumerate(chunk) if a != pa):
+                chunk = (chunk[pa],)  # rows of the partition axis only: ``by 128``, as a spec says it
+            return ir.Load(access(_absorb(ev), ev.line), chunk=chunk, line=ev.line,
+                           transpose=ev.transpose)
         if isinstance(ev, StoreEv):
             return ir.Store(access(ev.ref, ev.line), line=ev.line)
         if isinstance(ev, MatmulEv):
@@ -561,6 +566,20 @@ def _absorb(ev: LoadEv) -> TileRef:
         starts.append(s.without(set(ev.absorbed)))
         sizes.append(n)
     return TileRef(ev.ref.logical, tuple(starts), tuple(sizes))
+
+
+def _chunk(ev: LoadEv) -> tuple[int, ...]:
+    """The extent per tensor axis of each transfer of an absorbed load (0: the whole union's),
+    () for one transfer: the kernel issues one dma_copy per iteration of the loops the load was
+    hoisted out of, so a union along an axis is cut at the smallest stride those loops move it by
+    (``for k: dma_copy(tiles[k], A[k*128:(k+1)*128, m])`` is ``load A[:, m] by 128``)."""
+    if not ev.absorbed:
+        return ()
+    out = []
+    for s in ev.ref.starts:
+        cs = [s.terms[v] for v in ev.absorbed if s.terms.get(v, 0) and v.trips > 1]
+        out.append(min(cs) if cs else 0)
+    return tuple(out) if any(out) else ()
 
 
 def _program(rec: Recorder, kernel: ir.Kernel, params):
