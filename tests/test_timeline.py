@@ -444,7 +444,7 @@ def test_the_timeline_gives_main_walkers_schedule(name):
     # every bundled spec on two sheets and two budgets (cut runs too), two buffers, LNC 2, and
     # seeded random sizes (ragged edges, 1-3 buffers): makespan, serial sum, busy per engine and
     # per queue, counts, gap causes, the critical path (length, per queue, CRC of its sequence)
-    # as the walker of main at 8610324 computed them, to 1e-12
+    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12
     from tests import timeline_golden as g
     rows = [r for r in _golden() if (r["case"]["sets"] != {}) == (name == "random")
             and (name == "random" or r["case"]["name"] == name)]

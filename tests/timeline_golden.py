@@ -3,7 +3,7 @@ in ``tests/data/timeline_golden.json`` so that a change to how the timeline runs
 models) is shown to give the same schedule to 1e-12 (tests/test_timeline.py).
 
 The file was written by the timeline of main at 8610324 (the Python walker before the speed-ups of
-the branch timeline-fast); every figure is the run's own: makespan, serial sum, busy time per
+the branch timeline-fast; unchanged to d5f2fe2, whose specs it ran); every figure is the run's own: makespan, serial sum, busy time per
 engine and per queue, instruction counts, the gap's causes, the critical path (its queues and
 statements, in order), exactness and the number of runs. Rewrite it only for a change that means
 to change the timeline's answers, and say so in the commit:
