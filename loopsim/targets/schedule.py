@@ -24,6 +24,7 @@ a fixed latency before it is part of the time).
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 import math
 from dataclasses import dataclass
 
@@ -159,7 +160,7 @@ class Scheduler:
         """Instructions from the first to the last to finish, each the one its successor waited for."""
         if not self.end:
             return []
-        i = max(range(len(self.end)), key=self.end.__getitem__)
+        i = self.end.index(max(self.end))  # the first to end last
         out = []
         seen = set()
         while i >= 0 and i not in seen:
@@ -178,10 +179,7 @@ class Scheduler:
         return {k: union_length(v) for k, v in out.items()}
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for k in self.kind:
-            out[k] = out.get(k, 0) + 1
-        return out
+        return dict(Counter(self.kind))  # kinds in order of first use
 
 
 def union_length(intervals) -> float:

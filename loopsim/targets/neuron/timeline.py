@@ -627,9 +627,13 @@ class _Run:
             g = [banks, -1, ro[1]]
             cs.groups[ro_key] = g
         cyc = max(n_t, self.c.mm_init) * self.c.te_slow * batch
-        i = self.sched.add(cs.q("tensor", "tensor"), cyc * self.c.te_cycle, waits, label=label)
+        q = cs.queues.get("tensor")
+        if q is None:
+            q = cs.q("tensor", "tensor")
+        i = self.sched.add(q, cyc * self.c.te_cycle, waits, None, label)
         g[1] = i
-        self._read_done(cs, ents, i)
+        if ents:
+            self._read_done(cs, ents, i)
 
     def _acc(self, cs, stmt, loops, env, label):
         t_out, t_src = self.tm[stmt.out.tensor], self.tm[stmt.src.tensor]
@@ -722,7 +726,7 @@ def _chunks(reg, chunk):
 def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict[str, float]:
     """Additive figures of one run: makespan, busy per engine (critical core), counts, gap parts."""
     s = run.sched
-    out: dict[str, float] = {"T": s.makespan, "serial": sum(e - b for b, e in zip(s.start, s.end))
+    out: dict[str, float] = {"T": s.makespan, "serial": sum(map(_sub, s.end, s.start))
                              + run.latency, "dma_bytes": float(run.dma_bytes)}
     for k, n in s.counts().items():
         out["n." + k] = float(n)
