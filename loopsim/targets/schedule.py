@@ -201,10 +201,11 @@ def idle_causes(sched: Scheduler, kind: str, cause_of) -> tuple[float, float, fl
     """How the time of the instructions of ``kind`` (the reference engine) splits: (first start,
     busy seconds, seconds after its last end, idle seconds inside by cause). An idle stretch
     belongs to the instruction that starts it: ``cause_of(i, gap) -> ((cause, seconds), ...)``."""
-    idx = [i for i, k in enumerate(sched.kind) if k == kind and sched.end[i] > sched.start[i]]
+    start, end = sched.start, sched.end
+    idx = [i for i, k in enumerate(sched.kind) if k == kind and end[i] > start[i]]
     if not idx:
         return 0.0, 0.0, sched.makespan, {}
-    idx.sort(key=lambda i: (sched.start[i], sched.end[i]))
+    idx.sort(key=list(zip(start, end)).__getitem__)  # by (start, end), ties in program order
     first = sched.start[idx[0]]
     causes: dict[str, float] = {}
     busy, cur_s, cur_e = 0.0, first, sched.end[idx[0]]
