@@ -3,7 +3,7 @@
 Prints figures; asserts nothing. Each command runs in a fresh interpreter and is timed by its CPU
 seconds (user + system: on a shared machine wall time mostly measures the other tenants) and, in a
 second table, its wall seconds (what a user waits for on an idle machine); warm figures are the
-median of --repeat runs after one warm-up (numba's cache and .pyc files in place), cold figures
+median of --repeat runs after one warm-up, the two revisions taking turns run by run (numba's cache and .pyc files in place), cold figures
 the first run with an empty numba cache and loopsim's own .pyc files absent (a fresh copy of the
 tree), the dependencies' .pyc in place as ``pip install`` leaves them: what a fresh install meets.
 PYTHONDONTWRITEBYTECODE is removed from the children's environment: with it set, every "warm" run
@@ -58,20 +58,28 @@ def once(root: str, argv: list[str], env: dict | None = None) -> tuple[float, fl
     return dt, wall
 
 
-def figures(root: str, repeat: int) -> dict[str, tuple[float, float]]:
-    """{figure: (CPU s, wall s)}, warm figures the medians of ``repeat`` runs."""
-    out = {}
+def figures(roots: list[str], repeat: int) -> list[dict[str, tuple[float, float]]]:
+    """Per root, {figure: (CPU s, wall s)}; warm figures the medians of ``repeat`` runs. The roots
+    take turns run by run (one warm-up each first), so a change in the machine's load while the
+    script runs shifts both sides alike instead of one."""
+    outs = [{} for _ in roots]
     for name, argv in COMMANDS.items():
-        once(root, argv)
-        runs = [once(root, argv) for _ in range(repeat)]
-        out[name] = tuple(statistics.median(r[i] for r in runs) for i in (0, 1))
+        for root in roots:
+            once(root, argv)
+        runs = [[] for _ in roots]
+        for _ in range(repeat):
+            for r, root in zip(runs, roots):
+                r.append(once(root, argv))
+        for out, r in zip(outs, runs):
+            out[name] = tuple(statistics.median(x[i] for x in r) for i in (0, 1))
     for name in COLD:
-        with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as fresh:
-            for part in ("loopsim", "tilings", "hardware"):
-                shutil.copytree(os.path.join(root, part), os.path.join(fresh, part),
-                                ignore=shutil.ignore_patterns("__pycache__"))
-            out["cold: " + name] = once(fresh, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir})
-    return out
+        for out, root in zip(outs, roots):
+            with tempfile.TemporaryDirectory() as numba_dir, tempfile.TemporaryDirectory() as fresh:
+                for part in ("loopsim", "tilings", "hardware"):
+                    shutil.copytree(os.path.join(root, part), os.path.join(fresh, part),
+                                    ignore=shutil.ignore_patterns("__pycache__"))
+                out["cold: " + name] = once(fresh, COMMANDS[name], {"NUMBA_CACHE_DIR": numba_dir})
+    return outs
 
 
 def main() -> int:
@@ -80,8 +88,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     old = tree(args.before)
-    before = figures(old, args.repeat)
-    after = figures(ROOT, args.repeat)
+    before, after = figures([old, ROOT], args.repeat)
     for i, what in enumerate(("CPU seconds (user + system; ", "wall seconds (")):
         print(f"whole process, {what}median of {args.repeat} warm; cold = empty numba cache, "
               f"fresh copy of loopsim); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; before = "

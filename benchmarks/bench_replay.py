@@ -177,12 +177,13 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT}
-        # 2^15 requests: above sim._jit.PLAIN_BELOW, so the compiled kernels (not their plain twins)
-        small = "import numpy as np; from loopsim.sim import replay; o=np.zeros(1<<15,np.int64); w=np.zeros(1<<15,bool)\n"
+        # 2^19 requests: above sim._jit.PLAIN_BUDGET (2^18), so the compiled kernels (not their
+        # plain twins)
+        small = "import numpy as np; from loopsim.sim import replay; o=np.zeros(1<<19,np.int64); w=np.zeros(1<<19,bool)\n"
         small += "for p in ('lru','opt'): replay(o, w, np.ones(1,np.int64), 1, p)\nprint(0)"
         cold, _ = run_process(small, env=env)
         warm, _ = run_process(small, env=env)
-    print(f"tiny replay (both policies, 2^15 requests: compiled kernels) in a fresh process: "
+    print(f"tiny replay (both policies, 2^19 requests: compiled kernels) in a fresh process: "
           f"empty numba cache {cold:.2f} s, warm cache {warm:.2f} s")
 
     try:

@@ -5,7 +5,11 @@ evaluated per second), and where one process spends its time (planning the space
 parameters, building the closed-form models, closed-form Q per structure, full verdicts from the
 closed forms, and the exact counts that confirm the reported tilings). Run:
 
-    python benchmarks/bench_search.py [--shape 4096] [--repeat 3]
+    python benchmarks/bench_search.py [--shape 4096] [--repeat 3] [--before REV]
+
+``--before REV`` first runs the one-process search under REV's loopsim and this tree's, each in a
+fresh process, alternating, and prints both medians (CPU seconds, candidates per CPU second): the
+ratio holds on a shared machine where the absolute figures drift.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ import itertools
 import os
 import platform
 import statistics
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _before import ROOT, run_json, tree  # noqa: E402
 
 from loopsim.analyses.parallel import Pool, default_jobs
 from loopsim.analyses.search import engine, space
@@ -55,12 +63,48 @@ def per_call(fn, items, repeat: int = 3) -> float:
     return best
 
 
+# one search on one process, in a fresh interpreter: CPU seconds and candidates evaluated
+ONE = """
+import json, time
+from loopsim.analyses.parallel import Pool
+from loopsim.analyses.search import engine
+p = engine.Problem("matmul_blocked", (("M", {n}), ("N", {n}), ("K", {n})), "trn2-core")
+engine.context(p)
+t = time.process_time()
+with Pool(1) as pool:
+    out = engine.search(p, pool)
+print(json.dumps({{"cpu": time.process_time() - t, "evaluated": out.evaluated}}))
+"""
+
+
+def before_after(rev: str, n: int, repeat: int) -> None:
+    old = tree(rev)
+    runs = {"before": [], "after": []}
+    for _ in range(repeat):
+        for name, root in (("before", old), ("after", ROOT)):
+            runs[name].append(run_json(ONE.format(n=n), root))
+    print(f"  one process, fresh interpreter, median of {repeat} alternating runs; load average "
+          f"{os.getloadavg()[0]:.1f}; before = {rev}, after = working tree")
+    med = {}
+    for name, rs in runs.items():
+        cpu = statistics.median(r["cpu"] for r in rs)
+        med[name] = cpu
+        print(f"    {name:6s} {cpu:6.2f} s CPU, {rs[0]['evaluated']:,} candidates -> "
+              f"{rs[0]['evaluated'] / cpu:,.0f} candidates/s per core")
+    print(f"    after/before CPU {med['after'] / med['before']:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--before", help="a git revision to compare with, in the same run")
     a = ap.parse_args()
     n = a.shape
+    if a.before:
+        print(f"machine: {machine()}")
+        before_after(a.before, n, a.repeat)
+        return
     p = engine.Problem("matmul_blocked", (("M", n), ("N", n), ("K", n)), "trn2-core")
     print(f"machine: {machine()}")
     print(f"search matmul_blocked {n}^3 bf16 on trn2-core, default space, top 10")
@@ -81,8 +125,11 @@ def main() -> None:
     t = time.process_time()
     groups, blocks = engine.plan(ctx)
     t_plan = time.process_time() - t
+    confirmed, confirm = [0], engine.confirm
+    engine.confirm = lambda ctx, c: confirmed.__setitem__(0, confirmed[0] + 1) or confirm(ctx, c)
     with Pool(1) as pool:
         out = engine.search(p, pool)
+    engine.confirm = confirm
     t = time.process_time()
     units = list(itertools.islice(engine.units(ctx, groups, blocks), out.units))
     t_units = (time.process_time() - t) / len(units)
@@ -105,8 +152,7 @@ def main() -> None:
             ("closed-form model (ceilings once per binding)", t_model, out.units),
             ("closed-form Q (per structure)", t_q, out.evaluated),
             ("full verdict from the closed forms", t_v, out.verdicts),
-            ("exact count and timeline confirming a tiling", t_exact,
-             engine.wide(10) + len(out.front_sbuf) + len(out.front_q) + engine.wide(3))]
+            ("exact count and timeline confirming a tiling", t_exact, confirmed[0])]
     total = sum(t * k for _, t, k in rows)
     print(f"  where one process spends its time (CPU per call x calls; sum {total:.2f} s):")
     for name, t, k in rows:

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from loopsim.base import numba_env
+from loopsim.sim._jit import PLAIN_BUDGET  # read at import: tests/conftest.py sets it to 0 in tests
 
 ROOT = Path(__file__).resolve().parent.parent
 #: an opt replay (numba: next_use_kernel and opt_kernel) on a small matmul whose trace is long
-#: enough (~25k requests, over loopsim.sim._jit.PLAIN_BUDGET) to run compiled, not as plain Python
-ARGV = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=512", "--set", "N=512",
-        "--set", "K=512", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--sbuf-bytes", "300000"]
+#: enough (459,776 request slots, over loopsim.sim._jit.PLAIN_BUDGET) to run compiled, not as plain
+#: Python
+ARGV = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=1024", "--set", "N=1024",
+        "--set", "K=2048", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--sbuf-bytes", "300000"]
 
 
 def loopsim(argv=ARGV, env=None, stdout=subprocess.PIPE):
@@ -24,6 +26,16 @@ def loopsim(argv=ARGV, env=None, stdout=subprocess.PIPE):
     e.pop("NUMBA_DISABLE_JIT", None)
     return subprocess.run([sys.executable, "-m", "loopsim.cli.main", *argv], env=e, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=300)
+
+
+def test_the_run_compiles():
+    # over the plain-Python budget in one walk, so these tests meet numba's cache
+    from loopsim.frontends import spec
+    from loopsim.sim import trace
+
+    sets = dict(a.split("=") for a in ARGV[ARGV.index("--set") + 1::2] if "=" in a)
+    nest = trace.compile_nest(spec.load_kernel("matmul", {k: int(v) for k, v in sets.items()}))
+    assert nest.slots > PLAIN_BUDGET
 
 
 @pytest.fixture(scope="module")

@@ -389,8 +389,9 @@ def test_ctrl_c_during_an_opt_replay_exits_130(delay_s):
 
 
 def test_a_numba_cache_entry_replaced_by_a_wrong_pickle_is_rebuilt(tmp_path):
-    argv = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=512", "--set", "N=512",
-            "--set", "K=512", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--sbuf-bytes", "300000"]
+    # 459,776 request slots: over loopsim.sim._jit.PLAIN_BUDGET, so the replay runs compiled
+    argv = ["entitle", "matmul", "-H", "trn2-core", "--policy", "opt", "--set", "M=1024", "--set", "N=1024",
+            "--set", "K=2048", "--set", "TM=32", "--set", "TK=32", "--set", "TN=32", "--sbuf-bytes", "300000"]
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     clean = _loopsim(argv, env=env)
     assert clean.returncode == 0

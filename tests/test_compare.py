@@ -58,6 +58,28 @@ def test_ties_on_t_are_broken_by_transfers_then_instructions_before_sbuf_peak():
         assert dict(a.params)["TF"] == 512
 
 
+def test_a_spec_named_twice_is_analysed_once_and_both_rows_carry_it(monkeypatch):
+    # matmul, projection, matmul: two equal programs, so two analyses, not three; the rows are
+    # those of analysing each variant on its own, the first matmul ranked best on the tie
+    from loopsim.model import pipeline
+
+    variants = sweep.expand(["matmul", "projection", "matmul"], {}, {})
+    alone = [pipeline.analyze(v.program, TRN2) for v in variants]
+    seen = []
+    analyze = pipeline.analyze
+    monkeypatch.setattr(pipeline, "analyze", lambda prog, hw, **kw: seen.append(prog) or analyze(prog, hw, **kw))
+    rows = sweep.analyze_all(variants, TRN2)
+    assert len(seen) == 2 and seen[0] == variants[0].program and seen[1] == variants[1].program
+    by_label = {}
+    for r in rows:
+        by_label.setdefault(r.variant.label, []).append(r)
+    assert [len(by_label[v.label]) for v in variants] == [2, 1, 2]
+    for v, a in zip(variants, alone):
+        for r in by_label[v.label]:
+            assert (r.analysis.T, r.analysis.W, r.analysis.Q) == (a.T, a.W, a.Q)
+    assert [r.best for r in rows].count(True) == 1
+
+
 def test_a_row_that_does_not_fit_ranks_below_every_row_that_does(capsys):
     # matmul_hoisted holds a K x TM column of A and a K x TN column of B: (8*128 + 8*512)*2 +
     # 512*2 (C) = 11,264 bytes per partition as written; matmul holds 256 + 1024 = 1,280.

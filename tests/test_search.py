@@ -177,6 +177,24 @@ def test_written_spec_reads_back_to_the_same_kernel(tmp_path, hw):
         assert "BM = " in path.read_text() or "BM =" in path.read_text()
 
 
+def test_each_reported_tiling_is_confirmed_once(monkeypatch):
+    # the top, the runner-ups and the Pareto fronts overlap (here 42 confirmations of 34 tilings
+    # before they shared them): every (binding, structure) runs its exact count and timeline once,
+    # and each reported candidate is the one confirmation of its tiling
+    p = engine.Problem("matmul", (("M", 1024), ("N", 1024), ("K", 1024)), "trn2-core")
+    calls, confirm = [], engine.confirm
+    monkeypatch.setattr(engine, "confirm", lambda ctx, c: calls.append((c.unit, c.structure)) or confirm(ctx, c))
+    with Pool(1) as pool:
+        out = engine.search(p, pool)
+    assert len(calls) == len(set(calls)) > 0
+    reported = out.top + out.runner_ups + out.front_sbuf + out.front_q
+    assert {(c.unit, c.structure) for c in reported} <= set(calls)
+    ctx = engine.context(p)
+    for c in reported:
+        v = ev.verdict(engine.kernel_of(ctx, c), ctx.hw)
+        assert (v.Q, v.T, v.sbuf_peak_bytes) == (c.verdict.Q, c.verdict.T, c.verdict.sbuf_peak_bytes)
+
+
 def test_tutorial_block_search_fits(hw):
     """The NKI tutorial's blocked kernel searched at the tutorial's shape: the best fits SBUF and
     PSUM and is no worse than the tutorial's own blocks."""

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from loopsim.count import lnc
 from loopsim.frontends import program, spec
@@ -162,3 +162,50 @@ def test_a_process_compiles_once_its_plain_budget_is_spent(monkeypatch):
     got = [_jit.kernels("loopsim.sim._kernels", 300).__name__ for _ in range(5)]
     assert got == ["loopsim.sim._kernels_plain"] * 3 + ["loopsim.sim._kernels"] * 2
     assert _jit._spent == 900
+
+
+def _compiled_walk(nest, general: bool):
+    """The compiled walker's trace of ``nest`` through its general variant (``axes``/``terms``
+    given) or its simple one (None: the statement-level checks pruned)."""
+    from loopsim.sim import _gen
+
+    w = trace.Walker(nest)
+    obj = np.empty(nest.slots + nest.max_events, nest.id_dtype)
+    kind = np.empty(obj.size, np.int8)
+    axes, terms = (nest.axes, nest.terms) if general else (None, None)
+    m = _gen.walk(nest.code, nest.loops, nest.edge_terms, nest.stmts, nest.accs, axes, terms, nest.lin,
+                  nest.fast, nest.rows, w.cnt, w.ival, w.last_kind, w.st, w.scratch, obj, kind)
+    return obj[:m].tolist(), kind[:m].tolist(), int(w.st[1]), int(w.st[2])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.one_of(bundled_kernels(), matmul_nests(max_dim=200)))
+def test_simple_nests_walk_alike_through_both_compiled_variants(kernel):
+    # a process that compiled the general variant runs simple nests on it (trace.Walker): for a
+    # nest without statement-level checks both variants emit the same requests, FLOPs and
+    # instructions, and build() (whichever variant it took) gives them too (about one drawn
+    # nest in eight is simple: the rest are filtered out)
+    nest = trace.compile_nest(kernel)
+    assume(not nest.general)
+    simple = _compiled_walk(nest, False)
+    assert _compiled_walk(nest, True) == simple
+    tr = trace.build(kernel, nest)
+    assert (tr.obj.tolist(), tr.kind.tolist(), tr.flops, tr.instructions) == simple
+
+
+def test_the_general_variant_serves_simple_nests_once_loaded():
+    # a simple nest takes the None variant until the general one is in the process; then it
+    # runs on that one (no second compile); the plain twin has no variants
+    import os
+
+    import pytest
+
+    from loopsim.sim import _gen
+
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        pytest.skip("no compiled variants under NUMBA_DISABLE_JIT")
+    simple = trace.compile_nest(spec.load_kernel("matmul"))
+    assert not simple.general and trace.compile_nest(spec.load_kernel("matmul_blocked")).general
+    trace.build(spec.load_kernel("matmul_blocked"))
+    assert trace._has_general(_gen)
+    assert not trace._has_general(_jit.plain("loopsim.sim._gen"))

@@ -130,10 +130,24 @@ def analyze_all(variants: list[Variant], hw, *, jobs: int | None = 1, scheduler:
     """Analyse every variant (``kw`` as :func:`loopsim.model.pipeline.analyze`) and rank them, on
     ``jobs`` local processes or the Dask cluster at ``scheduler``: the same rows whatever runs
     them. ``jobs=None``: in this process while the sweep is short (:func:`loopsim.analyses.parallel.here_s`),
-    the rest on every core. A progress bar on stderr after a second, unless ``quiet``."""
+    the rest on every core. A progress bar on stderr after a second, unless ``quiet``. Variants
+    whose programs are equal (a spec named twice) are analysed once and share the analysis."""
     from functools import partial
 
     from loopsim.analyses.parallel import here_s, pmap
 
-    return rank(pmap(partial(analyze_one, hw=hw, **kw), variants, jobs=jobs, scheduler=scheduler,
-                     desc="analyse", quiet=quiet, unit="tiling", here_s=here_s(jobs)))
+    first: dict[Program, int] = {}  # program -> its place in ``todo``
+    todo, slot = [], []
+    for v in variants:
+        i = len(todo)
+        if v.program is not None:
+            try:
+                i = first.setdefault(v.program, i)
+            except TypeError:  # a program holding something unhashable: analysed on its own
+                pass
+        if i == len(todo):
+            todo.append(v)
+        slot.append(i)
+    done = pmap(partial(analyze_one, hw=hw, **kw), todo, jobs=jobs, scheduler=scheduler,
+                desc="analyse", quiet=quiet, unit="tiling", here_s=here_s(jobs))
+    return rank([Row(v, done[i].analysis, done[i].error) for v, i in zip(variants, slot)])

@@ -14,7 +14,9 @@ Two environment faults used to break a replay with a numba traceback:
   :mod:`pickletools` (a parse that executes nothing) and deletes a module's files when one is
   damaged, so numba recompiles them and writes them again: results are those of a clean run.
 
-It imports nothing from numba (``import loopsim.sim`` stays light) and runs once per process.
+It imports nothing from numba and runs once per process, when the first compiled module loads
+(:func:`loopsim.sim._jit.njit`): a process that runs only the plain-Python twins, or no trace,
+never reads the cache files.
 """
 
 from __future__ import annotations

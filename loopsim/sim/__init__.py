@@ -35,9 +35,6 @@ import numpy as np
 
 from loopsim.base.errors import InputError, InternalError
 from loopsim.base.vocab import REPLAY_POLICIES
-from loopsim.base.numba_env import prepare as _prepare_numba_cache
-
-_prepare_numba_cache()  # a usable numba cache before any kernel module loads (loopsim/numba_env.py)
 
 __all__ = ["POLICIES", "Replay", "State", "replay", "next_use"]
 

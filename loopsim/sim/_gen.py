@@ -58,11 +58,12 @@ from loopsim.sim._codes import (  # the tables' columns, by name
 _FLOP_LIMIT = 2**62
 _SEEN = 4  # last_kind bit: the object has been requested (SBUF accumulators start as zeros)
 
-# One compiled function: every table and counter int64, ids int32 (int64 past 2**31 objects),
-# kinds int8. ``general`` is False for a nest whose statements are all simple (no tile past an
-# edge, no ragged matmul, one block per request): the walker then skips the code that reads
-# ``axes`` and ``terms``. A runtime flag, not a None argument, so every nest shares one compiled
-# variant (a None variant cost a second compile of the walker on a cold start: ~2 s CPU).
+# Every table and counter int64, ids int32 (int64 past 2**31 objects), kinds int8. ``axes`` and
+# ``terms`` are None for a nest whose statements are all simple (no tile past an edge, no ragged
+# matmul, one block per request): numba then prunes the code that reads them, and that variant
+# compiles in 1.5 s CPU against 1.9 s for the general one (benchmarks/bench_plain.py). A process
+# that has the general variant already runs simple nests on it too (``trace.Walker``), so it
+# compiles the general one only when a nest needs it and never compiles the simple one after it.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -88,12 +89,12 @@ def _emit(o, kind, zeroed, skip, last_kind, obj_out, kind_out, n):
 
 
 @njit(cache=True, nogil=True)
-def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, rows, cnt, ival,
+def walk(code, loops, edge_terms, stmts, accs, axes, terms, lin, fast, rows, cnt, ival,
          last_kind, st, scratch, obj_out, kind_out):
     """Emit the next requests into ``obj_out``/``kind_out`` (up to their length). Returns how
     many; the trace is finished when ``st[0] == code.shape[0]``. ``scratch``: int64, at least
-    as long as the most rows of a fast loop and the most dimensions of an access. ``general``: the
-    nest needs statement-level checks (``Nest.general``); else ``axes`` and ``terms`` are unread."""
+    as long as the most rows of a fast loop and the most dimensions of an access. ``axes`` and
+    ``terms``: None skips the statement-level checks (a nest with ``Nest.general`` False)."""
     cap = obj_out.shape[0]
     nops = code.shape[0]
     n = 0
@@ -185,7 +186,7 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
         pc += 1
         a0 = stmts[s, S_A0]
         a1 = stmts[s, S_A1]
-        if general and stmts[s, S_CHECK]:  # a tile starting past its tensor's edge: not run
+        if axes is not None and stmts[s, S_CHECK]:  # a tile starting past its tensor's edge: not run
             ok = True
             for a in range(a0, a1):
                 for x in range(accs[a, A_X0], accs[a, A_X1]):
@@ -199,7 +200,7 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
         mm = stmts[s, S_MM]
         if mm:
             e = stmts[s, S_FLOPS]
-            if general and mm == MM_RAGGED:  # ragged: the instruction covers what lies inside
+            if axes is not None and mm == MM_RAGGED:  # ragged: the instruction covers what lies inside
                 e = 2
                 for j in range(3):
                     x = stmts[s, S_ROW_K + j]
@@ -223,7 +224,7 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
             x0 = accs[a, A_X0]
             x1 = accs[a, A_X1]
             total = 1
-            if not general or accs[a, A_SIMPLE]:  # one block per tile: id linear in the loop counters
+            if axes is None or accs[a, A_SIMPLE]:  # one block per tile: id linear in the loop counters
                 base += accs[a, A_LIN0]
                 for t in range(accs[a, A_L0], accs[a, A_L1]):
                     base += cnt[lin[t, N_LOOP]] * lin[t, N_COEF]
@@ -238,7 +239,7 @@ def walk(code, loops, edge_terms, stmts, accs, general, axes, terms, lin, fast, 
                     total *= axes[x, X_NFULL]
             for e in range(total):
                 o = base
-                if general and total > 1:  # e-th block, last axis fastest; past the edge: skip
+                if axes is not None and total > 1:  # e-th block, last axis fastest; past the edge: skip
                     r = e
                     valid = True
                     for x in range(x1 - 1, x0 - 1, -1):

@@ -13,8 +13,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-#: request slots a process may run through the plain-Python twins, in all (~0.1 s of Python)
-PLAIN_BUDGET = 1 << 14
+#: request slots a process may run through the plain-Python twins, in all (each pass counts: a
+#: trace's walk and its replay spend its slots twice). A pass costs ~1 to 1.5 us of Python a slot
+#: (walk 1.0, LRU 0.9, OPT 1.4 us over the bundled tilings; ``benchmarks/bench_plain.py``), so
+#: the budget is ~0.3 s of Python: about what importing numba and loading the compiled walker and
+#: a replay kernel from a warm cache costs (0.32 s CPU there), an eighth of compiling them (2.4 s).
+PLAIN_BUDGET = 1 << 18
 
 _spent = 0  # request slots this process ran through the twins
 
@@ -23,10 +27,15 @@ _TWIN = "_plain"
 
 def njit(**flags):
     """numba's ``njit(**flags)``, except in a plain twin, where the function stays Python (and
-    numba is not imported)."""
+    numba is not imported). Every compiled module decorates through here, so numba's cache is
+    made usable (:func:`loopsim.base.numba_env.prepare`) before numba loads, and only by a
+    process that loads it."""
     def deco(f):
         if f.__module__.endswith(_TWIN):
             return f
+        from loopsim.base.numba_env import prepare
+
+        prepare()  # a usable numba cache before numba loads (once per process; numba_env.py)
         import numba
 
         _rebuild_bad_cache_entries()

@@ -5,7 +5,7 @@ The kernels trust their inputs (dense ids in range, non-negative costs, sorted c
 """
 
 import numpy as np
-from numba import njit
+from loopsim.sim._jit import njit
 
 _JIT = dict(cache=True, nogil=True)
 

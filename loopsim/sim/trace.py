@@ -428,10 +428,22 @@ class Walker:
     def fill(self, obj: np.ndarray, kind: np.ndarray) -> int:
         """Write the next requests into ``obj``/``kind`` (at most their length); return how many."""
         ns = self.nest
-        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, ns.general,
-                                  ns.axes, ns.terms,
+        axes, terms = (ns.axes, ns.terms) if ns.general or _has_general(self._gen) else (None, None)
+        return int(self._gen.walk(ns.code, ns.loops, ns.edge_terms, ns.stmts, ns.accs, axes, terms,
                                   ns.lin, ns.fast, ns.rows, self.cnt, self.ival, self.last_kind,
                                   self.st, self.scratch, obj, kind))
+
+
+def _has_general(gen) -> bool:
+    """Whether this process has the compiled walker's general variant (``axes`` an array, not
+    None): it runs a simple nest too, so no second variant is compiled (loopsim/sim/_gen.py).
+    False for the plain twin, which has no variants."""
+    sigs = getattr(gen.walk, "signatures", ())
+    if not sigs:
+        return False
+    from numba import types  # loaded already: the walker is compiled
+
+    return any(isinstance(sig[5], types.Array) for sig in sigs)
 
 
 #: largest trace :func:`build` materialises (requests); :func:`loopsim.count.counts.count` streams

@@ -478,14 +478,20 @@ def search(p: Problem, pool, progress=None) -> Outcome:
                          f"(SBUF {capacity_bytes(ctx):,} bytes): {why}")
     out.pruned_floor += points - ctx.seen
     out.not_tilings, out.unfit = ctx.not_tilings, ctx.unfit
-    out.top = sorted((confirm(ctx, c) for c in top), key=lambda c: c.key)[:p.top]
-    exact = {(c.unit, c.structure): c for c in out.top}
+    exact: dict[tuple, Cand] = {}  # (unit, structure) -> confirmed: each timeline runs once
+
+    def exactly(c: Cand) -> Cand:
+        key = (c.unit, c.structure)
+        if key not in exact:
+            exact[key] = confirm(ctx, c)
+        return exact[key]
+
+    out.top = sorted(map(exactly, top), key=lambda c: c.key)[:p.top]
     best_values = out.top[0].values
     others = [c for c in sorted(kinds.values(), key=lambda c: c.key) if c.values != best_values]
     # as the top: the best few by the roofline, confirmed (with the timeline), ranked by that
-    out.runner_ups = sorted((exact.get((c.unit, c.structure)) or confirm(ctx, c)
-                             for c in others[:wide(3)]), key=lambda c: c.key)[:3]
-    fr = [exact.get((c.unit, c.structure)) or confirm(ctx, c) for c in found]
+    out.runner_ups = sorted(map(exactly, others[:wide(3)]), key=lambda c: c.key)[:3]
+    fr = [exactly(c) for c in found]
     out.front_sbuf = pareto.front(fr, lambda c: ev.round_T(c.verdict.T),
                                   lambda c: c.verdict.sbuf_peak_bytes, lambda c: c.key)
     out.front_q = pareto.front(fr, lambda c: ev.round_T(c.verdict.T), lambda c: c.verdict.Q,
