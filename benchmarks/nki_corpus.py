@@ -25,7 +25,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-# Shapes per kernel function: --arg strings (NAME=D0xD1[:dtype]), --kwarg values, --grid.
+# Shapes per kernel function: --arg strings (NAME=D0xD1[:dtype]), --kwarg values, --grid, and
+# --register-value strings for kernels whose loops a register bounds at run time (the value a
+# comment beside the entry derives; the result is then "assumed", its note naming the value).
 # Tutorial shapes are those of the tutorials' own drivers (test files, __main__ blocks).
 SHAPES: dict[str, dict] = {
     # tutorials/matrix_multiplication
@@ -94,8 +96,10 @@ SHAPES: dict[str, dict] = {
     "fine_grained_allgather": {"args": ["lhs=512x1024"], "kwargs": ["tp_degree=4", "num_groups=1"]},
     "allgather_compute_matmul": {"args": ["lhs=512x1024", "rhs=1024x512"],
                                  "kwargs": ["tp_degree=4", "num_groups=1"]},
+    # num_m_tiles, read into a register, bounds its dynamic loop: given as M // 128 = 4, every
+    # tile of the inputs (the most its docstring allows)
     "dynamic_elementwise_add": {"args": ["input_a=512x1024", "input_b=512x1024",
-                                         "num_m_tiles=1x1:int32"]},
+                                         "num_m_tiles=1x1:int32"], "registers": ["4"]},
     "mxfp_load_performance_wrapper": {"args": ["tensor=128x512"]},
     "output_projection": {"args": ["attention=1x4x128x512", "weight=512x1024"]},
     "qkv": {"args": ["input=1x512x1024", "fused_qkv_weights=1024x1536"]},
@@ -111,12 +115,15 @@ SHAPES: dict[str, dict] = {
            **({"grid": "2"} if "intermediate" in f or f == "bwmm_shard_on_block" else {})}
        for f in ("blockwise_mm_baseline_shard_intermediate", "blockwise_mm_shard_intermediate_dropping",
                  "bwmm_shard_on_block", "blockwise_mm_baseline_shard_hidden")},
-    # the dynamic-loop variant: conditions [N+1] (1 = a block with tokens, the last 0)
+    # the dynamic-loop variant: conditions [N+1] (1 = a block with tokens, the last 0). Its
+    # dynamic loop runs from the static blocks (N - E = 0 here) to the register holding
+    # sum(conditions), the blocks with tokens: given as N = 8192 // 1024 = 8, every block used
+    # (the case a launcher plans its buffers for; the hybrid MX kernel below likewise, N = 4096 // 512)
     "blockwise_mm_baseline_shard_intermediate_hybrid": {
         "args": ["conditions=9:int32", "hidden_states=1024x1024", "expert_affinities_masked=1024x8",
                  "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
                  "token_position_to_id=8192:int32", "block_to_expert=8:int32"],
-        "kwargs": ["block_size=1024"], "grid": "2"},
+        "kwargs": ["block_size=1024"], "grid": "2", "registers": ["8"]},
     # MX weights (docstrings): H = 1024 = 128 partitions x 2 tiles of 512 / x4 packing, I = 1024
     **{f: {"args": (["conditions=9:int32"] if "hybrid" in f else []) + [
                     "hidden_states=1025x1024", "expert_affinities_masked=8200x1",
@@ -130,6 +137,7 @@ SHAPES: dict[str, dict] = {
                     "gate_and_up_proj_bias=8x128x2x2x4", "down_proj_bias=8x1024"],
            "kwargs": ["block_size=512", "weight_dtype=float8_e4m3fn_x4"]
            + (["n_static_blocks=8", "n_dynamic_blocks=0"] if f.startswith("bwmm") else []),
+           **({"registers": ["8"]} if "hybrid" in f else {}),
            "grid": "2"}  # both shard between the two cores of a TRN2 LNC
        for f in ("blockwise_mm_shard_intermediate_mx", "blockwise_mm_shard_intermediate_mx_hybrid",
                  "bwmm_shard_on_block_mx")},
@@ -432,6 +440,12 @@ def launch():
 """
 # launchers whose kernel runs on a grid (the shard-on-I MoE splits blocks between 2 cores)
 LAUNCH_GRID: dict[str, tuple[int, ...]] = {"moe_cte": (2,), "blockwise_mm_shard_intermediate_mx": (2,)}
+# launchers whose kernel tests a register read at run time (--register-value strings): the
+# dynamic all-expert MoE loops `while reg:` over dynamic blocks, the register first read at
+# all_expert_mx_impl.py:311 (the first block's decision) and reloaded at :347 (the next one's):
+# one dynamic block, its decision 1 and the next 0
+LAUNCH_REGISTERS: dict[str, tuple[str, ...]] = {
+    "_all_expert_mx_dynamic": ("all_expert_mx_impl.py:311=1", "all_expert_mx_impl.py:347=0")}
 
 
 def _launcher(path: Path, func: str, scratch: Path):
@@ -484,10 +498,12 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
             with tempfile.TemporaryDirectory() as scratch:
                 launcher, root = _launcher(path, func, Path(scratch))
                 k, rec = trace_kernel(str(launcher), "launch", paths=(root,),
-                                      grid=LAUNCH_GRID.get(func, ()))
+                                      grid=LAUNCH_GRID.get(func, ()),
+                                      registers=parse_options(
+                                          registers=LAUNCH_REGISTERS.get(func, ()))["registers"])
         else:
-            opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"))\
-                if entry else parse_options()
+            opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"),
+                                 registers=entry.get("registers", ())) if entry else parse_options()
             k, rec = trace_kernel(str(path), func, **opts)
         prog = k if isinstance(k, program.Program) else program.Program.single(k)
         a = pipeline.analyze(prog, hardware.load("trn2-core"))

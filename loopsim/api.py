@@ -28,10 +28,10 @@ def _sets(sets, set_) -> dict[str, int]:
     return out
 
 
-def _kernel_args(args, kwargs, grid) -> dict:
+def _kernel_args(args, kwargs, grid, registers=None) -> dict:
     from loopsim.analyses.batch import kernel_args
 
-    return kernel_args(args, kwargs, grid)
+    return kernel_args(args, kwargs, grid, registers)
 
 
 def _buffers(buffers) -> tuple[tuple[str, int], ...] | None:
@@ -139,12 +139,12 @@ def analyze(spec: str, hardware: str, *, sets: Mapping[str, int] | None = None,
             policy: str = "as-written", sbuf_bytes: int | None = None, dtype: str | None = None,
             lnc: int | None = None, split: str | None = None, buffers=None,
             args: Mapping | None = None, kwargs: Mapping | None = None, grid=None,
-            roofs: str = "spec", **options) -> Analyzed:
+            registers: Sequence[str] | None = None, roofs: str = "spec", **options) -> Analyzed:
     """``loopsim entitle SPEC -H HARDWARE``: the verdict on one kernel.
 
     ``sets`` (also spelled ``set``): parameter values; ``buffers``: an int (every load) or
-    {tensor: n}; ``args``/``kwargs``/``grid``: a kernel reference's inputs (``--arg``,
-    ``--kwarg``, ``--grid``); ``options``: ``allow_scope_mismatch``, ``link_bw``, ``replay``.
+    {tensor: n}; ``args``/``kwargs``/``grid``/``registers``: a kernel reference's inputs
+    (``--arg``, ``--kwarg``, ``--grid``, ``--register-value`` strings); ``options``: ``allow_scope_mismatch``, ``link_bw``, ``replay``.
     """
     from loopsim.model import pipeline
     from loopsim.targets import hardware as hw_mod
@@ -156,7 +156,7 @@ def analyze(spec: str, hardware: str, *, sets: Mapping[str, int] | None = None,
                          f"known: {', '.join(sorted(allowed))}")
     hw = hw_mod.load(hardware).with_roofs(roofs)
     prog = pipeline.load(spec, sets, lnc_cores=lnc, split=split, buffers=_buffers(buffers),
-                         kernel_args=_kernel_args(args, kwargs, grid))
+                         kernel_args=_kernel_args(args, kwargs, grid, registers))
     return Analyzed(pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf_bytes, dtype=dtype,
                                      **options))
 
@@ -304,9 +304,9 @@ def compare(specs: str | Sequence[str], hardware: str, *, sets: Mapping[str, int
             vary: Mapping[str, Sequence[int]] | None = None, policy: str = "as-written",
             sbuf_bytes: int | None = None, dtype: str | None = None, buffers=None,
             args: Mapping | None = None, kwargs: Mapping | None = None, grid=None,
-            jobs: int | None = 1, **options) -> Compared:
+            registers: Sequence[str] | None = None, jobs: int | None = 1, **options) -> Compared:
     """``loopsim compare SPECS -H HARDWARE --vary NAME=...``: every spec at every combination of
-    the ``vary`` values, ranked by the verdict."""
+    the ``vary`` values, ranked by the verdict (``registers``: as in :func:`analyze`)."""
     from loopsim.analyses import sweep
     from loopsim.targets import hardware as hw_mod
 
@@ -316,7 +316,8 @@ def compare(specs: str | Sequence[str], hardware: str, *, sets: Mapping[str, int
     hw = hw_mod.load(hardware)
     specs = [specs] if isinstance(specs, str) else list(specs)
     variants = sweep.expand(specs, sets, {k: tuple(v) for k, v in (vary or {}).items()},
-                            buffers=_buffers(buffers), kernel_args=_kernel_args(args, kwargs, grid))
+                            buffers=_buffers(buffers),
+                            kernel_args=_kernel_args(args, kwargs, grid, registers))
     rows = sweep.analyze_all(variants, hw, jobs=jobs, policy=policy, sbuf_bytes=sbuf_bytes,
                              dtype=dtype)
     return Compared(tuple(rows), hw, policy)

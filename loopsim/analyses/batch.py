@@ -24,7 +24,7 @@ from typing import Mapping
 from loopsim.base.errors import InputError, LoopsimError
 
 KEYS = ("id", "spec", "toml", "hardware", "set", "sets", "policy", "dtype", "sbuf_bytes",
-        "buffers", "lnc", "roofs", "model", "args", "kwargs", "grid")
+        "buffers", "lnc", "roofs", "model", "args", "kwargs", "grid", "registers")
 #: verdict models a request may ask for (:func:`loopsim.model.pipeline.analyze`): ``floor`` (the
 #: default here: every roof and ceiling and the timeline's transfer floor ``dma_transfers``,
 #: milliseconds a request), ``timeline`` (``entitle``'s default: the engine timeline's predicted
@@ -181,26 +181,32 @@ def _answer(s: Session, req: Mapping) -> dict:
     if sf is None:  # a kernel reference, allowed: read with its inputs
         prog = pipeline.load(req["spec"], sets, lnc_cores=lnc, buffers=buffers,
                              kernel_args=kernel_args(req.get("args"), req.get("kwargs"),
-                                                     req.get("grid")))
+                                                     req.get("grid"), req.get("registers")))
     else:
         prog = pipeline.build(sf, spec_mod.bind_params(sf, sets), lnc_cores=lnc, buffers=buffers)
     a = pipeline.analyze(prog, hw, policy=policy, sbuf_bytes=sbuf, dtype=dtype, model=model)
     return result(a)
 
 
-def kernel_args(args: Mapping | None, kwargs: Mapping | None, grid) -> dict:
+def kernel_args(args: Mapping | None, kwargs: Mapping | None, grid, registers=None) -> dict:
     """Inputs of a kernel reference: ``args`` name -> "D0xD1[:dtype]" (as ``--arg``) or
-    (shape, dtype); ``kwargs`` name -> a Python value; ``grid`` a sequence of ints."""
-    if not (args or kwargs or grid):
+    (shape, dtype); ``kwargs`` name -> a Python value; ``grid`` a sequence of ints;
+    ``registers`` ``--register-value`` strings ("8", "kern.py:42=8")."""
+    if not (args or kwargs or grid or registers):
         return {"args": {}, "kwargs": {}, "grid": ()}
     from loopsim.frontends.nki.load import parse_arg
+    from loopsim.frontends.nki.registers import parse as parse_registers
+
+    if isinstance(registers, str) or not all(isinstance(r, str) for r in registers or ()):
+        raise InputError("registers must be a list of --register-value strings (\"8\", \"kern.py:42=8\")")
 
     if not isinstance(args or {}, Mapping) or not isinstance(kwargs or {}, Mapping):
         raise InputError("args and kwargs must be objects of NAME: value")
     a = {}
     for name, v in (args or {}).items():
         a[name] = parse_arg(f"{name}={v}")[1] if isinstance(v, str) else (tuple(v[0]), v[1])
-    return {"args": a, "kwargs": dict(kwargs or {}), "grid": tuple(grid or ())}
+    return {"args": a, "kwargs": dict(kwargs or {}), "grid": tuple(grid or ()),
+            "registers": parse_registers(registers)}
 
 
 def result(a) -> dict:

@@ -55,7 +55,8 @@ class Problem:
     dtype: str | None = None
     structures: bool = True              # search loop orders and load placements
     top: int = 10
-    kernel_args: tuple = ((), (), None)  # a kernel reference's --arg, --kwarg, --grid strings
+    # a kernel reference's --arg, --kwarg, --grid, --path, --register-value strings
+    kernel_args: tuple = ((), (), None, (), ())
     buffers: tuple[tuple[str, int], ...] | None = None   # --buffers for every point
 
 

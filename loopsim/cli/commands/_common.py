@@ -46,7 +46,8 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
 
 
 def add_nki_options(p: argparse.ArgumentParser) -> None:
-    """--arg, --kwarg, --grid: the inputs of a kernel reference PATH.py::FUNCTION."""
+    """--arg, --kwarg, --grid, --path, --register-value: the inputs of a kernel reference
+    PATH.py::FUNCTION."""
     g = p.add_argument_group("NKI kernel references (PATH.py::FUNCTION; reading one EXECUTES the "
                              "file, as python FILE.py would: only files you would run)")
     g.add_argument("--arg", action="append", default=[], metavar="NAME=D0xD1[:dtype]", dest="nki_args",
@@ -59,6 +60,11 @@ def add_nki_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--path", action="append", default=[], metavar="DIR", dest="nki_paths",
                    help="another import root for the kernel's modules, besides its folder and "
                         "its package's root (repeatable)")
+    g.add_argument("--register-value", action="append", default=[], metavar="[FILE:LINE=]N",
+                   dest="nki_registers",
+                   help="what a register read at run time holds (nisa.register_load): N for every "
+                        "one, or FILE:LINE=N for the one read at that line; a loop bounded by it "
+                        "(nl.dynamic_range) runs accordingly, noted ASSUMED (repeatable)")
 
 
 def refuse_kernel_reference(ref: str, what: str) -> None:
@@ -74,13 +80,15 @@ def refuse_kernel_reference(ref: str, what: str) -> None:
 
 
 def kernel_args(args) -> dict:
-    """The --arg/--kwarg/--grid options as :func:`loopsim.model.pipeline.load`'s ``kernel_args``."""
-    if not any(getattr(args, k, None) for k in ("nki_args", "nki_kwargs", "nki_grid", "nki_paths")):
-        return {"args": {}, "kwargs": {}, "grid": (), "paths": ()}  # as parse_options gives
+    """The kernel reference options as :func:`loopsim.model.pipeline.load`'s ``kernel_args``."""
+    if not any(getattr(args, k, None) for k in ("nki_args", "nki_kwargs", "nki_grid", "nki_paths",
+                                                "nki_registers")):
+        return {"args": {}, "kwargs": {}, "grid": (), "paths": (), "registers": ()}  # as parse_options gives
     from loopsim.frontends.nki.load import parse_options
 
     return parse_options(getattr(args, "nki_args", None), getattr(args, "nki_kwargs", None),
-                         getattr(args, "nki_grid", None), getattr(args, "nki_paths", None))
+                         getattr(args, "nki_grid", None), getattr(args, "nki_paths", None),
+                         getattr(args, "nki_registers", None))
 
 
 def add_scope_options(p: argparse.ArgumentParser) -> None:

@@ -50,7 +50,8 @@ def problem_of(args, ref: str | None = None, sets: dict | None = None,
     with ``sets`` and ``space_items`` when given: one alternative of several)."""
     from loopsim.analyses.search import engine
 
-    kargs = (tuple(args.nki_args), tuple(args.nki_kwargs), args.nki_grid)
+    kargs = (tuple(args.nki_args), tuple(args.nki_kwargs), args.nki_grid, tuple(args.nki_paths),
+             tuple(args.nki_registers))
     sets = spec.parse_sets(args.sets) if sets is None else sets
     return engine.Problem(ref or args.spec[0], tuple(sets.items()), args.hardware,
                           tuple(args.space) if space_items is None else space_items, args.policy,
@@ -66,10 +67,11 @@ def alternatives(args) -> list:
 
     sets = spec.parse_sets(args.sets)
     kargs = None
-    if args.nki_args or args.nki_kwargs or args.nki_grid:
+    if args.nki_args or args.nki_kwargs or args.nki_grid or args.nki_paths or args.nki_registers:
         from loopsim.frontends.nki.load import parse_options
 
-        kargs = parse_options(args.nki_args, args.nki_kwargs, args.nki_grid)
+        kargs = parse_options(args.nki_args, args.nki_kwargs, args.nki_grid, args.nki_paths,
+                              args.nki_registers)
     params = {ref: set(pipeline.read(ref, kargs, sets).params) for ref in args.spec}
     names = [item.partition("=")[0].strip() for item in args.space]
     for what, items in (("--set", list(sets)), ("--space", names)):

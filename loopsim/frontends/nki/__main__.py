@@ -1,4 +1,5 @@
 """``python -m loopsim.frontends.nki PATH.py::FUNCTION --hardware SHEET [--arg ...] [--kwarg ...] [--grid ...]``
+(the kernel reference options of every command: :func:`loopsim.cli.commands._common.add_nki_options`)
 
 Trace an NKI kernel file and print the loop nest loopsim read from it and its report. A thin shell
 until the main CLI accepts kernel references.
@@ -13,6 +14,7 @@ import argparse
 import sys
 
 from loopsim.base.errors import LoopsimError
+from loopsim.cli.commands._common import add_nki_options, kernel_args
 
 SAFETY = ("A kernel reference EXECUTES the Python file, as 'python FILE.py' would (with loopsim's "
           "recording stand-in for the NKI modules); only point it at files you would run yourself.")
@@ -35,11 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                                 epilog=SAFETY)
     p.add_argument("kernel", metavar="PATH.py::FUNCTION")
     p.add_argument("--hardware", "-H", default=None, help="hardware sheet: also print the report")
-    p.add_argument("--arg", action="append", default=[], metavar="NAME=D0xD1[:dtype]",
-                   help="an HBM tensor argument (dtype default bf16); repeatable")
-    p.add_argument("--kwarg", action="append", default=[], metavar="NAME=VALUE",
-                   help="another argument, a Python literal (never executed); repeatable")
-    p.add_argument("--grid", default=None, metavar="G0[xG1...]", help="SPMD launch grid")
+    add_nki_options(p)
     p.add_argument("--set", action="append", default=[], metavar="NAME=INT", dest="sets",
                    help="bind a dimension name of an --arg, or override a keyword argument")
     a = p.parse_args(argv)
@@ -48,10 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         from loopsim.model import pipeline
         from loopsim.frontends import program, spec
         from loopsim.render.text import analysis_text
-        from loopsim.frontends.nki.load import load_reference, parse_options
+        from loopsim.frontends.nki.load import load_reference
 
-        k = load_reference(a.kernel, **parse_options(a.arg, a.kwarg, a.grid),
-                           sets=spec.parse_sets(a.sets))
+        k = load_reference(a.kernel, **kernel_args(a), sets=spec.parse_sets(a.sets))
         kern = k.stages[0].kernel if isinstance(k, program.Program) else k
         print(f"{a.kernel}: " + ", ".join(f"{t.name}{list(t.shape)} {t.dtype}" +
                                           (" (output)" if t.output else "") for t in kern.tensors))

@@ -38,6 +38,7 @@ from loopsim.base import limits
 from loopsim.base.errors import SpecError
 from loopsim.ir.kernel import DTYPES
 from loopsim.frontends.nki import guard
+from loopsim.frontends.nki import registers as registers_mod
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder, user_frame
 from loopsim.frontends.nki.symbolic import NeedsConcrete
@@ -137,9 +138,9 @@ def parse_grid(text: str) -> tuple[int, ...]:
     return grid
 
 
-def parse_options(args=(), kwargs=(), grid=None, paths=()) -> dict:
-    """The CLI's repeatable ``--arg``/``--kwarg``/``--path`` strings and ``--grid`` -> load_kernel
-    keywords."""
+def parse_options(args=(), kwargs=(), grid=None, paths=(), registers=()) -> dict:
+    """The CLI's repeatable ``--arg``/``--kwarg``/``--path``/``--register-value`` strings and
+    ``--grid`` -> load_kernel keywords."""
     a, k = {}, {}
     for text in args or ():
         n, v = parse_arg(text)
@@ -156,7 +157,8 @@ def parse_options(args=(), kwargs=(), grid=None, paths=()) -> dict:
         if not Path(d).is_dir():
             raise SpecError(f"--path {d}: no such folder")
         roots.append(str(Path(d).resolve()))
-    return {"args": a, "kwargs": k, "grid": parse_grid(grid) if grid else (), "paths": tuple(roots)}
+    return {"args": a, "kwargs": k, "grid": parse_grid(grid) if grid else (), "paths": tuple(roots),
+            "registers": registers_mod.parse(registers)}
 
 
 def load_reference(ref: str, **options):
@@ -167,20 +169,23 @@ def load_reference(ref: str, **options):
 
 def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None,
                 kwargs: Mapping[str, object] | None = None, grid: tuple[int, ...] = (),
-                sets: Mapping[str, int] | None = None, paths: tuple[str, ...] = ()):
+                sets: Mapping[str, int] | None = None, paths: tuple[str, ...] = (), registers=()):
     """Trace ``func`` of the Python file ``path`` and return its IR (ir.Kernel or Program).
 
     ``args``: HBM tensor arguments, name -> (shape, dtype), a dimension an int or a name;
     ``kwargs``: other arguments (Python values; a :class:`DTypeName` becomes the shim's dtype);
     ``grid``: the SPMD launch grid (``kernel[grid]``); ``sets``: integers overriding a keyword
     argument of the kernel or binding a dimension name of ``args`` (``--set``); ``paths``: more
-    import roots (``--path``). ``func`` may be an ``@nki.jit`` kernel or a plain launcher function
+    import roots (``--path``); ``registers``: the values registers read at run time hold
+    (:func:`loopsim.frontends.nki.registers.parse`, ``--register-value``). ``func`` may be an ``@nki.jit`` kernel or a plain launcher function
     that builds the inputs and calls one. EXECUTES the file.
     """
-    return trace_kernel(path, func, args=args, kwargs=kwargs, grid=grid, sets=sets, paths=paths)[0]
+    return trace_kernel(path, func, args=args, kwargs=kwargs, grid=grid, sets=sets, paths=paths,
+                        registers=registers)[0]
 
 
-def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=None, paths=()):
+def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=None, paths=(),
+                 registers=()):
     """:func:`load_kernel`, also returning the last :class:`Recorder` (its ``notes``, ``sites``
     and ``concrete`` loops) for reports such as the corpus benchmark."""
     from loopsim.frontends.nki.lower import lower
@@ -192,6 +197,7 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
     src = str(p.resolve())
     rec = Recorder(src, func)
     rec.shown = path
+    stated = registers_mod.Values(registers)
     concrete: set = set()
     try:
         with installed(rec), guard.running(path, func), _Imports(src, paths, rec) as imports:
@@ -199,6 +205,7 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
             for _ in range(MAX_TRACES):
                 rec = Recorder(src, func, concrete)
                 rec.shown, rec.notes = path, list(imports.notes)
+                rec.registers = stated
                 try:
                     with _active(rec):
                         _run(fn, args, kwargs, grid, rec, path, func)
@@ -228,6 +235,7 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
                 raise TraceError(f"no trace after {MAX_TRACES} tries ({len(concrete)} loops concrete)")
         params = tuple(dims.items()) + tuple(
             (k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool))
+        stated.check_used(path)
         ir_ = lower(rec, params)
         rec.notes[:] = list(dict.fromkeys(rec.notes))
         return ir_, rec

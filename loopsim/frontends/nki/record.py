@@ -24,6 +24,7 @@ from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
 from loopsim.frontends.nki.symbolic import Cond, IndexTile, LoopVar, NeedsConcrete, Sym
+from loopsim.frontends.nki.registers import Values
 from loopsim.frontends.nki.views import Buffer, HbmTensor, HbmView, Tile, dtype_name
 
 #: the site of a launch-grid axis (+ (axis,)): in ``concrete`` when the grid runs program by
@@ -64,6 +65,7 @@ class Recorder:
         self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
         self.pids: list | None = None  # the program ids, when the grid runs program by program
         self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
+        self.registers = Values()  # the run-time register values the user stated (--register-value)
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:

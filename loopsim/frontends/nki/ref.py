@@ -25,7 +25,7 @@ def spec_file(ref: str, options: Mapping | None, known: Mapping[str, int] | None
     :func:`loopsim.frontends.spec.bind_params`. ``options``: ``args``/``kwargs``/``grid`` as
     :func:`loopsim.frontends.nki.load.parse_options` returns them; ``known``: values for dimension names."""
     path, func = split_reference(ref)
-    opts = {"args": {}, "kwargs": {}, "grid": (), "paths": (), **dict(options or {})}
+    opts = {"args": {}, "kwargs": {}, "grid": (), "paths": (), "registers": (), **dict(options or {})}
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{path}: no such kernel file")
@@ -76,7 +76,8 @@ def trace(sf: SpecFile, params: Mapping[str, int]):
 
     o = sf.data["nki"]
     traced = load_kernel(o["path"], o["func"], args=o["args"], kwargs=o["kwargs"], grid=o["grid"],
-                         sets=dict(params), paths=tuple(o.get("paths", ())))
+                         sets=dict(params), paths=tuple(o.get("paths", ())),
+                         registers=tuple(o.get("registers", ())))
     for k in ([traced] if hasattr(traced, "body") else [s.kernel for s in traced.stages]):
         check_matmul_dtypes(k.tensors, k.body, lambda name, stmt, dt: (
             f"{o['path']}:{stmt.line}: kernel {o['func']}: --arg {name}=...:{dt}: the Tensor "

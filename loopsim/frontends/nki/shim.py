@@ -22,7 +22,9 @@ from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
 from loopsim.frontends.nki.errors import TraceError
-from loopsim.frontends.nki.record import Recorder
+from loopsim.frontends.nki.record import Recorder, user_frame
+from loopsim.frontends.nki import registers as registers_mod
+from loopsim.frontends.nki.registers import Register
 from loopsim.frontends.nki.views import DS, HbmSplit, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
 from loopsim.frontends.nki.symbolic import IndexTile, Sym
 
@@ -513,16 +515,37 @@ def _static_cast(x, dtype=None, **_):
     return copy(x, dtype=dtype)
 
 
-def dynamic_range(*args, **_):
-    """``nl.dynamic_range``: a hardware loop. With integer bounds it is a loop like any other
+def dynamic_range(*args, **kw):
+    """``nl.dynamic_range(start, stop, step)``: a hardware loop. With integer bounds it is a loop
+    like any other
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dynamic-loops.html:
-    start/stop "Can be Python int literals or VirtualRegister objects"); a bound read from a
-    register at run time is data-dependent control flow."""
-    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+    start/stop "Can be Python int literals or VirtualRegister objects"). A bound in a register
+    takes the register's value: moved in (exact), or read at run time and stated by the user
+    (``--register-value``, :mod:`.registers`: the trip count noted ASSUMED), else refused."""
+    if not kw and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         return _range("dynamic_range")(*args)
-    raise TraceError("nl.dynamic_range: a loop whose trip count is read from a register at run "
-                     "time (data-dependent control flow); loopsim needs trip counts it can know: "
-                     "use nl.affine_range/sequential_range with a bound from the shapes")
+    names = ("start", "stop", "step")
+    given = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
+    if "stop" not in given:
+        given = {"start": 0, "stop": given.get("start"), "step": given.get("step", 1)}
+    bounds = {"start": 0, "step": 1, **given}
+    rec = _rec()
+    call = "nl.dynamic_range(" + ", ".join(
+        "<register>" if isinstance(bounds[n], Register) else repr(bounds[n]) for n in names) + ")"
+    stated = []
+    for n in names:
+        if isinstance(bounds[n], Register):
+            reg = bounds[n]
+            bounds[n] = reg.resolve(f"{call}: its {n}")
+            if reg.stated is not None:
+                stated.append(f"its {n} is {reg.describe()}, {bounds[n]} (ASSUMED: the register's "
+                              f"value given by the user, {reg.stated.text})")
+    loop = _range("dynamic_range")(bounds["start"], bounds["stop"], bounds["step"])
+    if stated:
+        trips = len(builtins.range(bounds["start"], bounds["stop"], bounds["step"]))
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.dynamic_range runs {trips} iteration"
+                         f"{'s' * (trips != 1)}: " + ", ".join(stated))
+    return loop
 
 
 def softmax(x, axis=-1, dtype=None, **_):
@@ -798,8 +821,32 @@ def dma_copy(dst=None, src=None, **_):
     split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
     if split is not None:
         return _split_dma(dst, src, split)
+    rec = _rec()
+    if isinstance(dst, (HbmTensor, HbmView)) and isinstance(src, (HbmTensor, HbmView)):
+        return _hbm_to_hbm(rec, dst, src)
     dst, src = _squeezed(dst, src)
-    _rec().dma(dst, src)
+    rec.dma(dst, src)
+
+
+def _hbm_to_hbm(rec, dst, src) -> None:
+    """An HBM -> HBM DMA (a fence: ``dma_copy(dst=out, src=out)``) reads src's bytes and writes
+    dst's: staged through a tile of up to 128 rows of the first dimension, a loop over them, so
+    both count and the stand-in tile stays one partition block of SBUF."""
+    shape = tuple(src.shape)
+    if not shape or tuple(dst.shape) != shape:
+        staged = rec.alloc(shape, src.dtype, "sbuf", rec.assigned_name("hbm_to_hbm"))
+        rec.dma(*_squeezed(staged, src))
+        rec.dma(*_squeezed(dst, staged))
+    else:
+        rows = min(shape[0], 128)
+        staged = rec.alloc((rows,) + shape[1:], src.dtype, "sbuf", rec.assigned_name("hbm_to_hbm"))
+        rest = (slice(None),) * (len(shape) - 1)
+        for i in _range("range")(-(-shape[0] // rows)):
+            rec.dma(staged, src[(DS(i * rows, rows),) + rest])
+            rec.dma(dst[(DS(i * rows, rows),) + rest], staged)
+    rec.notes.append(f"{work_mod.call_site(rec)}: an HBM -> HBM DMA ({src!r} to {dst!r}) counts "
+                     "its bytes read and written, staged through an on-chip tile of up to 128 rows "
+                     "that the SBUF residency counts (ASSUMED: the DMA queues need no SBUF for it)")
 
 
 def _split_dma(dst, src, split) -> None:
@@ -849,26 +896,81 @@ def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
     return dst
 
 
-class _Register:
-    """A value in a NeuronCore register (``nisa.register_alloc/load``): known only at run time."""
-
-    def __init__(self, what: str):
-        self.what = what
-
-    def _use(self, *_):
-        raise TraceError(f"data-dependent control flow: {self.what} holds a value read at run time "
-                         "(a register); loopsim needs shapes and trip counts it can know")
-
-    __index__ = __int__ = __bool__ = __float__ = __iter__ = _use
-    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __lt__ = __gt__ = __le__ = __ge__ = _use
+def _site():
+    """(path, line, FILE:LINE as shown) of the kernel code making the current call."""
+    f = user_frame()
+    return (f.f_code.co_filename, f.f_lineno, work_mod.call_site(_rec())) if f is not None \
+        else ("", 0, _rec().shown)
 
 
-def register_alloc(*a, **k):
-    return _Register("nisa.register_alloc")
+class TracedRegister(Register):
+    """A register of the trace: ``while reg:`` (or ``if reg:``) tests its value, known or stated
+    (noted ASSUMED); a while loop whose register is true twice running with the value read at the
+    same line never ends, and is refused."""
+
+    def __bool__(self):
+        rec = _rec()
+        path, line, shown = _site()
+        value = self.resolve("a test of a register (while reg: or if reg:): it")
+        origin = (id(self), self.read_at or self.site, value)
+        tests = rec.__dict__.setdefault("register_tests", {})
+        if self.stated is not None:
+            rec.notes.append(f"{shown}: a test of {self.describe()}, {value}: "
+                             f"{'true' if value else 'false'} (ASSUMED: the register's value given "
+                             f"by the user, {self.stated.text})")
+        if not value:
+            tests.pop((path, line), None)
+            return False
+        if tests.get((path, line)) == origin:
+            raise TraceError(f"a while loop on {self.describe()}: with the value stated ({value}) "
+                             "it never ends (the register holds it each time the loop tests it); "
+                             "give the line that reloads the register in the loop its own "
+                             f"{registers_mod.OPTION} FILE:LINE=0")
+        tests[(path, line)] = origin
+        return True
 
 
-def register_load(*a, **k):
-    return _Register("nisa.register_load")
+def _read() -> Register:
+    """A register holding a value read from memory at run time, here: its stated value if any."""
+    path, line, shown = _site()
+    s = _rec().registers.at(path, line)
+    return TracedRegister(shown, None if s is None else s.value, s, read_at=shown)
+
+
+def _register(dst, what: str) -> Register:
+    if not isinstance(dst, Register):
+        raise TraceError(f"{what}: dst {dst!r} is not a register (nisa.register_alloc())")
+    return dst
+
+
+def register_alloc(x=None, **_):
+    """``nisa.register_alloc(x=None)``: a register, holding ``x`` (an int), or a value read from
+    the one-element tensor ``x`` at run time, or nothing yet."""
+    if x is None or (isinstance(x, int) and not isinstance(x, bool)):
+        return TracedRegister(_site()[2], x)
+    if isinstance(x, Register):
+        r = TracedRegister(x.site)
+        r.set(x)
+        return r
+    return _read()
+
+
+def register_load(dst, src=None, **_):
+    """``nisa.register_load(dst, src)``: ``dst`` holds the scalar read from ``src`` at run time."""
+    _register(dst, "nisa.register_load").set(_read())
+
+
+def register_move(dst, src=None, imm=None, **_):
+    """``nisa.register_move(dst, src)``: ``dst`` holds the constant ``src`` (or ``imm=``), or
+    another register's value."""
+    src = imm if src is None else src
+    d = _register(dst, "nisa.register_move")
+    if isinstance(src, Register):
+        d.set(src)
+    elif isinstance(src, int) and not isinstance(src, bool):
+        d.set(TracedRegister(_site()[2], src))
+    else:
+        raise TraceError(f"nisa.register_move: source {src!r} is neither an integer nor a register")
 
 
 def _squeezed(dst, src):
@@ -1039,6 +1141,7 @@ def _isa() -> dict:
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
+                register_move=register_move,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 

@@ -230,7 +230,19 @@ class HbmTensor(_Viewable):
         return f"HBM {self.logical.name}{list(self.shape)}"
 
 
-class HbmView(_Viewable):
+class _OfTensor:
+    """A view of one HBM tensor (``self.tensor``): its dtype and buffer are the tensor's."""
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def buffer(self):
+        return self.tensor.buffer
+
+
+class HbmView(_OfTensor, _Viewable):
     """A slice of an HBM tensor: per dimension (start, size, kept)."""
 
     def __init__(self, t: HbmTensor, dims, order=None, shape=None):
@@ -248,14 +260,6 @@ class HbmView(_Viewable):
         if self.order is not None:
             return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
-
-    @property
-    def dtype(self):
-        return self.tensor.dtype
-
-    @property
-    def buffer(self):
-        return self.tensor.buffer
 
     def __getitem__(self, key):
         if self.order is not None or self._shape is not None:
@@ -294,7 +298,7 @@ class HbmView(_Viewable):
 MAX_SPLIT = 1024
 
 
-class HbmSplit(_Viewable):
+class HbmSplit(_OfTensor, _Viewable):
     """An HBM access pattern whose elements are no box (a stride that skips, a stride-0 repeat,
     overlapping windows: ``[[1, 3], [1, 510]]``): the DMAs of its pieces, one per element of one
     pattern entry (view ``axis``), each a box. A DMA moves every element it names, a repeated
@@ -307,14 +311,6 @@ class HbmSplit(_Viewable):
     @property
     def shape(self):
         return self._shape
-
-    @property
-    def dtype(self):
-        return self.tensor.dtype
-
-    @property
-    def buffer(self):
-        return self.tensor.buffer
 
     def _refuse(self, *_a, **_k):
         raise TraceError(f"{self.why} (loopsim splits it into one DMA per element of one pattern "
