@@ -318,7 +318,7 @@ class _Run:
         self.stmt_id: dict[int, int] = {id(s): i for i, (s, _) in enumerate(kernel.statements())}
         self.loops_of = {id(s): ls for s, ls in kernel.statements()}
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
-        self.engine_cache: dict = {}
+        self.engine_cache: dict = {}  # (engine, elements, passes, its type, dtype) -> seconds
         self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
         self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
         self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
@@ -426,10 +426,13 @@ class _Run:
         """max(MIN_II cycles, the engine ceiling's seconds for these element-ops on one core):
         the ceiling's own formula (:func:`engines.engine_seconds`), so no instruction runs
         faster than the ceiling that contains it."""
-        floor = self.engine_cache.get(engine)
-        if floor is None:
-            floor = self.engine_cache[engine] = self.c.min_cycles / self.c.clock(engine, self.hw)
-        return max(floor, engine_seconds(self.hw, engine, passes * elements, dtype, per_core=True))
+        key = (engine, elements, passes, type(passes), dtype)
+        hit = self.engine_cache.get(key)
+        if hit is None:
+            floor = self.c.min_cycles / self.c.clock(engine, self.hw)
+            hit = self.engine_cache[key] = max(floor, engine_seconds(self.hw, engine, passes * elements,
+                                                                     dtype, per_core=True))
+        return hit
 
     def _evac_engine(self):
         for e in ("vector", "scalar"):
@@ -656,16 +659,23 @@ class _Run:
 
     def _op(self, cs, stmt, loops, env, label):
         tm = self.tm
-        ro = self._region(stmt.out, loops, tm[stmt.out.tensor], env)
+        prep = self.prep.get(label)
+        if prep is None:
+            k = op_kind(stmt.kind)
+            prep = self.prep[label] = (
+                _regioner(_geometry(stmt.out, loops, tm[stmt.out.tensor])),
+                tuple((a, _regioner(_geometry(a, loops, tm[a.tensor]))) for a in stmt.inputs),
+                self.work_of(stmt), k is not None and k.per_output, tm[stmt.out.tensor].dtype)
+        fo, fins, work, per_output, dtype = prep
+        ro = fo(env)
         if ro is None:
             return
         waits, ents, regs = [], [], []
-        for a in stmt.inputs:
-            r = self._region(a, loops, tm[a.tensor], env)
+        for a, f in fins:
+            r = f(env)
             if r is None:
                 return
             regs.append((a, r))
-        work = self.work_of(stmt)
         first_engine = work[0][0]
         for a, r in regs:
             if a.tensor in self.mm_out and self._groups_in(cs, a.tensor, r):
@@ -678,10 +688,8 @@ class _Run:
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
-        k = op_kind(stmt.kind)
-        r0 = ro if k is not None and k.per_output else regs[0][1]  # the elements a pass covers
+        r0 = ro if per_output else regs[0][1]  # the elements a pass covers
         n = math.prod(e - s for s, e in zip(*r0))
-        dtype = tm[stmt.out.tensor].dtype
         i = -1
         for engine, passes in work:
             if engine == "tensor":
