@@ -3,10 +3,11 @@ in ``tests/data/timeline_golden.json`` so that a change to how the timeline runs
 models) is shown to give the same schedule to 1e-12 (tests/test_timeline.py).
 
 The file was written by the timeline of main at 8610324 (the Python walker before the speed-ups of
-the branch timeline-fast; unchanged to d5f2fe2, whose specs it ran); every figure is the run's own: makespan, serial sum, busy time per
-engine and per queue, instruction counts, the gap's causes, the critical path (its queues and
-statements, in order), exactness and the number of runs. Rewrite it only for a change that means
-to change the timeline's answers, and say so in the commit:
+the branch timeline-fast; unchanged to 43a7ca7, whose specs it ran); every figure is the run's
+own: makespan, serial sum, busy time per engine and per queue, instruction counts, the gap's
+causes, the critical path (its queues and statements, in order), exactness, the number of runs,
+the loops cut and the notes. Rewrite it only for a change that means to change the timeline's
+answers, and say so in the commit:
 
     python -m tests.timeline_golden --write
 
@@ -93,7 +94,7 @@ def figures(kernel, hw, budget: int) -> dict:
             "gap": dict(t.gap), "critical": t.critical, "exact": t.exact, "runs": t.runs,
             "simulated": t.simulated, "queue_busy": {k: tl.union_length(v) for k, v in per_q.items()},
             "critical_path": _path(s),
-            "run_makespan": s.makespan}
+            "run_makespan": s.makespan, "notes": list(t.notes), "cut": [list(c) for c in t.cut]}
 
 
 def _path(s) -> dict:
