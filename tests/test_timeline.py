@@ -452,7 +452,9 @@ def test_the_timeline_gives_main_walkers_schedule(name):
     for r in rows:
         hw = hardware.load(r["case"]["sheet"])
         k = g.kernels(r["case"])[r["stage"]]
-        _same(g.figures(k, hw, r["case"]["budget"]), r["figures"], f"{r['case']} stage {r['stage']}")
+        _same(g.figures(k, hw, r["case"]["budget"]), r["figures"],
+              f"{r['case']} stage {r['stage']} (a bundled spec or the timeline's model changed on "
+              "purpose? `python -m tests.timeline_golden --write`, and say so in the commit)")
 
 
 def test_the_golden_cases_are_the_generators():
