@@ -230,6 +230,7 @@ class _Core:
         return qid
 
 
+_UNKNOWN = object()  # not decided yet
 _NOT_HELD = (0.0, -1)  # a buffer slot no reader holds: (free from, freed by)
 
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
@@ -323,6 +324,7 @@ class _Run:
         self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
         self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
         self.prep: dict[int, tuple] = {}  # statement -> what its executions share (per handler)
+        self._evac = _UNKNOWN  # the PSUM read-out engine (_evac_engine)
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -435,6 +437,13 @@ class _Run:
         return hit
 
     def _evac_engine(self):
+        """The engine that reads PSUM out: Vector, else Scalar, whichever the sheet has a roof for
+        (None for neither); decided once per run."""
+        if self._evac is _UNKNOWN:
+            self._evac = self._find_evac_engine()
+        return self._evac
+
+    def _find_evac_engine(self):
         for e in ("vector", "scalar"):
             try:
                 self.hw.engine_roof(e, "fp32")
@@ -555,8 +564,12 @@ class _Run:
         execs[label] = execs.get(label, 0) + 1
 
     def _store(self, cs, stmt, loops, env, label):
-        t = self.tm[stmt.tile.tensor]
-        reg = self._region(stmt.tile, loops, t, env)
+        prep = self.prep.get(label)
+        if prep is None:
+            t = self.tm[stmt.tile.tensor]
+            prep = self.prep[label] = (t, _regioner(_geometry(stmt.tile, loops, t)))
+        t, f = prep
+        reg = f(env)
         if reg is None:
             return
         waits = []
