@@ -40,6 +40,34 @@ def matmuls(k):
 
 
 @pytest.mark.parametrize("how", ["identity", "nc_transpose", "is_transpose"])
+def test_a_tensor_engine_transpose_costs_its_documented_cycles(how):
+    """The NKI ISA reference's estimate for nc_transpose on the Tensor Engine: max(P, min(64, F))
+    cycles for a [P, F] tile. transposed_operand transposes two [128, 128] blocks: 2 x
+    max(128, min(64, 128)) = 256 cycles at trn2's 2.4 GHz Tensor Engine clock = 106.67 ns (the
+    peak-rate charge it replaces, 2 x 128³ multiply-adds at the fp8 rate, said 53.3 ns)."""
+    from loopsim.targets.neuron.engines import work_seconds
+
+    _, k, _ = analyzed("transposed_operand", {"how": how}, x=(128, 256), w=(256, 512))
+    (t,) = [w for w in kernel_of(k).work if w.call.startswith("nc_transpose")]
+    assert t.transpose and work_seconds(TRN2, t) == pytest.approx(256 / 2.4e9, rel=1e-12)
+    assert work_seconds(TRN2, t, per_core=True) == work_seconds(TRN2, t)  # one physical core
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 128), st.integers(1, 1024))
+def test_transpose_cycles_per_instruction_of_at_most_128_columns(p, f):
+    """A [p, f] tile goes through the array 128 free elements at a time: one instruction per
+    full 128 (max(p, 64) cycles each) and one for the rest r (max(p, min(64, r))), by brute force
+    over its instructions."""
+    from loopsim.targets.neuron.engines import transpose_cycles
+
+    chunks = [min(128, f - i) for i in range(0, f, 128)]
+    assert transpose_cycles(TRN2, p, f) == sum(max(p, min(64, c)) for c in chunks)
+    # worked: [32, 16] -> 32; [16, 100] -> 64; [128, 200] -> 128 + 128
+    assert [transpose_cycles(TRN2, *s) for s in ((32, 16), (16, 100), (128, 200))] == [32, 64, 256]
+
+
+@pytest.mark.parametrize("how", ["identity", "nc_transpose", "is_transpose"])
 def test_a_tensor_engine_transpose_feeds_the_next_matmul(how):
     """x 128 x 256, w 256 x 512 bf16. Two 128-column blocks of x transposed into PSUM, each the
     stationary operand of one matmul with 128 rows of w: W = 2 x 128 (M) x 256 (K) x 512 (N) =

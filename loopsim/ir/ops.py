@@ -213,6 +213,7 @@ class EngineWork:
     assumed: bool = False
     link_bytes: int = 0
     matmul: bool = False  # a matmul the nest cannot hold: elements M x N, passes K; its FLOPs are W
+    transpose: bool = False  # a Tensor Engine transpose of a [passes, elements / passes] tile
 
     @property
     def element_ops(self) -> int:

@@ -266,6 +266,7 @@ def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.K
                 out.append(charge_matmul(ev.site or f"{rec.shown}:{s.line}", m, n, k,
                                          math.prod(l.trips for l in loops)))
                 why[id(s)] = str(e).split(": ", 2)[-1]
+                rec.read_outside = getattr(rec, "read_outside", set()) | {s.stationary.tensor, s.moving.tensor}
     if not out:
         return kernel
     body = _without(kernel.body, set(why))
@@ -551,8 +552,11 @@ def _hoisted(ev: LoadEv) -> tuple:
 
 
 def _emitted(ev: OpEv) -> bool:
+    """Whether an op event makes a statement: its value is a tensor of its own (materialised),
+    itself or merged by a re-roll into the same op's tensor of another stage or iteration (a
+    software pipeline's stage reads what the stage before, or the prologue, made), or stored."""
     lg = ev.value
-    return lg.materialised and lg.parent is None or (lg.materialised and lg.find().kind == "hbm")
+    return lg.materialised and lg.find().kind in ("op", "hbm")
 
 
 def _absorb(ev: LoadEv) -> TileRef:
@@ -619,6 +623,15 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
         ops.append(graph_mod.OpNode(f"make_{out}", kind, ins, tr, out, ""))
     tm = kernel.tensor_map
     produced = set(made)
+    read = {i for o in ops for i in o.inputs}
+    only_outside = sorted(t for t in produced - read if not tm[t].output and
+                          t in getattr(rec, "read_outside", ()))
+    if only_outside:
+        # read only by matmuls kept as Tensor Engine work outside the nest: no op graph
+        return (f"{rec.shown}: kernel {rec.func}: {', '.join(only_outside)} "
+                f"{'is' if len(only_outside) == 1 else 'are'} read only by matmuls kept as Tensor "
+                "Engine work outside the nest: read as one nest without an op graph; W and Q are "
+                "the nest's and that work's (per-op engine ceilings not drawn: ASSUMED)")
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
     g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)

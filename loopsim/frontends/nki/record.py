@@ -549,6 +549,9 @@ class Recorder:
             else:
                 axes = _scaled(x, axes)
             lg = ref.logical.find()
+            if lg.kind == "op" and not lg.materialised and _drained(lg, x, self.in_scope()):
+                ref = self.materialise(ref, name)
+                lg = ref.logical.find()
             if x.buf is dst.buf:
                 in_place = lg
                 if lg.kind == "sum" and name == "add" and not reduce:
@@ -671,6 +674,18 @@ class Recorder:
         lg.name = self.unique(lg.name)
         self.logicals.append(lg)
         return TileRef(lg, ref.starts, ref.sizes)
+
+
+def _drained(lg: Logical, x, scope: set) -> bool:
+    """Whether a derived value read from an SBUF buffer was made from a matmul's PSUM tile in a
+    loop that has ended: the op that made it drained PSUM there (one instruction, its result in
+    SBUF), so it is a tensor of its own and the accumulator's tile is free after that op (a
+    software pipeline's stage evacuating ``qk`` before a later loop's ``exp`` reads it). A value
+    that also takes a row statistic (``qk - max(qk)``) stays in its consumer's chain (the online
+    softmax): the statistic's own loop read every tile of the accumulator before it."""
+    home = getattr(lg, "home", None)
+    return (not lg.stat and not lg.stat_ops and x.buf.space == "sbuf" and home is not None
+            and bool(home.vars() - scope) and any(s.logical.find().kind == "acc" for s in lg.sources))
 
 
 def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:

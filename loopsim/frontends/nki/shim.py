@@ -684,7 +684,8 @@ def _pe_transpose(data, dst):
     rec = _rec()
     k = data.shape[0] if data.shape else 1
     m = math.prod(data.shape[1:]) if len(data.shape) > 1 else 1
-    work_mod.charge(rec, "nc_transpose (Tensor Engine: a matmul with an identity)", "tensor", m * k, k)
+    work_mod.charge(rec, "nc_transpose (Tensor Engine: a matmul with an identity)", "tensor", m * k, k,
+                    transpose=True)
     out, _ = _result(dst, data.shape[::-1], data.dtype, "psum", "transposed")
     rec.copy(out, data, transpose=True)
     return out

@@ -79,10 +79,11 @@ def call_site(rec) -> str:
 
 
 def charge(rec, call: str, engine: str, elements: int, passes: int = 1, *, assumed: bool = False,
-           link_bytes: int = 0) -> EngineWork:
-    """Record engine work of ``call`` at the kernel line now running (elements per execution)."""
+           link_bytes: int = 0, transpose: bool = False) -> EngineWork:
+    """Record engine work of ``call`` at the kernel line now running (elements per execution;
+    ``transpose``: a Tensor Engine transpose of a [passes, elements / passes] tile)."""
     w = EngineWork(call, engine, int(elements), int(passes), executions(rec), call_site(rec),
-                   assumed, int(link_bytes))
+                   assumed, int(link_bytes), transpose=transpose)
     if not hasattr(rec, "work"):
         rec.work = []
     rec.work.append(w)

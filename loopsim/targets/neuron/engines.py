@@ -68,10 +68,33 @@ def engine_seconds(hw, engine: str, element_ops: float, dtype: str = "fp32", *,
     return element_ops / (roof / hw.physical_cores if per_core else roof)
 
 
+#: the free size below which a Tensor Engine transpose of a [P, F] tile costs no fewer cycles:
+#: "max(P, min(64, F)) Tensor Engine cycles, where P is partition axis size of data and F is the
+#: number of elements per partition in data" (assuming back-to-back transposes of one shape; NKI
+#: ISA reference, nki.isa.nc_transpose, "Estimated instruction cost",
+#: https://awsdocs-neuron.readthedocs-hosted.com/en/v2.25.0/general/nki/api/generated/nki.isa.nc_transpose.html)
+TRANSPOSE_MIN_F = 64
+
+
+def transpose_cycles(hw, p: int, f: int) -> int:
+    """Tensor Engine cycles to transpose one [p, f] tile: max(p, min(64, f)) per instruction
+    (:data:`TRANSPOSE_MIN_F`), one instruction per ``pe_cols`` of f (an instruction's tile is at
+    most 128 x 128)."""
+    full, rest = divmod(f, hw.pe_cols)
+    return full * max(p, min(TRANSPOSE_MIN_F, hw.pe_cols)) + (max(p, min(TRANSPOSE_MIN_F, rest)) if rest else 0)
+
+
 def work_seconds(hw, w, *, per_core: bool = False) -> float:
-    """Seconds of one :class:`loopsim.ir.ops.EngineWork` on its engine (not ``link``): on the
-    Tensor Engine its element-ops are multiply-adds at the peak (2 FLOPs each, fp8 rate), elsewhere
-    :func:`engine_seconds` on fp32. The engine ceiling's term and the timeline's time for it."""
+    """Seconds of one :class:`loopsim.ir.ops.EngineWork` on its engine (not ``link``): a Tensor
+    Engine transpose its documented cycles (:func:`transpose_cycles`) at the Tensor Engine clock;
+    other Tensor Engine work its element-ops as multiply-adds at the peak (2 FLOPs each, fp8 rate);
+    elsewhere :func:`engine_seconds` on fp32. The engine ceiling's term and the timeline's time
+    for it."""
+    if w.engine == "tensor" and w.transpose:
+        spec = hw.with_roofs("spec")
+        cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / spec.P("bf16")  # 1 / clock
+        t = transpose_cycles(hw, w.passes, w.elements // max(1, w.passes)) * w.executions * cycle_s
+        return t if per_core else t / hw.physical_cores
     if w.engine == "tensor":
         return 2 * w.element_ops / (hw.P("fp8") / (hw.physical_cores if per_core else 1))
     return engine_seconds(hw, w.engine, w.element_ops, "fp32", per_core=per_core)
