@@ -276,23 +276,25 @@ def _regioner(geom):
     (the same integer arithmetic, without the loops over axes and terms: the walk calls it once
     per access per execution)."""
     f = _REGIONER.get(geom)
-    if f is None and not all(type(x) is int for terms, *rest in geom for x in (*rest, *(c for _, c in terms))) \
-            or not all(type(v) is str and v.isidentifier() for terms, *_ in geom for v, _ in terms):
-        return lambda env: _region(geom, env)  # not plain integers: the general loop
-    if f is None:
-        lines, st, en = ["def f(env):"], [], []
-        for a, (terms, off, ext, dim) in enumerate(geom):
-            expr = " + ".join([repr(off)] + [f"env[{v!r}] * {c!r}" for v, c in terms])
-            lines += [f"    s{a} = {expr}", f"    if s{a} >= {dim!r}:", "        return None",
-                      f"    e{a} = s{a} + {ext!r}"]
-            st.append(f"s{a}")
-            en.append(f"(e{a} if e{a} < {dim!r} else {dim!r})")
-        lines.append(f"    return ({''.join(x + ', ' for x in st)}), ({''.join(x + ', ' for x in en)})")
-        ns: dict = {}
-        exec("\n".join(lines), ns)  # noqa: S102 -- built from integers and variable names only
-        if len(_REGIONER) > 1 << 14:
-            _REGIONER.clear()
-        f = _REGIONER[geom] = ns["f"]
+    if f is not None:
+        return f
+    plain = all(type(x) is int for terms, *rest in geom for x in (*rest, *(c for _, c in terms))) and \
+        all(type(v) is str and v.isidentifier() for terms, *_ in geom for v, _ in terms)
+    if not plain:  # not plain integers and names: the general loop
+        return lambda env: _region(geom, env)
+    lines, st, en = ["def f(env):"], [], []
+    for a, (terms, off, ext, dim) in enumerate(geom):
+        expr = " + ".join([repr(off)] + [f"env[{v!r}] * {c!r}" for v, c in terms])
+        lines += [f"    s{a} = {expr}", f"    if s{a} >= {dim!r}:", "        return None",
+                  f"    e{a} = s{a} + {ext!r}"]
+        st.append(f"s{a}")
+        en.append(f"(e{a} if e{a} < {dim!r} else {dim!r})")
+    lines.append(f"    return ({''.join(x + ', ' for x in st)}), ({''.join(x + ', ' for x in en)})")
+    ns: dict = {}
+    exec("\n".join(lines), ns)  # noqa: S102 -- built from integers and variable names only
+    if len(_REGIONER) > 1 << 14:
+        _REGIONER.clear()
+    f = _REGIONER[geom] = ns["f"]
     return f
 
 
