@@ -553,7 +553,8 @@ class _Run:
         if q is None:
             q = cs.q(qname, "dma")
         execs = cs.execs
-        j = execs.get(label, 0) % nbuf
+        done = execs.get(label, 0)
+        j = done % nbuf
         add, fixed, free, write = self.sched.add, self.c.dma_fixed, cs.slot_free, self._write
         for n, (s0, e0) in enumerate(_chunks(reg, chunk) if chunk else (reg,)):
             slot = (label, j, n)
@@ -563,7 +564,7 @@ class _Run:
             free[slot] = _NOT_HELD
             write(cs, t.name, (s0, e0), i, slot)
             cs.last_load = (i, slot)
-        execs[label] = execs.get(label, 0) + 1
+        execs[label] = done + 1
 
     def _store(self, cs, stmt, loops, env, label):
         prep = self.prep.get(label)
