@@ -20,6 +20,7 @@ import re
 import sys
 
 from loopsim.frontends.nki import pieces
+from loopsim.frontends.nki.dtypes import itemsize
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
@@ -264,9 +265,10 @@ class Recorder:
                     raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             elif _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
-                if math.prod(src.shape) != math.prod(dst.shape):
+                if math.prod(src.shape) != math.prod(dst.shape) and (
+                        math.prod(ref.sizes) * itemsize(lg.dtype) != math.prod(dst.shape) * itemsize(dst.dtype)):
                     raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
-                # a load that reshapes ([1024] into [128, 8]): its bytes are exact; the tile is
+                # a load that reshapes (or reads bytes viewed as other elements) ([1024] into [128, 8]): its bytes are exact; the tile is
                 # not followed element by element on chip (a broadcast operand, say)
                 from loopsim.frontends.nki import work
 

@@ -1,0 +1,43 @@
+"""Kernels written for loopsim's tests in idioms the production NKI library uses (2026 API,
+``import nki``): HBM bytes viewed with another element size, an indirect read whose row stride is
+not the tensor's. Each test states its hand count."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def tail_index(x):
+    """x [T, H + 2] bf16: H values then one int32 per row in its last two bf16 columns. The int32
+    column is read through ``.ap(dtype=nl.int32)`` (the tensor seen as int32 [T, H/2 + 1]), then
+    the values through bf16 handles: an access pattern and a slice."""
+    T, HP = x.shape
+    H = HP - 2
+    out = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.shared_hbm)
+    ids = nl.ndarray((T, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=x.ap(pattern=[[HP // 2, T], [1, 1]], offset=H // 2, dtype=nl.int32))
+    body = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=body, src=x.ap(pattern=[[HP, T], [1, H]], offset=0))
+    again = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=again, src=x[0:T, 0:H])
+    total = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=body, data2=again, op=nl.add)
+    nisa.dma_copy(dst=out, src=total)
+    return out
+
+
+@nki.jit
+def gather_by_tail_index(x):
+    """The rows of x [T, H + 2] bf16 picked by the int32 in each row's tail, read with the row
+    stride H (the values' width, not the tensor's H + 2): the rows are data."""
+    T, HP = x.shape
+    H = HP - 2
+    out = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.shared_hbm)
+    ids = nl.ndarray((T, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=x.ap(pattern=[[HP // 2, T], [1, 1]], offset=H // 2, dtype=nl.int32))
+    rows = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=x.ap(pattern=[[H, T], [1, H]], offset=0, vector_offset=ids,
+                                     indirect_dim=0))
+    nisa.dma_copy(dst=out, src=rows)
+    return out

@@ -1,0 +1,56 @@
+"""Idioms of the production NKI library's kernels (tests/nki_kernels/library_idioms.py, kernels
+written for loopsim): each traced against a hand count of its bytes and FLOPs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopsim.frontends.nki import views
+from loopsim.frontends.nki.errors import TraceError
+from loopsim.frontends.nki.load import load_kernel, trace_kernel
+from loopsim.frontends.nki.symbolic import Sym
+from loopsim.model import pipeline
+from loopsim.targets import hardware
+
+KERNELS = Path(__file__).parent / "nki_kernels" / "library_idioms.py"
+TRN2 = hardware.load("trn2-core")
+
+
+def bytes_of(kernel) -> dict:
+    c = pipeline.analyze_kernel(kernel, TRN2).counts
+    return {"W": c.flops, "Q": c.Q, **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
+
+
+# -- HBM is bytes: handles of another element size ----------------------------------------------
+
+
+def test_bytes_read_as_int32_then_as_bf16_count_their_flat_byte_ranges():
+    b = bytes_of(load_kernel(str(KERNELS), "tail_index", args={"x": ((128, 258), "bf16")}))
+    # x [128, 258] bf16: the int32 tail column 128 x 4 B = 512; the values 128 x 256 x 2 B =
+    # 65,536, read twice (an access pattern and a slice); out 128 x 256 x 2 B written once
+    assert b["x"] == (512 + 2 * 65_536, 0) and b["out"] == (0, 65_536)
+    assert b["Q"] == 512 + 3 * 65_536
+
+
+def test_indirect_read_at_another_row_stride_counts_its_rows():
+    k, rec = trace_kernel(str(KERNELS), "gather_by_tail_index", args={"x": ((128, 258), "bf16")})
+    b = bytes_of(k)
+    # the tail column 128 x 4 B, then 128 rows of 256 bf16 picked by data: 65,536 B; out the same
+    assert b["x"] == (512 + 65_536, 0) and b["out"] == (0, 65_536)
+    assert any("row stride" in n and "ASSUMED" in n for n in rec.notes)
+
+
+def test_units_of_a_pattern_cover_the_same_bytes():
+    # int32 [[129, 128], [1, 1]] at 128 -> bf16: every stride and the offset doubled, each
+    # element two bf16 (one more innermost run)
+    pat, off = views._in_units([[129, 128], [1, 1]], 128, 4, 2, "t")
+    assert pat == [[258, 128], [2, 1], [1, 2]] and off.const == 256
+    # bf16 [[258, 128], [1, 256]] -> fp32: halved, the 256-element run 128 fp32
+    pat, off = views._in_units([[258, 128], [1, 256]], Sym({}, 0), 2, 4, "t")
+    assert pat == [[129, 128], [1, 128]] and off.const == 0
+    with pytest.raises(TraceError, match="covers part of a 4-byte element"):
+        views._in_units([[258, 128], [1, 3]], 0, 2, 4, "t")  # 3 bf16: one and a half fp32
+    with pytest.raises(TraceError, match="covers part of a 4-byte element"):
+        views._in_units([[258, 128], [1, 256]], 1, 2, 4, "t")  # starts mid-element
