@@ -54,3 +54,21 @@ def test_units_of_a_pattern_cover_the_same_bytes():
         views._in_units([[258, 128], [1, 3]], 0, 2, 4, "t")  # 3 bf16: one and a half fp32
     with pytest.raises(TraceError, match="covers part of a 4-byte element"):
         views._in_units([[258, 128], [1, 256]], 1, 2, 4, "t")  # starts mid-element
+
+
+# -- a sliding-window (im2col) matmul operand ---------------------------------------------------
+
+
+def test_im2col_operand_matmul_is_charged_from_the_instruction_shapes():
+    k, rec = trace_kernel(str(KERNELS), "window_matmul",
+                          args={"x": ((4, 130), "bf16"), "w": ((4, 3), "bf16")})
+    b = bytes_of(k)
+    # 4 channels, K = 3 taps, Q = 130 - 3 + 1 = 128 outputs each: W = 2 x 3 x 1 x 128 x 4 = 3,072.
+    # w: 4 x 3 x 2 B = 24; x: each window DMA names 3 x 128 elements (overlapping, each moved):
+    # 768 B x 4 = 3,072; out 4 x 128 x 2 B = 1,024 written. Q = 4,120.
+    assert b["W"] == 3_072
+    assert b["w"] == (24, 0) and b["x"] == (3_072, 0) and b["out"] == (0, 1_024)
+    assert b["Q"] == 4_120
+    (mm,) = [w for w in k.work if w.matmul]
+    assert (mm.elements, mm.passes, mm.executions) == (128, 3, 4)
+    assert any("sliding window" in n for n in rec.notes)

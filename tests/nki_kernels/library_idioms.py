@@ -41,3 +41,25 @@ def gather_by_tail_index(x):
                                      indirect_dim=0))
     nisa.dma_copy(dst=out, src=rows)
     return out
+
+
+@nki.jit
+def window_matmul(x, w):
+    """A depthwise 1-D convolution as an implicit GEMM: x [C, L] bf16, w [C, K] taps. Per
+    channel c, an im2col tile [K, L - K + 1] (element (s, q) = x[c, s + q]) loaded by one DMA
+    of overlapping windows, contracted on the Tensor Engine with w[c] as a [K, 1] stationary."""
+    C, L = x.shape
+    _, K = w.shape
+    Q = L - K + 1
+    out = nl.ndarray((C, Q), dtype=x.dtype, buffer=nl.shared_hbm)
+    for c in nl.affine_range(C):
+        taps = nl.ndarray((K, 1), dtype=w.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=taps, src=w.ap(pattern=[[1, K], [1, 1]], offset=c * K))
+        win = nl.ndarray((K, Q), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=win, src=x.ap(pattern=[[1, K], [1, Q]], offset=c * L))
+        ps = nl.ndarray((1, Q), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=taps, moving=win)
+        res = nl.ndarray((1, Q), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=ps)
+        nisa.dma_copy(dst=out.ap(pattern=[[Q, 1], [1, Q]], offset=c * Q), src=res)
+    return out
