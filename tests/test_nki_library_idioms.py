@@ -72,3 +72,18 @@ def test_im2col_operand_matmul_is_charged_from_the_instruction_shapes():
     (mm,) = [w for w in k.work if w.matmul]
     assert (mm.elements, mm.passes, mm.executions) == (128, 3, 4)
     assert any("sliding window" in n for n in rec.notes)
+
+
+# -- a PSUM tile drained into an SBUF sum beside an op graph ------------------------------------
+
+
+def test_psum_drained_into_an_sbuf_sum_is_read_not_refused():
+    k, rec = trace_kernel(str(KERNELS), "drained_psum",
+                          args={"a": ((128, 128), "bf16"), "b": ((128, 512), "bf16")})
+    b = bytes_of(k)
+    # two matmuls of K = 128, M = 128, N = 512: W = 2 x 2 x 128 x 128 x 512 = 33,554,432.
+    # a 128 x 128 x 2 B = 32,768 and b 128 x 512 x 2 B = 131,072 read once; out 131,072 written.
+    assert b["W"] == 33_554_432
+    assert b["a"] == (32_768, 0) and b["b"] == (131_072, 0) and b["out"] == (0, 131_072)
+    assert b["Q"] == 294_912
+    assert any("read only by an SBUF accumulation of a PSUM tile" in n for n in rec.notes)

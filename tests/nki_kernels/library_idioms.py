@@ -63,3 +63,29 @@ def window_matmul(x, w):
         nisa.tensor_copy(dst=res, src=ps)
         nisa.dma_copy(dst=out.ap(pattern=[[Q, 1], [1, Q]], offset=c * Q), src=res)
     return out
+
+
+@nki.jit
+def drained_psum(a, b):
+    """Attention-backward's shape: s = a.T @ b in PSUM, e = exp(s) on chip, then a.T @ e into
+    PSUM drained by ``tensor_tensor(acc, acc, psum, add)`` into a zeroed SBUF sum, stored."""
+    K, M = a.shape
+    _, N = b.shape
+    out = nl.ndarray((M, N), dtype=b.dtype, buffer=nl.shared_hbm)
+    at = nl.ndarray((K, M), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=a)
+    bt = nl.ndarray((K, N), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=bt, src=b)
+    s = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=s, stationary=at, moving=bt)
+    e = nl.ndarray((M, N), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=s)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, 0.0)
+    ps = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=at, moving=e)
+    nisa.tensor_tensor(dst=acc, data1=acc, data2=ps, op=nl.add)
+    res = nl.ndarray((M, N), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
