@@ -345,9 +345,6 @@ class Recorder:
                         lg.pa_weak = src_lg.pa_weak
                     if src_lg.pa_strong is not None:
                         lg.pa_strong = src_lg.pa_strong
-            if src_lg.kind in ("acc", "op", "sum") and src_lg.find() is not lg.find():
-                # stored as a tile of its own: the store (the IR's) does not name it as read
-                self.stored_apart = getattr(self, "stored_apart", []) + [src_lg]
         if lg.pa_weak is None and not pieces:
             kept = [a for a in range(len(src.offsets)) if src.kept[a]]
             if src.buf.pax in kept:
