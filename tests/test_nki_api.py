@@ -86,8 +86,8 @@ def test_ap_pattern_that_is_not_a_box_is_one_line_naming_it():
             x.ap(pattern=[[512, 128], [1, 512]], offset=64)
         rec.notes = []
         v = x.ap(pattern=[[512, 128], [1, 512]], vector_offset=object())  # rows chosen by data
-        assert v.shape == (128, 512) and any("indirect access" in n and "ASSUMED" in n
-                                             for n in rec.notes)
+        assert v.shape == (128, 512) and v.indirect[:2] == ("vector_offset", 0)
+        assert x.ap(pattern=[[512, 128], [1, 512]], scalar_offset=3).indirect is None  # a known row
         assert mods["nki.isa.constants"].oob_mode.error != mods["nki.isa.constants"].oob_mode.skip
         one = x.ap(pattern=[[512, 1], [1, 1]], offset=3 * 512 + 7)  # a single element
         assert one.shape == () and [(a.const, n) for a, n, _ in one.dims] == [(3, 1), (7, 1)]
@@ -316,6 +316,15 @@ def test_dma_compute_reads_its_hbm_source_and_size_one_dims_squeeze():
     assert op.kind == "add" and sorted(a.tensor for a in op.inputs) == ["x", "y"]
 
 
+def test_dma_compute_into_hbm_reads_each_source_and_writes_dst_once():
+    k = traced("dma_combine_hbm", {"x": ((2, 256, 512), "bf16")})
+    b = bytes_of(k)
+    # both halves of x read once (2 x 256 x 512 x 2 B), out (256 x 512 x 2 B) written once
+    assert b["x"] == (524_288, 0) and b["out"] == (0, 262_144)
+    (op,) = [s for s, _ in k.statements() if hasattr(s, "kind")]
+    assert op.kind == "add"
+
+
 def test_register_trip_count_is_data_dependent():
     with pytest.raises(SpecError, match=r"api_2026.py:\d+: kernel register_loop: nl.dynamic_range"
                                         r"\(0, <register>, 1\): its stop is the register read at "
@@ -454,10 +463,11 @@ def test_an_axis_walked_in_pieces_in_any_order_is_the_whole_axis(pieces, cols, r
 def test_indirect_gather_counts_its_rows_bytes_assumed(capsys):
     k = traced("gather_rows", {"table": ((256, 256), "bf16"), "idx": ((256, 1), "int32")})
     b = bytes_of(k)
-    # 2 blocks of 128 gathered rows of 256 x 2 B, counted as the blocks' boxes: the table once;
-    # the index tiles 256 x 4 B; out written once
-    assert b["table"] == (131_072, 0) and b["idx"] == (1_024, 0) and b["out"] == (0, 131_072)
-    assert any("indirect access" in n for n in k.notes)
+    # 2 blocks of 128 gathered rows of 256 x 2 B, each row a fresh read: 2 x 128 x 512 B of
+    # table's rows, a tensor of their own (table_gathered); the index tiles 256 x 4 B; out once
+    assert b["table_gathered"] == (131_072, 0) and b["idx"] == (1_024, 0)
+    assert b["out"] == (0, 131_072) and "table" not in b
+    assert any("vector_offset= reads 128 rows of table" in n and "ASSUMED" in n for n in k.notes)
 
 
 def test_an_op_on_a_window_view_follows_the_views_steps():

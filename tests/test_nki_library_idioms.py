@@ -37,9 +37,11 @@ def test_bytes_read_as_int32_then_as_bf16_count_their_flat_byte_ranges():
 def test_indirect_read_at_another_row_stride_counts_its_rows():
     k, rec = trace_kernel(str(KERNELS), "gather_by_tail_index", args={"x": ((128, 258), "bf16")})
     b = bytes_of(k)
-    # the tail column 128 x 4 B, then 128 rows of 256 bf16 picked by data: 65,536 B; out the same
-    assert b["x"] == (512 + 65_536, 0) and b["out"] == (0, 65_536)
-    assert any("row stride" in n and "ASSUMED" in n for n in rec.notes)
+    # the tail column 128 x 4 B; then 128 rows of 256 bf16 picked by data (a gather: its rows a
+    # tensor of their own), 128 x 512 B = 65,536; out the same written. Q = 131,584.
+    assert b["x"] == (512, 0) and b["x_gathered"] == (65_536, 0) and b["out"] == (0, 65_536)
+    assert b["Q"] == 131_584
+    assert any("row stride 129" in n and "ASSUMED" in n for n in rec.notes)
 
 
 def test_units_of_a_pattern_cover_the_same_bytes():

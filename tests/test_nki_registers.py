@@ -61,7 +61,9 @@ def test_stated_value_runs_the_loop_that_many_times_hand_count():
     # 3 iterations x 2 column tiles of 128 x 512 bf16: a and b each read 6 tiles, out written 6;
     # n_tiles 1 int32 read once
     assert c.Q == 3 * 6 * TILE + 4 and c.flops == 0
-    assert c.tensor_map["a"].read_bytes == 6 * TILE and c.tensor_map["out"].write_bytes == 6 * TILE
+    # a's rows are chosen by an SBUF counter (scalar_offset=): a tensor of their own, a_gathered
+    assert c.tensor_map["a_gathered"].read_bytes == 6 * TILE
+    assert c.tensor_map["out"].write_bytes == 6 * TILE
     (note,) = [n for n in k.notes if "dynamic_range" in n]
     assert f"dynamic_loops.py:{line_of('nl.dynamic_range(first, reg, 1)')}: nl.dynamic_range runs 3 " \
            "iterations" in note and "ASSUMED: the register's value given by the user, " \

@@ -67,9 +67,11 @@ def test_every_bundled_spec_searches_and_entitle_prints_its_numbers(name, hw, tm
 
 
 def test_programs_search_their_tiles_against_brute_force(hw):
-    """mlp_fused over TB x TF: the search's best equals the best of every point analysed in full."""
+    """mlp_fused over TB x TF, loads as written: the search's best equals the best of every point
+    analysed in full."""
     vals = ("TB=32,64,128", "TF=32,128", "TE=512", "TD=128")
-    _, out = _search(engine.Problem("mlp_fused", (("B", 256), ("F", 1024)), "trn2-core", vals, top=3))
+    _, out = _search(engine.Problem("mlp_fused", (("B", 256), ("F", 1024)), "trn2-core", vals, top=3,
+                                    structures=False))
     keys = []
     for tb in (32, 64, 128):
         for tf in (32, 128):
@@ -79,6 +81,48 @@ def test_programs_search_their_tiles_against_brute_force(hw):
     keys.sort()
     assert [c.verdict.key() for c in out.top] == [k for k, _ in keys[:3]]
     assert dict(out.top[0].values) == dict(keys[0][1])
+
+
+def test_program_placements_against_exhaustive_enumeration(hw, tmp_path):
+    """mlp_fused (one kernel whose token loop holds two loop nests) over TB x its 18 load
+    placements (each weight whole at the top, split by f (W_up) or e (W_down), or by both of its
+    loops; x whole per token block or by d): the search's top 3 equal the best 3 of every (TB, placement) analysed
+    in full, and the best, written with -o and read back, gives the same verdict."""
+    sets = (("B", 256), ("D", 256), ("F", 512))
+    vals = ("TB=64,128", "TF=128", "TE=256", "TD=128")
+    ctx, out = _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=3))
+    assert len(ctx.structs) == 3 * 3 * 2 and out.points == 2
+    keys = []
+    for tb in (64, 128):
+        values = {"TB": tb, "TD": 128, "TE": 256, "TF": 128}
+        prog = pipeline.load("mlp_fused", {**dict(sets), **values})
+        for p in space.placements(ctx.moves):
+            a = pipeline.analyze(space.place(prog, ctx.moves, p), hw)
+            if a.feasible:
+                keys.append(pipeline.rank_key(a))
+    keys.sort()
+    assert len(keys) > 3
+    assert [c.verdict.key() for c in out.top] == keys[:3]
+    a = _entitle_of(ctx, out, out.top[0], hw, tmp_path)
+    assert (a.T, a.Q) == (out.top[0].verdict.T, out.top[0].verdict.Q)
+
+
+def test_program_streams_weights_that_do_not_fit(hw):
+    """mlp_fused with SBUF cut to 512 KiB (128 partitions x 4 KiB): as written both weights sit
+    on chip whole (W_up: 2 partition tiles x 512 x 2 B = 2 KiB per partition, W_down: 4 x 256 x 2 B
+    = 2 KiB) beside x's block and g's, which does not fit; the search splits them by f or e so they
+    stream, and with one token block (B = TB = 64) every weight is still read once: Q is the
+    compulsory 2*B*D + 2*D*F*2 + 2*B*D = 589,824 bytes (x, W_up, W_down, y; bf16)."""
+    sets = (("B", 64), ("D", 256), ("F", 512))
+    vals = ("TB=64", "TF=128", "TE=256", "TD=128")
+    with pytest.raises(engine.InputError, match="no feasible tiling"):
+        _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=1, structures=False,
+                               sbuf_bytes=1 << 19))
+    ctx, out = _search(engine.Problem("mlp_fused", sets, "trn2-core", vals, top=1,
+                                      sbuf_bytes=1 << 19))
+    best = out.top[0]
+    assert best.verdict.feasible and engine.structure_of(ctx, best)["split"]
+    assert best.verdict.Q == 2 * 64 * 256 + 2 * 256 * 512 * 2 + 2 * 64 * 256 == 589_824
 
 
 def test_kernel_reference_searched_over_its_keyword_parameters(hw):
@@ -199,7 +243,7 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
             {"id": 4, "spec": "projection", "hardware": "trn2-core", "set": {"B": 1}},
             {"id": 5, "spec": f"{KERNELS / 'matmul_isa.py'}::blocked", "hardware": "trn2-core"},
             {"id": 6, "toml": (ROOT / "tilings" / "copy.toml").read_text(), "hardware": "trn2-core"},
-            {"id": 7, "spec": "copy", "hardware": "trn2-core", "model": "timeline"}]
+            {"id": 7, "spec": "copy", "hardware": "trn2-core", "model": "floor"}]
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in reqs) + "\n")
     rc, out, err = _cli(capsys, "evaluate", "--batch", str(path))
@@ -211,11 +255,34 @@ def test_batch_answers_in_order_with_error_lines(tmp_path, capsys):
     assert lines[3]["cached"] and lines[3]["T"] == lines[0]["T"] and lines[3]["id"] == 4
     assert "EXECUTES" in lines[4]["error"]
     trn2 = hardware.load("trn2-core")
-    copy = pipeline.analyze(pipeline.load("copy"), trn2, model="floor")  # the batch's default
-    assert (lines[5]["T"], lines[5]["Q"]) == (copy.T, copy.Q)
-    # model "timeline": what entitle prints by default
+    # the default: what entitle prints
     rc, out, _ = _cli(capsys, "entitle", "copy", "-H", "trn2-core", "--json")
-    assert lines[6]["T"] == json.loads(out)["T"] >= lines[5]["T"]
+    assert (lines[5]["T"], lines[5]["Q"]) == (json.loads(out)["T"], json.loads(out)["Q"])
+    # model "floor": the cheap verdict, not above the timeline's
+    copy = pipeline.analyze(pipeline.load("copy"), trn2, model="floor")
+    assert (lines[6]["T"], lines[6]["Q"]) == (copy.T, copy.Q) and copy.T <= lines[5]["T"]
+
+
+@pytest.mark.parametrize("spec,sets", [("matmul", {"M": 512, "N": 1024, "K": 256}),
+                                       ("projection", {"B": 64}),
+                                       ("mlp_fused", {"B": 256}),
+                                       ("mlp_unfused", {"B": 128, "F": 2048}),
+                                       ("layernorm", {}),
+                                       ("attention_fused", {"L": 512})])
+def test_batch_T_is_entitles_T(spec, sets, tmp_path, capsys):
+    """One verdict: a batch request's T (default model) equals `loopsim entitle --json`'s T for
+    the same spec, sheet and --set, exactly; so do W, Q, the limit and feasibility."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": 0, "spec": spec, "hardware": "trn2-core", "set": sets}) + "\n")
+    rc, out, err = _cli(capsys, "evaluate", "--batch", str(path))
+    assert rc == 0, err
+    (b,) = [json.loads(x) for x in out.splitlines()]
+    args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+    rc, out, err = _cli(capsys, "entitle", spec, "-H", "trn2-core", "--json", *args)
+    assert rc in (0, 3), err
+    e = json.loads(out)
+    assert (b["T"], b["W"], b["Q"], b["limit"], b["feasible"]) == \
+        (e["T"], e["W"], e["Q"], e["limit"], e["feasible"])
 
 
 def test_whole_axis_tiles_are_split_for_the_prefill_down_projection(hw):
@@ -280,3 +347,42 @@ def test_fused_against_unfused_as_alternatives(capsys, tmp_path):
     assert d["best"]["T"] == fused["T"] and spec.read(str(path)).data["kernel"]["name"] == "mlp_best"
     rc, out, err = _cli(capsys, "search", "matmul", "copy", "-H", "trn2-core", "-q")
     assert rc == 2 and "do not do the same work" in err
+
+
+def test_kernel_reference_module_constants_searched_with_space(hw):
+    """matmul_consts.blocked reads its block sizes TILES_M, TILES_N from module-level constants.
+    They are parameters (--set, --space) but varied only when --space names them; SCALE, read by
+    another module-level line at import, is not one. Searched over TILES_M x TILES_N at K=256,
+    M=N=1024, the top 2 equal the best 2 of every point analysed in full, and each point's Q is
+    the hand count: lhsT once (K*M*2 B), rhs once per M-block (M/(128*TILES_M) * K*N*2 B), the
+    result once (M*N*2 B)."""
+    from loopsim.frontends.nki.load import parse_options
+
+    ref = f"{KERNELS / 'matmul_consts.py'}::blocked"
+    kargs = (("lhsT=256x1024", "rhs=256x1024"), (), None)
+    opts = parse_options(*kargs[:2])
+    tpl = space.template(ref, {}, opts)
+    assert tpl.spec.data["constants"] == ("TILES_M", "TILES_N") and tpl.free == ()
+    K, M, N = 256, 1024, 1024
+    keys = []
+    for tm in (1, 2, 4, 8):
+        for tn in (1, 2):
+            a = pipeline.analyze(pipeline.load(ref, {"TILES_M": tm, "TILES_N": tn},
+                                               kernel_args=opts), hw)
+            assert a.Q == K * M * 2 + M // (128 * tm) * K * N * 2 + M * N * 2, (tm, tn)
+            keys.append((pipeline.rank_key(a), (("TILES_M", tm), ("TILES_N", tn))))
+    keys.sort()
+    _, out = _search(engine.Problem(ref, (), "trn2-core", ("TILES_M=1,2,4,8", "TILES_N=1,2"),
+                                    top=2, kernel_args=kargs))
+    assert out.points == 8
+    assert [(c.verdict.key(), c.values) for c in out.top] == keys[:2]
+
+
+def test_kernel_reference_constant_errors(capsys):
+    """A name that is no parameter (SCALE: a constant read at import) is refused in one line
+    naming the parameters there are."""
+    ref = f"{KERNELS / 'matmul_consts.py'}::blocked"
+    rc, out, err = _cli(capsys, "search", ref, "--arg", "lhsT=256x1024", "--arg", "rhs=256x1024",
+                        "-H", "trn2-core", "--space", "SCALE=1,2")
+    assert rc != 0 and "no parameter SCALE" in err and "TILES_M, TILES_N" in err
+    assert "Traceback" not in err

@@ -413,3 +413,63 @@ def test_a_transpose_rate_above_the_dma_rate_is_refused():
     text = open(HW.path, encoding="utf-8").read().replace("transpose = { value = 900,", "transpose = { value = 1200,", 1)
     with pytest.raises(HardwareError, match=r"dma\.transpose\.value.*1200.*at most 1000"):
         hardware.loads(text, "bad.toml")
+
+
+# -- the same schedule, faster: figures of main's walker kept in tests/data (tests/timeline_golden.py)
+
+_GOLDEN = None
+
+
+def _golden() -> list:
+    global _GOLDEN
+    if _GOLDEN is None:
+        from tests import timeline_golden as g
+        _GOLDEN = json.loads(g.FILE.read_text())
+    return _GOLDEN
+
+
+def _same(got, want, where):
+    if isinstance(want, dict):
+        assert sorted(got) == sorted(want), where
+        for k in want:
+            _same(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-300), where
+    else:
+        assert got == want, where
+
+
+@pytest.mark.parametrize("name", spec.bundled_names() + ["random"])
+def test_the_timeline_gives_main_walkers_schedule(name):
+    # every bundled spec on two sheets and two budgets (cut runs too), two buffers, LNC 2, and
+    # seeded random sizes (ragged edges, 1-3 buffers): makespan, serial sum, busy per engine and
+    # per queue, counts, gap causes, the critical path (length, per queue, CRC of its sequence)
+    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12
+    from tests import timeline_golden as g
+    rows = [r for r in _golden() if (r["case"]["sets"] != {}) == (name == "random")
+            and (name == "random" or r["case"]["name"] == name)]
+    assert rows
+    for r in rows:
+        hw = hardware.load(r["case"]["sheet"])
+        k = g.kernels(r["case"])[r["stage"]]
+        _same(g.figures(k, hw, r["case"]["budget"]), r["figures"],
+              f"{r['case']} stage {r['stage']} (a bundled spec or the timeline's model changed on "
+              "purpose? `python -m tests.timeline_golden --write`, and say so in the commit)")
+
+
+def test_the_golden_cases_are_the_generators():
+    # the file holds exactly the cases tests/timeline_golden.py lists (none silently dropped)
+    from tests import timeline_golden as g
+    want = [c for c in g.cases() if g.kernels(c)]
+    got = [r["case"] for r in _golden() if r["stage"] == 0]
+    assert got == want and len(got) >= len(spec.bundled_names()) * 5
+
+
+@given(st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("mnk"), st.integers(1, 512)), max_size=3),
+                          st.integers(0, 300), st.integers(1, 600), st.integers(1, 2000)), min_size=1, max_size=4),
+       st.fixed_dictionaries({v: st.integers(0, 3000) for v in "mnk"}))
+def test_a_written_out_region_is_the_general_one(geom, env):
+    # the region function written for a geometry (ntl._regioner) against the general loop
+    # (ntl._region): starts, ends clipped at the tensor's edge, None past it
+    geom = tuple((tuple(terms), off, ext, dim) for terms, off, ext, dim in geom)
+    assert ntl._regioner(geom)(env) == ntl._region(geom, env)

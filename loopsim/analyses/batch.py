@@ -25,11 +25,12 @@ from loopsim.base.errors import InputError, LoopsimError
 
 KEYS = ("id", "spec", "toml", "hardware", "set", "sets", "policy", "dtype", "sbuf_bytes",
         "buffers", "lnc", "roofs", "model", "args", "kwargs", "grid", "registers")
-#: verdict models a request may ask for (:func:`loopsim.model.pipeline.analyze`): ``floor`` (the
-#: default here: every roof and ceiling and the timeline's transfer floor ``dma_transfers``,
-#: milliseconds a request), ``timeline`` (``entitle``'s default: the engine timeline's predicted
-#: time too, about a tenth of a second), ``roofline`` (the roofs and ceilings alone)
-MODELS = ("floor", "timeline", "roofline")
+#: verdict models a request may ask for (:func:`loopsim.model.pipeline.analyze`): ``timeline``
+#: (the default: the verdict ``entitle`` prints, the engine timeline's predicted time included,
+#: tens of milliseconds a request), ``floor`` (every roof and ceiling and the timeline's transfer
+#: floor ``dma_transfers``, a few milliseconds: what search ranks by before it confirms),
+#: ``roofline`` (the roofs and ceilings alone)
+MODELS = ("timeline", "floor", "roofline")
 #: longest request line, characters (an inline spec included)
 MAX_LINE = 1 << 20
 #: answers kept for repeated requests (the oldest are dropped first)
@@ -39,7 +40,7 @@ MAX_CACHED = 10_000
 class Session:
     """The state kept between requests: loaded sheets, read specs, earlier answers."""
 
-    def __init__(self, *, execute_kernels: bool = False, model: str = "floor"):
+    def __init__(self, *, execute_kernels: bool = False, model: str = "timeline"):
         self.execute_kernels = execute_kernels
         self.model = model
         self.sheets: dict = {}
@@ -174,7 +175,7 @@ def _answer(s: Session, req: Mapping) -> dict:
     sbuf = _field(req, "sbuf_bytes", int, "an integer number of bytes")
     policy = _field(req, "policy", str, "as-written, lru or opt") or "as-written"
     dtype = _field(req, "dtype", str, "a dtype name")
-    model = _field(req, "model", str, "floor, timeline or roofline") or s.model
+    model = _field(req, "model", str, "timeline, floor or roofline") or s.model
     if model not in MODELS:
         raise InputError(f"model={model!r} must be one of {', '.join(MODELS)}")
     sf = _spec(s, req)

@@ -148,13 +148,19 @@ def kernel_verdict(flops: int, q_bytes: int, ceil, steps, hw, dtype: str, reason
     if ps.engine is not None and ps.evacuated_elements and ps.T_evacuate is not None:
         busy.setdefault(ps.engine, []).append(
             (ps.T_evacuate, f"PSUM evacuation ({ps.evacuated_elements:,} elements)"))
+    sites: dict[tuple, list] = {}  # one entry per call site: its calls' time, element-ops, bytes
     for w, t in getattr(ceil, "work", ()):
         if t is not None:
-            busy.setdefault(w.engine, []).append(
-                (t, f"{w.call} at {w.where} ({w.element_ops:,} element-ops"
-                    + (", ASSUMED)" if w.assumed else ")") if w.engine != "link" else
-                 f"{w.call} at {w.where} ({w.link_bytes * w.executions:,} bytes"
-                    + (", ASSUMED)" if w.assumed else ")")))
+            g = sites.setdefault((w.engine, w.call, w.where, w.assumed), [0.0, 0, 0, 0])
+            g[0] += t
+            g[1] += w.element_ops
+            g[2] += w.link_bytes * w.executions
+            g[3] += 1
+    for (eng, call, where, assumed), (t, ops, link_bytes, n) in sites.items():
+        amount = f"{ops:,} element-ops" if eng != "link" else f"{link_bytes:,} bytes"
+        busy.setdefault(eng, []).append(
+            (t, f"{call} at {where} ({amount}" + (f" in {n:,} calls" if n > 1 else "")
+                + (", ASSUMED)" if assumed else ")")))
     for eng, parts in busy.items():
         if eng == "link":
             times["link"] = times.get("link", 0.0) + sum(t for t, _ in parts)

@@ -24,7 +24,8 @@ def label_of(ctx, c) -> str:
         return text if ld in split else text.split("[")[0]
 
     loads = " ".join(f"{tile(ld)}@{lv}" for ld, lv in s["loads"].items())
-    return f"{vals} | {' '.join(s['order'])}" + (f" | {loads}" if loads else "")
+    order = f" | {' '.join(s['order'])}" if s["order"] else ""  # a program's loops stay as written
+    return f"{vals}{order}" + (f" | {loads}" if loads else "")
 
 
 def result_row(ctx, c, rank: int | None) -> dict:
@@ -79,7 +80,8 @@ def best_text(ctx, out, hw, name: str | None = None) -> str:
               f"({v.limit}), Q = {v.Q:,} bytes{over},\nSBUF peak {v.sbuf_peak_bytes:,} bytes; "
               f"best of {out.evaluated:,} candidates.")
     kernel = engine.kernel_of(ctx, c) if ctx.tpl.kernel is not None else None
-    return write_spec(ctx.tpl, dict(c.values), kernel, header=header, name=name)
+    placed = engine.kernel_of(ctx, c) if ctx.moves and kernel is None else None
+    return write_spec(ctx.tpl, dict(c.values), kernel, header=header, name=name, program=placed)
 
 
 def accounting_lines(out) -> list[str]:
@@ -127,7 +129,8 @@ def format_text(ctx, out, hw) -> str:
     inputs = list(dict.fromkeys(n for d in rows for n in d.get("r", {})))
     best = out.top[0].verdict
     lb = out.lower_bound_Q
-    what = "tile/block sizes, loop orders and load placements" if out.structures_searched else \
+    what = ("tile/block sizes and load placements (loops as written)" if ctx.moves else
+            "tile/block sizes, loop orders and load placements") if out.structures_searched else \
         "tile/block sizes (loop order as written)"
     lines = [f"search {ctx.problem.spec} on {hw.name}: {what}; "
              f"{out.evaluated:,} candidates evaluated ({out.verdicts:,} in full) of "

@@ -24,6 +24,7 @@ a fixed latency before it is part of the time).
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 import math
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ class Scheduler:
     """Instructions added in program order; times are computed as they are added."""
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
-                 "_qfree", "_qlast", "_pipes", "_pipe_of", "label")
+                 "_qfree", "_qlast", "_pipes", "label")
 
     def __init__(self) -> None:
         self.queues: list[str] = []  # queue names, by id
@@ -51,7 +52,6 @@ class Scheduler:
         self._qfree: list[float] = []
         self._qlast: list[int] = []
         self._pipes: dict[str, tuple[list[float], list[float], list[int]]] = {}
-        self._pipe_of: list[str | None] = []
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -78,14 +78,16 @@ class Scheduler:
         qf = self._qfree[q]
         if qf > ready:
             ready, by, why, lag = qf, self._qlast[q], QUEUE, 0.0
-        start, pieces = ready, None
+        i = len(self.start)
         if pipe is not None and duration > 0:
             pieces, owner = self._fit(pipe, ready, duration)
-            start = pieces[0][0]
+            start, end = pieces[0][0], pieces[-1][1]
             if start > ready:
                 by, why, lag = owner, PIPE, 0.0
-        end = pieces[-1][1] if pieces else start + duration
-        i = len(self.start)
+            for a, b in pieces:
+                self._occupy(pipe, a, b, i)
+        else:
+            start, end = ready, ready + duration
         self.queue.append(q)
         self.kind.append(self.kinds[q])
         self.start.append(start)
@@ -94,11 +96,8 @@ class Scheduler:
         self.why.append(why)
         self.lag.append(lag)
         self.label.append(label)
-        self._pipe_of.append(pipe)
         self._qfree[q] = end
         self._qlast[q] = i
-        for a, b in pieces or ():
-            self._occupy(pipe, a, b, i)
         return i
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------
@@ -112,6 +111,8 @@ class Scheduler:
         if j >= 0 and ends[j] > t:
             t, owner = ends[j], owners[j]
         j += 1
+        if j == len(starts):  # nothing busy after t: one stretch (the loop below, taken once)
+            return [(t, t + d)], owner
         pieces, need, eps = [], d, d * 1e-12
         while need > eps:
             nxt = starts[j] if j < len(starts) else math.inf
@@ -159,7 +160,7 @@ class Scheduler:
         """Instructions from the first to the last to finish, each the one its successor waited for."""
         if not self.end:
             return []
-        i = max(range(len(self.end)), key=self.end.__getitem__)
+        i = self.end.index(max(self.end))  # the first to end last
         out = []
         seen = set()
         while i >= 0 and i not in seen:
@@ -178,10 +179,7 @@ class Scheduler:
         return {k: union_length(v) for k, v in out.items()}
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for k in self.kind:
-            out[k] = out.get(k, 0) + 1
-        return out
+        return dict(Counter(self.kind))  # kinds in order of first use
 
 
 def union_length(intervals) -> float:
@@ -203,10 +201,11 @@ def idle_causes(sched: Scheduler, kind: str, cause_of) -> tuple[float, float, fl
     """How the time of the instructions of ``kind`` (the reference engine) splits: (first start,
     busy seconds, seconds after its last end, idle seconds inside by cause). An idle stretch
     belongs to the instruction that starts it: ``cause_of(i, gap) -> ((cause, seconds), ...)``."""
-    idx = [i for i, k in enumerate(sched.kind) if k == kind and sched.end[i] > sched.start[i]]
+    start, end = sched.start, sched.end
+    idx = [i for i, k in enumerate(sched.kind) if k == kind and end[i] > start[i]]
     if not idx:
         return 0.0, 0.0, sched.makespan, {}
-    idx.sort(key=lambda i: (sched.start[i], sched.end[i]))
+    idx.sort(key=list(zip(start, end)).__getitem__)  # by (start, end), ties in program order
     first = sched.start[idx[0]]
     causes: dict[str, float] = {}
     busy, cur_s, cur_e = 0.0, first, sched.end[idx[0]]

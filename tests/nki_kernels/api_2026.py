@@ -263,6 +263,20 @@ def dma_combine(x, y):
 
 
 @nki.jit
+def dma_combine_hbm(x):
+    """x[0] + x[1] into out, HBM to HBM: nisa.dma_compute with an access pattern of an HBM tensor
+    as its dst, a block of 128 rows at a time."""
+    _, rows, cols = x.shape
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(rows // 128):
+        nisa.dma_compute(dst=out.ap(pattern=[[cols, 128], [1, cols]], offset=i * 128 * cols),
+                         srcs=[x.ap(pattern=[[cols, 128], [1, cols]], offset=i * 128 * cols),
+                               x.ap(pattern=[[cols, 128], [1, cols]], offset=(rows + i * 128) * cols)],
+                         scales=[1.0, 1.0], reduce_op=nl.add)
+    return out
+
+
+@nki.jit
 def register_loop(x, n_tiles):
     """A loop whose trip count is read into a register at run time: refused (data-dependent)."""
     reg = nisa.register_alloc()

@@ -86,6 +86,8 @@ class Cand:
 
 def _shape(ctx, i: int) -> tuple:
     s = ctx.structs[i]
+    if isinstance(s, space.Placement):
+        return ((), (), s.choices)
     return () if s is None else (s.order, s.levels, s.tiles)
 
 
@@ -124,7 +126,11 @@ class Context:
         self.user = set(space.parse_space(list(p.space), self.tpl))
         base = self.tpl.kernel
         self.chain = space.chain_of(base) if base is not None else None
-        if self.chain is not None and p.structures:
+        # a program's loads, each placed and split as its kernel's loops allow
+        self.moves = space.program_moves(self.tpl) if p.structures and base is None else ()
+        if self.moves:
+            self.structs = tuple(space.placements(self.moves))
+        elif self.chain is not None and p.structures:
             self.structs = tuple(space.structures(self.chain))
         elif self.chain is not None:
             self.structs = (space.as_written(self.chain),)
@@ -198,9 +204,15 @@ class Context:
         return space.with_buffers(space.bind(self.tpl, params), buffers)
 
     def arranged(self, values, structure: int):
-        k = self.kernel(values)
-        s = self.structs[structure]
-        return k if s is None else space.arrange(self.chain, s, k)
+        return self.structured(self.kernel(values), self.structs[structure])
+
+    def structured(self, k, s):
+        """Kernel (or program) ``k`` with structure ``s`` (None: as it is)."""
+        if s is None or k is None:
+            return k
+        if isinstance(s, space.Placement):
+            return space.place(k, self.moves, s)
+        return space.arrange(self.chain, s, k)
 
 
 _CONTEXTS: dict[Problem, Context] = {}
@@ -280,7 +292,7 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
                       _shape(ctx, i)))
     else:
         for i, s in enumerate(ctx.structs):
-            k = kernel if s is None else space.arrange(ctx.chain, s, kernel)
+            k = ctx.structured(kernel, s)
             v = ev.verdict(k, ctx.hw, policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype,
                            model="floor")
             if ctx.tpl.kernel is None and v.report is not None and v.W != ctx.base_W:
@@ -420,7 +432,7 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     points = space.size(ctx.values)
     out = Outcome(p, ctx.values, points * len(ctx.structs),
                   lower_bound_Q=ctx.lb.Q if ctx.lb else None,
-                  structures_searched=p.structures and ctx.chain is not None,
+                  structures_searched=p.structures and (ctx.chain is not None or bool(ctx.moves)),
                   points=points, structures=len(ctx.structs),
                   W_over_P=ctx.W / ctx.hw.P(ctx.dtype),
                   T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q) if ctx.lb else None)
@@ -526,6 +538,8 @@ def confirm(ctx: Context, c: Cand) -> Cand:
 
 def structure_of(ctx: Context, c: Cand) -> dict | None:
     s = ctx.structs[c.structure]
+    if isinstance(s, space.Placement):
+        return s.describe(ctx.moves)
     return None if s is None else s.describe(ctx.chain)
 
 

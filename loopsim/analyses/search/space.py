@@ -76,11 +76,14 @@ class Template:
 
     @property
     def free(self) -> tuple[str, ...]:
-        """Parameters a search may vary: plain integers of the spec that are neither problem sizes
-        nor fixed with ``--set``, in the spec's order."""
+        """Parameters a search varies unless told: plain integers of the spec that are neither
+        problem sizes nor fixed with ``--set``, in the spec's order (a kernel file's module-level
+        constants only when ``--space`` names them)."""
         fixed = dict(self.sets)
+        consts = set(self.spec.data.get("constants", ()))
         return tuple(n for n, v in self.spec.params.items()
-                     if isinstance(v, int) and n not in self.dims and n not in fixed)
+                     if isinstance(v, int) and n not in self.dims and n not in fixed
+                     and n not in consts)
 
 
 def loop_texts(body: str) -> tuple[tuple[str, str, str], ...]:
@@ -97,7 +100,8 @@ def template(ref: str, sets: Mapping[str, int], kernel_args: Mapping | None = No
     """Read spec ``ref`` (bundled name or path) once, with ``sets`` fixing parameters. A kernel
     reference ``PATH.py::FUNCTION`` (inputs in ``kernel_args``, as
     :func:`loopsim.model.pipeline.load`) is traced at its own values, EXECUTING the file; its
-    integer keyword parameters are what a search varies."""
+    integer keyword parameters are what a search varies, and its module-level integer constants
+    where ``--space`` names them."""
     if "::" in ref:
         from loopsim.model import pipeline
 
@@ -605,3 +609,157 @@ def combos(names: tuple[str, ...], vals: Mapping[str, tuple[int, ...]]) -> Itera
 
 def size(vals: Mapping[str, tuple[int, ...]]) -> int:
     return math.prod(len(v) for v in vals.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# programs: load placements in every kernel
+
+
+@dataclass(frozen=True, slots=True)
+class Movable:
+    """One load of a program's kernel that a search may place: the stage, its ordinal among the
+    kernel's loads (program order), and its options, as written first: (tile index, the ordinal of
+    the loop whose body it starts, -1 for the kernel's top level)."""
+
+    stage: int
+    load: int
+    text: str
+    options: tuple[tuple[tuple[tuple[str, ...], ...], int], ...]
+    loop_vars: tuple[str, ...]   # variable of every loop of the kernel, by ordinal
+
+
+def _loop_ordinals(kernel: Kernel) -> dict[int, int]:
+    """id(loop) -> its ordinal (program order, outer loops before the loops of their bodies)."""
+    return {id(n): i for i, n in enumerate(n for n, _ in walk(kernel.body) if isinstance(n, Loop))}
+
+
+def movable_loads(kernel: Kernel, stage: int = 0) -> tuple[Movable, ...]:
+    """The placements of each load of ``kernel`` (a tree nest: a loop body may hold several
+    loops). A load of a tensor the kernel never writes may take each tile :func:`split_variants`
+    gives it (its ':' axes indexed as every statement that reads it indexes them, by loops
+    enclosing all those statements) and sits at the start of the body of the innermost loop its
+    tile's indices need, hoisted as far as they allow (the placement that loads that tile fewest
+    times), or as written; a tile that keeps whole an axis a loop around its place walks (it
+    would load more than that loop's body reads) is not offered. A load whose readers share no
+    loop it could be split by keeps its tile."""
+    ords = _loop_ordinals(kernel)
+    loop_vars = tuple(n.var for n, _ in walk(kernel.body) if isinstance(n, Loop))
+    written = {a.tensor for s, _ in kernel.statements() if not isinstance(s, Load)
+               for a, kind in s.accesses() if a is getattr(s, "out", None) or isinstance(s, Store)}
+    out = []
+    loads = [(n, ls) for n, ls in walk(kernel.body) if isinstance(n, Load)]
+    for i, (ld, where) in enumerate(loads):
+        t = ld.tile.tensor
+        readers = [(s, ls) for s, ls in kernel.statements()
+                   if not isinstance(s, (Load, Store)) and any(a.tensor == t for a, _ in s.accesses())]
+        if t in written or not readers or not ld.tile.plain or ld.chunk:
+            continue
+        common: list[Loop] = []
+        for level in zip(*(ls for _, ls in readers)):
+            if any(l is not level[0] for l in level):
+                break
+            common.append(level[0])
+        if len(where) > len(common) or any(a is not b for a, b in zip(where, common)):
+            continue  # written outside its readers' common loops: left as it is
+        chain_vars = {l.var for l in common}
+        if len(chain_vars) != len(common):
+            continue
+        here = ords[id(where[-1])] if where else -1
+        opts = [(ld.tile.index, here)]
+        variants = split_variants(ld, tuple(s for s, _ in readers), chain_vars)
+        full = variants[-1].tile.index  # every axis that can be split, split
+        for v in variants:
+            need = {x for terms in v.tile.index for x in terms}
+            if not need <= chain_vars:
+                continue
+            depth = max((j for j, l in enumerate(common) if l.var in need), default=-1)
+            outer = {l.var for l in common[:depth + 1]}
+            if any(not t and f and set(f) <= outer for t, f in zip(v.tile.index, full)):
+                continue  # an axis a loop around it walks, loaded whole: more than its body reads
+            opt = (v.tile.index, ords[id(common[depth])] if depth >= 0 else -1)
+            if opt not in opts:
+                opts.append(opt)
+        if len(opts) > 1:
+            out.append(Movable(stage, i, str(ld), tuple(opts), loop_vars))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One option per movable load of a program (:func:`movable_loads`); 0: as written."""
+
+    choices: tuple[int, ...]
+
+    def describe(self, moves: tuple[Movable, ...]) -> dict:
+        loads, split = {}, []
+        for m, c in zip(moves, self.choices):
+            index, at = m.options[c]
+            text = _load_text(m.text, index)
+            loads[text] = m.loop_vars[at] if at >= 0 else "(top)"
+            if index != m.options[0][0]:
+                split.append(text)
+        return {"order": [], "loads": loads, "split": split}
+
+
+def _load_text(text: str, index) -> str:
+    name = text.removeprefix("load ").split("[", 1)[0]
+    return f"load {name}[{', '.join(' + '.join(t) if t else ':' for t in index)}]"
+
+
+def placements(moves: tuple[Movable, ...]) -> Iterator[Placement]:
+    """Every combination of the movable loads' options, as written first."""
+    for c in itertools.product(*(range(len(m.options)) for m in moves)):
+        yield Placement(tuple(c))
+
+
+def place_kernel(kernel: Kernel, moves, choices) -> Kernel:
+    """``kernel`` with each movable load (of this kernel) at its chosen option."""
+    chosen = {m.load: m.options[c] for m, c in zip(moves, choices) if c}
+    if not chosen:
+        return kernel
+    inserts: dict[int, list[Node]] = {}
+    loads = [n for n, _ in walk(kernel.body) if isinstance(n, Load)]
+    for i, (index, at) in chosen.items():
+        ld = loads[i]
+        inserts.setdefault(at, []).append(replace(ld, tile=Access(ld.tile.tensor, index)))
+    moved = {id(loads[i]) for i in chosen}
+    count = itertools.count()
+
+    def rebuild(body) -> list[Node]:
+        out: list[Node] = []
+        for n in body:
+            if isinstance(n, Load) and id(n) in moved:
+                continue
+            if isinstance(n, Loop):
+                o = next(count)
+                out.append(replace(n, body=tuple(inserts.get(o, []) + rebuild(n.body))))
+            else:
+                out.append(n)
+        return out
+
+    return replace(kernel, body=tuple(inserts.get(-1, []) + rebuild(kernel.body)))
+
+
+def place(prog: Program, moves: tuple[Movable, ...], p: Placement) -> Program:
+    """The program with its loads placed as ``p`` says (stages without a movable load as they are)."""
+    if not any(p.choices):
+        return prog
+    stages = []
+    for si, st in enumerate(prog.stages):
+        mine = [(m, c) for m, c in zip(moves, p.choices) if m.stage == si]
+        if any(c for _, c in mine):
+            st = replace(st, kernel=place_kernel(st.kernel, [m for m, _ in mine],
+                                                 [c for _, c in mine]))
+        stages.append(st)
+    return replace(prog, stages=tuple(stages))
+
+
+def program_moves(tpl: Template) -> tuple[Movable, ...]:
+    """The movable loads of every kernel of a program spec whose nests the spec writes
+    ([nest.KERNEL] tables); none for a kernel reference (its trace is its structure)."""
+    if tpl.kernel is not None or tpl.is_reference or tpl.program is None:
+        return ()
+    nests = tpl.spec.data.get("nest", {})
+    return tuple(m for si, st in enumerate(tpl.program.stages)
+                 if isinstance(nests, dict) and isinstance(nests.get(st.name), dict)
+                 for m in movable_loads(st.kernel, si))

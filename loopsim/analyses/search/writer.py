@@ -57,13 +57,17 @@ def _params(tpl: Template, values: dict[str, int]) -> list[str]:
 
 
 def write_spec(tpl: Template, values: dict[str, int], kernel: Kernel | None, *,
-               header: str = "", name: str | None = None) -> str:
+               header: str = "", name: str | None = None, program=None) -> str:
     """Spec text for ``kernel`` (the template's nest at ``values``, arranged); ``kernel`` None (a
-    program of ops): the template's own text with ``values`` in its [params]. ``name``: the
-    written kernel's name (default the template's)."""
+    program of ops): the template's own text with ``values`` in its [params] and, given
+    ``program`` (the program at those values with its loads placed), each [nest.KERNEL] body whose
+    loads moved written again. ``name``: the written kernel's name (default the template's)."""
     head = "".join(f"# {line}\n" for line in header.splitlines())
     if kernel is None:
-        return head + _rename(_replace_params(tpl.spec.text, values), name)
+        text = _replace_params(tpl.spec.text, {**dict(tpl.sets), **values})  # --set too
+        if program is not None:
+            text = _replace_bodies(tpl, text, program)
+        return head + _rename(text, name)
     data = tpl.spec.data
     k = data["kernel"]
     lines = ["[kernel]", f"name = {_toml_value(name or k.get('name', kernel.name))}"]
@@ -115,3 +119,46 @@ def _rename(text: str, name: str | None) -> str:
         m = _NAME.match(line) if table == "[kernel]" else None
         out.append(f"{m.group(1)}{_toml_value(name)}{m.group(3)}" if m else line)
     return "\n".join(out) + "\n"
+
+
+def _replace_bodies(tpl: Template, text: str, program) -> str:
+    """``text`` with the body of every [nest.KERNEL] table whose kernel in ``program`` differs from
+    the template's written again from that kernel (loop headers as written, by their order)."""
+    base = {st.name: st.kernel.body for st in tpl.program.stages}
+    texts = dict(tpl.stage_text)
+    for st in program.stages:
+        if st.name not in texts or _same_shape(base.get(st.name), st.kernel.body):
+            continue
+        headers = iter(texts[st.name])
+
+        def lines(body, indent):
+            out = []
+            for node in body:
+                if isinstance(node, Loop):
+                    _, e, s = next(headers)
+                    out.append(f"{'  ' * indent}for {node.var} in {e} by {s}:")
+                    out += lines(node.body, indent + 1)
+                else:
+                    out.append(f"{'  ' * indent}{node}")
+            return out
+
+        body = "\n".join(lines(st.kernel.body, 0))
+        pat = re.compile(r"(^\[nest\." + re.escape(st.name) + r"\][^\[]*?body\s*=\s*''')(.*?)(''')",
+                         re.S | re.M)
+        text = pat.sub(lambda m: m.group(1) + "\n" + body + "\n" + m.group(3), text, count=1)
+    return text
+
+
+def _same_shape(a, b) -> bool:
+    """Whether two nests hold the same statements in the same places (loop sizes aside)."""
+    if a is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, Loop) != isinstance(y, Loop):
+            return False
+        if isinstance(x, Loop):
+            if x.var != y.var or not _same_shape(x.body, y.body):
+                return False
+        elif str(x) != str(y):
+            return False
+    return True

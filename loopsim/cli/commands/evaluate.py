@@ -21,11 +21,12 @@ def register(sub) -> None:
                    help="requests, one JSON object a line ('-': stdin)")
     p.add_argument("--execute-kernels", action="store_true",
                    help="allow kernel references PATH.py::FUNCTION in requests (EXECUTES them)")
-    p.add_argument("--model", choices=("floor", "timeline", "roofline"), default="floor",
-                   help="the verdict of a request without its own model: floor (default: every "
-                        "roof and ceiling and the transfers at their sizes' rates, milliseconds a "
-                        "request), timeline (entitle's: the engine timeline's predicted time too, "
-                        "about 0.1 s a request), roofline (roofs and ceilings alone)")
+    p.add_argument("--model", choices=("timeline", "floor", "roofline"), default="timeline",
+                   help="the verdict of a request without its own model: timeline (default: "
+                        "entitle's verdict, the engine timeline's predicted time included, tens of "
+                        "milliseconds a request), floor (every roof and ceiling and the transfers "
+                        "at their sizes' rates, a few milliseconds a request: what search ranks "
+                        "by before it confirms), roofline (roofs and ceilings alone)")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                    help="local processes (default 1: answer each line as it comes)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",

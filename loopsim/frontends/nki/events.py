@@ -85,6 +85,7 @@ class LoadEv:
     # re-rolled loops (innermost first) whose iterations each filled a buffer of their own,
     # with those buffers: the load hoists out of them when a buffer is read after its iteration
     hoist: tuple = ()
+    chunk: tuple = ()  # extents per transfer (ir.Load.chunk): (1,) one row per descriptor, a gather
     transpose: bool = False  # nisa.dma_transpose: the DMA engines swap the tile's axes
 
 

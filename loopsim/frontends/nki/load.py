@@ -169,7 +169,8 @@ def load_reference(ref: str, **options):
 
 def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None,
                 kwargs: Mapping[str, object] | None = None, grid: tuple[int, ...] = (),
-                sets: Mapping[str, int] | None = None, paths: tuple[str, ...] = (), registers=()):
+                sets: Mapping[str, int] | None = None, paths: tuple[str, ...] = (), registers=(),
+                constants: Mapping[str, int] | None = None):
     """Trace ``func`` of the Python file ``path`` and return its IR (ir.Kernel or Program).
 
     ``args``: HBM tensor arguments, name -> (shape, dtype), a dimension an int or a name;
@@ -177,15 +178,17 @@ def load_kernel(path: str, func: str, *, args: Mapping[str, tuple] | None = None
     ``grid``: the SPMD launch grid (``kernel[grid]``); ``sets``: integers overriding a keyword
     argument of the kernel or binding a dimension name of ``args`` (``--set``); ``paths``: more
     import roots (``--path``); ``registers``: the values registers read at run time hold
-    (:func:`loopsim.frontends.nki.registers.parse`, ``--register-value``). ``func`` may be an ``@nki.jit`` kernel or a plain launcher function
-    that builds the inputs and calls one. EXECUTES the file.
+    (:func:`loopsim.frontends.nki.registers.parse`, ``--register-value``); ``constants``:
+    module-level names of the kernel file rebound after its import, before the kernel runs
+    (:func:`loopsim.frontends.nki.ref.module_constants`). ``func`` may be an ``@nki.jit`` kernel
+    or a plain launcher function that builds the inputs and calls one. EXECUTES the file.
     """
     return trace_kernel(path, func, args=args, kwargs=kwargs, grid=grid, sets=sets, paths=paths,
-                        registers=registers)[0]
+                        registers=registers, constants=constants)[0]
 
 
 def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=None, paths=(),
-                 registers=()):
+                 registers=(), constants=None):
     """:func:`load_kernel`, also returning the last :class:`Recorder` (its ``notes``, ``sites``
     and ``concrete`` loops) for reports such as the corpus benchmark."""
     from loopsim.frontends.nki.lower import lower
@@ -202,6 +205,8 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
     try:
         with installed(rec), guard.running(path, func), _Imports(src, paths, rec) as imports:
             fn = imports.function(func, path)
+            for n, v in (constants or {}).items():  # read by the kernel's body when it runs
+                imports.module.__dict__[n] = v
             for _ in range(MAX_TRACES):
                 rec = Recorder(src, func, concrete)
                 rec.shown, rec.notes = path, list(imports.notes)
@@ -234,7 +239,8 @@ def trace_kernel(path: str, func: str, *, args=None, kwargs=None, grid=(), sets=
             else:
                 raise TraceError(f"no trace after {MAX_TRACES} tries ({len(concrete)} loops concrete)")
         params = tuple(dims.items()) + tuple(
-            (k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool))
+            (k, v) for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)) + \
+            tuple((constants or {}).items())
         stated.check_used(path)
         ir_ = lower(rec, params)
         rec.notes[:] = list(dict.fromkeys(rec.notes))
@@ -558,6 +564,7 @@ class _Imports:
             self.notes.append(f"{shown}:{at}: importing the kernel file stopped at its top-level "
                               f"code ({type(e).__name__}: {limits.short_text(str(e))}); the "
                               f"definitions above that line are traced, the code from it on is not run")
+        self.module = mod
         fn = getattr(mod, func, None)
         if fn is None:
             known = sorted(n for n, v in vars(mod).items() if isinstance(v, Jit) or inspect.isfunction(v)

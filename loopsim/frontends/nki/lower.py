@@ -173,7 +173,7 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
 
     def stmt(ev):
         if isinstance(ev, LoadEv):
-            chunk = _chunk(ev)
+            chunk = ev.chunk or _chunk(ev)  # a gather: one row of the partition axis per transfer
             pa = tensors[ev.ref.logical.find().name].partition_axis
             if len(chunk) > 1 and not any(c for a, c in enumerate(chunk) if a != pa):
                 chunk = (chunk[pa],)  # rows of the partition axis only: ``by 128``, as a spec says it

@@ -66,6 +66,7 @@ class Recorder:
         self.pending = None  # a NeedsConcrete found where it could not be raised (a __del__)
         self.pids: list | None = None  # the program ids, when the grid runs program by program
         self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
+        self.gathers: dict = {}  # (site, tensor, dimension, loops) -> its gathered tensor
         self.registers = Values()  # the run-time register values the user stated (--register-value)
 
     # -- locations and names -------------------------------------------------------------
@@ -256,9 +257,10 @@ class Recorder:
         if isinstance(dst, HbmTensor):
             dst = dst.full()
         if isinstance(src, HbmView) and isinstance(dst, Tile):
-            lg = src.tensor.logical
+            gathered = self._gathered(src) if src.indirect else None  # None: the static box
+            lg = gathered.logical if gathered else src.tensor.logical
             lg.loaded = True
-            ref = TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
+            ref = gathered or TileRef(lg, tuple(a for a, _, _ in src.dims), tuple(s for _, s, _ in src.dims))
             axis_of = getattr(src, "order", None) or [d for d, (_, _, k) in enumerate(src.dims) if k]
             if axis_of and isinstance(axis_of[0], tuple):  # axes walked in pieces
                 if _squeezed(list(src.shape)) != _squeezed([s for s, k in zip(dst.sizes, dst.kept) if k]):
@@ -285,7 +287,11 @@ class Recorder:
                 raise TraceError(f"buffer {dst.buf.name} is filled by loops "
                                  f"{', '.join(sorted(v.name for v in absorbed))} that are not the "
                                  "innermost loops around the DMA: not modelled")
-            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf)
+            # a gather (vector_offset=): one descriptor per index, so one transfer per row; a
+            # scalar_offset= DMA is the box's transfer from a start address read at run time
+            gather = gathered is not None and src.indirect[0] == "vector_offset"
+            ev = LoadEv(ref, tuple(v for v in order if v in absorbed), line, dst.buf,
+                        chunk=(1,) if gather else ())
             self.body.append(ev)
             return ev
         elif isinstance(src, Tile) and isinstance(dst, HbmView):
@@ -296,7 +302,99 @@ class Recorder:
             raise TraceError(f"a DMA from {src!r} to {dst!r} is not modelled (HBM <-> SBUF and "
                              "SBUF <-> SBUF are)")
 
+    def _gathered(self, view: HbmView) -> TileRef | None:
+        """The tile of an indirect access (``vector_offset=``/``scalar_offset=`` from data): the
+        DMA moves the pattern's rows from addresses chosen at run time. Those rows are a tensor
+        of their own, ``NAME_gathered`` (the tensor's shape, its indirect dimension holding a
+        block of rows per index): an index tile read from a tensor of indices gives the rows of
+        its elements, so two DMAs with the same indices read the same rows; any other index
+        (a register, a computed tile) gives each execution fresh rows (one block per iteration of
+        the loops around the DMA that its static pattern does not walk)."""
+        from loopsim.frontends.nki import work
+
+        how, d, index = view.indirect
+        lg0 = view.tensor.logical
+        if d is None:  # rows of no dimension of the tensor (a pattern on a reshaped handle)
+            from loopsim.frontends.nki import work
+
+            self.notes.append(f"{work.call_site(self)}: {how}= on a reshaped handle of {lg0.name}: "
+                              "rows of no dimension of the tensor, counted as the pattern's box at "
+                              "its static offset (ASSUMED: which rows, and so their reuse, is not "
+                              "known)")
+            return None
+        n = view.dims[d][1]
+        site = work.call_site(self)
+        keyed = self._index_run(index, n)
+        if keyed is not None:
+            ilg, first, per, ops = keyed
+            key = (id(lg0), d, id(ilg), per, ops)
+            rows, linear = math.prod(ilg.shape) * per, first
+            why = f"one block of {per:,} row{'s' * (per != 1)} per element of {ilg.name}"
+        else:
+            used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
+            frames = [(r.var, Sym.of(r.index) if isinstance(r, IterFrame) else Sym({r.var: 1}, 0))
+                      for r in self.stack]
+            if self.pids is None:
+                frames = [(g, Sym({g: 1}, 0)) for g in self.grid] + frames
+            frames = [(v, i) for v, i in frames if v not in used]
+            key = (site, id(lg0), d, tuple(v for v, _ in frames))
+            execs, per = math.prod(v.trips for v, _ in frames), n
+            rows, linear, inner = n * execs, Sym({}, 0), 1
+            for v, i in reversed(frames):
+                linear = linear + i * inner
+                inner *= v.trips
+            why = f"fresh rows per execution ({execs:,})"
+        lg = self.gathers.get(key)
+        if lg is None:
+            shape = tuple(rows if k == d else s for k, s in enumerate(lg0.shape))
+            lg = self.gathers[key] = Logical("hbm", self.unique(f"{lg0.name}_gathered"), lg0.dtype,
+                                              shape, self.line())
+            self.logicals.append(lg)
+        dma = "one descriptor per row" if how == "vector_offset" else \
+            "one DMA of the box from a start address read at run time"
+        note = (f"{site}: {how}= reads {n:,} row{'s' * (n != 1)} of {lg0.name} (dimension {d}) "
+                f"at addresses chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, "
+                f"{why}, every row a fresh HBM read, {dma} (ASSUMED: whether indices repeat is "
+                "data)")
+        if note not in self.notes:
+            self.notes.append(note)
+        starts = tuple(linear * per if k == d else a for k, (a, _, _) in enumerate(view.dims))
+        return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
+
+    def _index_run(self, index, n: int):
+        """(tensor of indices, flat position of the index in it, rows per index, the ops that
+        made the index from it) where ``index`` is a tile holding one value of a tensor of
+        indices (copied on chip, or computed from it by ops); else None."""
+        if not isinstance(index, Tile) or index.buf.binding is None:
+            return None
+        try:
+            ref, _ = self.resolve(index, "an indirect DMA's index")
+        except TraceError:
+            return None
+        lg, ops = ref.logical.find(), ()
+        if lg.kind == "op" and not lg.materialised:
+            srcs = [s for s in _rebased(lg, ref, self.in_scope()) if s.logical.find().kind == "hbm"]
+            if len(srcs) != 1:
+                return None
+            ops, ref, lg = lg.data_ops, srcs[0], srcs[0].logical.find()
+        if lg.kind != "hbm" or lg.shape is None or math.prod(ref.sizes) != 1:
+            # one index value only: where a tile of many indices lands on chip (transposed,
+            # reshaped) is followed too loosely to name each row's index
+            return None
+        first = Sym({}, 0)
+        for k, a in enumerate(ref.starts):
+            first = first + a * math.prod(lg.shape[k + 1:])
+        return lg, first, n, ops
+
     def store(self, dst: HbmView, src: Tile, line: int) -> None:
+        if dst.indirect:  # a scatter: the bytes are known, which rows they land in is data
+            from loopsim.frontends.nki import work
+
+            note = (f"{work.call_site(self)}: {dst.indirect[0]}= writes rows of "
+                    f"{dst.tensor.logical.name} at addresses chosen at run time: counted as the "
+                    "pattern's box at its static offset (ASSUMED: which rows is data)")
+            if note not in self.notes:
+                self.notes.append(note)
         ref, axis_of = self.resolve(src, "store")
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))

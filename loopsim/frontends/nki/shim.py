@@ -871,11 +871,20 @@ def _split_dma(dst, src, split) -> None:
 def dma_compute(dst=None, srcs=(), reduce_op=None, **_):
     """A DMA that reads several sources and combines them with ``reduce_op`` into ``dst``
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.isa.html, dma_compute): each
-    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``."""
+    HBM source's bytes are read (a load), the combination is a Vector op into ``dst``; an HBM
+    ``dst`` is written from it (a store)."""
     rec = _rec()
     srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    if isinstance(dst, (HbmTensor, HbmView)) and srcs:
+        # HBM -> HBM: the sources read, combined, the result written to dst (a store)
+        staged = rec.alloc(tuple(dst.shape), dst.dtype, "sbuf", rec.assigned_name("dma_result"))
+        dma_compute(dst=staged, srcs=srcs, reduce_op=reduce_op)
+        d, s2 = _squeezed(dst, staged)
+        rec.dma(d, s2)
+        return dst
     if not isinstance(dst, Tile) or not srcs:
-        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile and srcs= a list of tensors")
+        raise TraceError("nisa.dma_compute: expected dst= an on-chip tile or an HBM tensor and "
+                         "srcs= a list of tensors")
     tiles = []
     for x in srcs:
         if isinstance(x, (HbmTensor, HbmView)):
@@ -1006,7 +1015,7 @@ def _flat_reshaped(dst, src):
         if len(kept) == 1 and src.dims[kept[0]][1] == dst.size and dst.shape != src.shape:
             import math as _m
             order = [(kept[0], _m.prod(dst.shape[i + 1:])) for i in range(len(dst.shape))]
-            return dst, HbmView(src.tensor, src.dims, order, tuple(dst.shape))
+            return dst, src.like(src.dims, order, tuple(dst.shape))
     return dst, src
 
 
@@ -1014,7 +1023,7 @@ def _squeeze(x):
     if isinstance(x, HbmTensor):
         x = x.full()
     if isinstance(x, HbmView) and x.order is None:
-        return HbmView(x.tensor, [(a, n, k and n != 1) for a, n, k in x.dims])
+        return x.like([(a, n, k and n != 1) for a, n, k in x.dims])
     if isinstance(x, Tile) and x.view_shape is None:
         return Tile(x.buf, x.offsets, x.sizes, [k and n != 1 for n, k in zip(x.sizes, x.kept)])
     return x

@@ -201,16 +201,32 @@ class HbmTensor(_Viewable):
             pattern, offset = _in_units(pattern, offset, t._dtype.itemsize, itemsize(t.logical.dtype),
                                         f".ap of {t!r} (HBM {t.logical.name} holds {t.logical.dtype})")
             shape = t.logical.shape
+        gather = _indirect(kw)
+        index = kw.get(gather) if gather else None
+        if gather:  # rows chosen at run time: a box of the pattern's extents, at the static offset
+            kw = {k: v for k, v in kw.items() if k not in ("vector_offset", "scalar_offset")}
         try:
             dims, order = _ap_dims(t, shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
-            split = _split(t, pattern, offset, kw, base, str(e))
-            if split is None:
-                raise
-            return split
+            redone = _at_row_stride(self, t, shape if base is None else base, pattern, offset, kw,
+                                    base) if gather else None
+            if redone is None:
+                if gather:
+                    raise TraceError(f".ap of {t!r} with {gather}=: rows chosen at run time through "
+                                     f"pattern {[list(p) for p in pattern]}, which is no box of the "
+                                     "tensor (a stride that skips, a repeat): not modelled; gather "
+                                     "whole rows and pick on chip") from None
+                split = _split(t, pattern, offset, kw, base, str(e))
+                if split is None:
+                    raise
+                return split
+            dims, order = redone
         if base is not None:
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
-        return t._view(dims, order, [int(p[1]) for p in pattern])
+        view = t._view(dims, order, [int(p[1]) for p in pattern])
+        if gather:
+            view.indirect = (gather, _logical_dim(self, t, kw.get("indirect_dim") or 0), index)
+        return view
 
     def _retyped(self, dtype) -> "HbmTensor":
         new = nki_dtype(dtype)
@@ -259,6 +275,9 @@ class HbmView(_OfTensor, _Viewable):
 
     def __init__(self, t: HbmTensor, dims, order=None, shape=None):
         self.tensor, self.dims = t, dims
+        # (which offset, tensor dimension, the index: a tile or a register) of an indirect access
+        # (rows chosen at run time), else None
+        self.indirect = None
         # the tensor dimensions the view's axes run along, in the view's order (an access
         # pattern may walk them permuted); None: the kept dimensions in the tensor's order
         self.order = None if not order or (not isinstance(order[0], tuple) and list(order) ==
@@ -273,14 +292,20 @@ class HbmView(_OfTensor, _Viewable):
             return tuple(self.dims[d][1] for d in self.order)
         return tuple(s for _, s, k in self.dims if k)
 
+    def like(self, dims, order=None, shape=None) -> "HbmView":
+        """Another view of the same tensor (``dims`` per its dimension), an indirect access's
+        rows still chosen at run time."""
+        v = HbmView(self.tensor, dims, order, shape)
+        v.indirect = self.indirect
+        return v
+
     def __getitem__(self, key):
         if self.order is not None or self._shape is not None:
             raise TraceError(f"indexing {self!r}, a permuted or reshaped view, is not modelled; "
                              "index the tensor itself")
         starts = [a for a, _, _ in self.dims]
         kept = [k for _, _, k in self.dims]
-        return HbmView(self.tensor, _slice_dims([s for _, s, _ in self.dims], starts, kept, key,
-                                                hbm=True))
+        return self.like(_slice_dims([s for _, s, _ in self.dims], starts, kept, key, hbm=True))
 
     def reshape(self, *shape):
         shape = _shape_arg(shape, self.size, repr(self))
@@ -290,7 +315,7 @@ class HbmView(_OfTensor, _Viewable):
         # only dimensions of size 1 added or removed: the same box
         if [n for n in shape if n != 1] == [n for n in self.shape if n != 1]:
             dims = [(a, s, k and s != 1) for a, s, k in self.dims]
-            return HbmView(self.tensor, dims)
+            return self.like(dims)
         raise TraceError(f"reshape of a slice {list(self.shape)} of HBM tensor "
                          f"{self.tensor.logical.name} to {list(shape)} is not modelled (kept "
                          f"dimensions {kept}); reshape the whole tensor before its first use")
@@ -459,6 +484,51 @@ def _in_units(pattern, offset, have: int, want: int, what: str):
     return [[1, n // r] if i in unit else [st // r if n > 1 else st, n] for i, (st, n) in enumerate(pat)], off // r
 
 
+def _indirect(kw) -> str | None:
+    """``"vector_offset"`` or ``"scalar_offset"`` where an access pattern's rows are chosen by
+    data at run time (an index tile, a register), else None (a known int or loop index)."""
+    if kw.get("vector_offset") is not None:
+        return "vector_offset"
+    so = kw.get("scalar_offset")
+    if so is not None and not (isinstance(so, (int, Sym)) and not isinstance(so, bool)):
+        return "scalar_offset"
+    return None
+
+
+def _at_row_stride(handle: "HbmTensor", t: "HbmTensor", whole, pattern, offset, kw, base):
+    """(dims, order) of a gather whose pattern is no box only because its outer stride, the
+    rows the data picks along the tensor's first dimension, is not that dimension's stride
+    (``[[H, T], [1, H]]`` on rows of H + 2): the pattern at the row stride, noted ASSUMED (which
+    rows is data; the bytes are the pattern's). None where that is not the case or no box either."""
+    if len(whole) < 2 or len(pattern) < 2 or _logical_dim(handle, t, kw.get("indirect_dim") or 0) != 0:
+        return None
+    rows = access.row_major(whole)[0]
+    if int(pattern[0][0]) == rows:
+        return None
+    at_rows = [[rows, int(pattern[0][1])]] + [list(p) for p in pattern[1:]]
+    try:
+        found = _ap_dims(t, whole, at_rows, offset, None, kw, hbm=True, base=base)
+    except access.NotABox:
+        return None
+    _note(t, f".ap of {t!r}: the outer stride {int(pattern[0][0])} of a gather is taken as the "
+             f"tensor's row stride {rows} (ASSUMED: the rows it reads are data)")
+    return found
+
+
+def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int | None:
+    """The dimension of the tensor's own shape that ``indirect_dim`` ``d`` of ``handle``'s shape
+    steps along (the one of the same row-major stride), None where none does (a reshape)."""
+    if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(handle.shape):
+        raise TraceError(f".ap of {handle!r}: indirect_dim={d!r} is not a dimension of its "
+                         f"shape {list(handle.shape)}")
+    if tuple(handle.shape) == tuple(t.logical.shape):
+        return d
+    # strides in bytes: a handle may view the tensor's bytes in elements of another size
+    stride = access.row_major(handle.shape)[d] * handle.itemsize
+    own = [st * itemsize(t.logical.dtype) for st in access.row_major(t.logical.shape)]
+    return own.index(stride) if stride in own else None  # None: rows of no dimension of the tensor
+
+
 def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
     """(dims, order) of an access pattern on ``t`` of ``shape`` (an indirect offset's row
     stride from it), decomposed over ``base`` (the tensor's own shape; default ``shape``)."""
@@ -480,20 +550,9 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
     if so is not None:  # a known scalar offset along indirect_dim (an int or a loop index)
         d = kw.get("indirect_dim") or 0
         offset = Sym.of(offset) + Sym.of(so) * access.row_major(shape)[d]
-    whole = shape if base is None else base
     try:
-        dims, view, order = access.decompose(whole, pattern, offset, what)
+        dims, view, order = access.decompose(shape if base is None else base, pattern, offset, what)
     except access.NotABox:
-        rows = access.row_major(whole)[0] if len(whole) > 1 else None
-        if hbm and data_offset and (kw.get("indirect_dim") or 0) == 0 and rows is not None \
-                and len(pattern) > 1 and int(pattern[0][0]) != rows:
-            # the rows an indirect access reads are data: its outer run, the rows, taken at the
-            # tensor's row stride (the bytes are the pattern's whatever the stride)
-            _note(t, f"{what}: the outer stride {int(pattern[0][0])} of an indirect access is "
-                     f"taken as the tensor's row stride {rows} (ASSUMED: the rows are data)")
-            pattern = [[rows, pattern[0][1]]] + [list(p) for p in pattern[1:]]
-            dims, view, order = access.decompose(whole, pattern, offset, what)
-            return dims, order
         if hbm:
             raise
         # on chip: a strided or repeated (stride 0) read of the box it covers

@@ -42,6 +42,7 @@ Units: seconds, bytes.
 from __future__ import annotations
 
 import math
+from operator import sub as _sub
 from dataclasses import dataclass
 
 from loopsim.base.errors import HardwareError
@@ -229,6 +230,9 @@ class _Core:
         return qid
 
 
+_UNKNOWN = object()  # not decided yet
+_NOT_HELD = (0.0, -1)  # a buffer slot no reader holds: (free from, freed by)
+
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
 
@@ -258,13 +262,48 @@ def _region(geom, env):
         if s >= dim:
             return None
         st.append(s)
-        en.append(min(dim, s + ext))
+        s += ext
+        en.append(s if s < dim else dim)
     return tuple(st), tuple(en)
+
+
+#: region functions by geometry (:func:`_regioner`)
+_REGIONER: dict = {}
+
+
+def _regioner(geom):
+    """:func:`_region` of ``geom`` as a function of ``env`` alone, written out for the geometry
+    (the same integer arithmetic, without the loops over axes and terms: the walk calls it once
+    per access per execution)."""
+    f = _REGIONER.get(geom)
+    if f is not None:
+        return f
+    plain = all(type(x) is int for terms, *rest in geom for x in (*rest, *(c for _, c in terms))) and \
+        all(type(v) is str and v.isidentifier() for terms, *_ in geom for v, _ in terms)
+    if not plain:  # not plain integers and names: the general loop
+        return lambda env: _region(geom, env)
+    lines, st, en = ["def f(env):"], [], []
+    for a, (terms, off, ext, dim) in enumerate(geom):
+        expr = " + ".join([repr(off)] + [f"env[{v!r}] * {c!r}" for v, c in terms])
+        lines += [f"    s{a} = {expr}", f"    if s{a} >= {dim!r}:", "        return None",
+                  f"    e{a} = s{a} + {ext!r}"]
+        st.append(f"s{a}")
+        en.append(f"(e{a} if e{a} < {dim!r} else {dim!r})")
+    lines.append(f"    return ({''.join(x + ', ' for x in st)}), ({''.join(x + ', ' for x in en)})")
+    ns: dict = {}
+    exec("\n".join(lines), ns)  # noqa: S102 -- built from integers and variable names only
+    if len(_REGIONER) > 1 << 14:
+        _REGIONER.clear()
+    f = _REGIONER[geom] = ns["f"]
+    return f
 
 
 def _overlap(a, b) -> bool:
     (s1, e1), (s2, e2) = a, b
-    return all(x < w and y < z for x, z, y, w in zip(s1, e1, s2, e2))
+    for x, z, y, w in zip(s1, e1, s2, e2):
+        if x >= w or y >= z:
+            return False
+    return True
 
 
 class _Run:
@@ -282,10 +321,12 @@ class _Run:
         self.stmt_id: dict[int, int] = {id(s): i for i, (s, _) in enumerate(kernel.statements())}
         self.loops_of = {id(s): ls for s, ls in kernel.statements()}
         self.roles = {id(s): matmul_roles(s, kernel) for s, _ in kernel.statements() if isinstance(s, Matmul)}
-        self.engine_cache: dict = {}
+        self.engine_cache: dict = {}  # (engine, elements, passes, its type, dtype) -> seconds
         self.geom: dict = {}  # (id(access), id(loops)) -> _geometry
         self.dma_cache: dict = {}  # (id(tensor), extents, transpose) -> _dma_time
         self.nbuf: dict[str, int] = {}  # tensor -> its buffers (buffers_of)
+        self.prep: dict[int, tuple] = {}  # statement -> what its executions share (per handler)
+        self._evac = _UNKNOWN  # the PSUM read-out engine (_evac_engine)
         self.eff: dict[int, float] = {}
         self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
@@ -300,26 +341,51 @@ class _Run:
         key = (id(acc), id(loops))
         geom = self.geom.get(key)
         if geom is None:
-            geom = self.geom[key] = _geometry(acc, loops, t)
-        return _region(geom, env)
+            geom = self.geom[key] = _regioner(_geometry(acc, loops, t))
+        return geom(env)
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
-        self._body(self.k.body, {}, 0)
+        self._walk(self._compile(self.k.body), {}, 0)
         return self
 
-    def _body(self, body, env, core):
+    def _compile(self, body) -> list:
+        """``body`` as the walk runs it: a loop as (var, (iteration, value) pairs run, spmd, its
+        body compiled), a statement as (None, handler, statement, its loops, its label)."""
+        out = []
         for node in body:
             if isinstance(node, Loop):
                 n = node.trips
                 kept = self.keep.get(id(node), n)
                 its = range(n) if kept >= n else list(range(kept - 1)) + [n - 1]
-                for i in its:
-                    env[node.var] = i * node.step
-                    self._body(node.body, env, i if node.spmd else core)
-                del env[node.var]
+                out.append((node.var, tuple((i, i * node.step) for i in its), node.spmd,
+                            self._compile(node.body), None))
+                continue
+            if isinstance(node, Load):
+                h = self._load
+            elif isinstance(node, Store):
+                h = self._store
+            elif isinstance(node, Matmul):
+                h = self._matmul
+            elif isinstance(node, Accumulate):
+                h = self._acc
+            elif hasattr(node, "inputs"):
+                h = self._op
             else:
-                self._stmt(node, env, core)
+                continue
+            out.append((None, h, node, self.loops_of[id(node)], self.stmt_id[id(node)]))
+        return out
+
+    def _walk(self, plan, env, core):
+        cs = self.cores.get(core) or self._core(core)
+        for var, a, b, c, d in plan:
+            if var is None:  # a statement: (None, handler, statement, loops, label)
+                a(cs, b, c, env, d)
+                continue
+            for i, v in a:
+                env[var] = v
+                self._walk(c, env, i if b else core)
+            del env[var]
 
     def _core(self, core: int) -> _Core:
         if core not in self.cores:
@@ -331,7 +397,7 @@ class _Run:
         """(seconds on the engines, bytes, bytes per partition) of one transfer of that extent; a
         DMA transpose holds the engines the sheet's transpose slowdown longer (the DMA ceiling's
         factor, :meth:`NeuronCore.dma_transpose_slowdown`)."""
-        key = (id(t), tuple(shape_ext), transpose)
+        key = (id(t), shape_ext, transpose)
         hit = self.dma_cache.get(key)
         if hit is None:
             hit = self.dma_cache[key] = self._dma_time(shape_ext, t, transpose)
@@ -364,12 +430,22 @@ class _Run:
         """max(MIN_II cycles, the engine ceiling's seconds for these element-ops on one core):
         the ceiling's own formula (:func:`engines.engine_seconds`), so no instruction runs
         faster than the ceiling that contains it."""
-        floor = self.engine_cache.get(engine)
-        if floor is None:
-            floor = self.engine_cache[engine] = self.c.min_cycles / self.c.clock(engine, self.hw)
-        return max(floor, engine_seconds(self.hw, engine, passes * elements, dtype, per_core=True))
+        key = (engine, elements, passes, type(passes), dtype)
+        hit = self.engine_cache.get(key)
+        if hit is None:
+            floor = self.c.min_cycles / self.c.clock(engine, self.hw)
+            hit = self.engine_cache[key] = max(floor, engine_seconds(self.hw, engine, passes * elements,
+                                                                     dtype, per_core=True))
+        return hit
 
     def _evac_engine(self):
+        """The engine that reads PSUM out: Vector, else Scalar, whichever the sheet has a roof for
+        (None for neither); decided once per run."""
+        if self._evac is _UNKNOWN:
+            self._evac = self._find_evac_engine()
+        return self._evac
+
+    def _find_evac_engine(self):
         for e in ("vector", "scalar"):
             try:
                 self.hw.engine_roof(e, "fp32")
@@ -392,31 +468,44 @@ class _Run:
         if hit is not None and hit[0] == ver:
             return hit[1]
         out, seen = [], set()
-        for ent in reversed(cs.writers.get(tensor, [])[-32:]):
-            r = (ent[0], ent[1])
-            if r not in seen and _overlap(r, region):
-                out.append(ent)
-                seen.add(r)
+        rs, re_ = region
+        if len(rs) == 2:  # the common case, unrolled (the scan is the timeline's hot loop)
+            (a0, a1), (b0, b1) = rs, re_
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                s, e = ent[0], ent[1]
+                if s[0] < b0 and a0 < e[0] and s[1] < b1 and a1 < e[1] and (s, e) not in seen:
+                    out.append(ent)
+                    seen.add((s, e))
+        else:
+            for ent in reversed(cs.writers.get(tensor, [])[-32:]):
+                r = (ent[0], ent[1])
+                if r not in seen and _overlap(r, region):
+                    out.append(ent)
+                    seen.add(r)
         if len(cs.cover) > 1 << 16:
             cs.cover.clear()
         cs.cover[key] = (ver, out)
         return out
 
     def _write(self, cs: _Core, tensor: str, region, instr: int, slot) -> None:
-        lst = cs.writers.setdefault(tensor, [])
-        ent = (region[0], region[1], instr, slot)
+        lst = cs.writers.get(tensor)
+        if lst is None:
+            lst = cs.writers[tensor] = []
+        s, e = region
+        ent = (s, e, instr, slot)
         lst.append(ent)
-        cs.exact[(tensor, region[0], region[1])] = ent
+        cs.exact[(tensor, s, e)] = ent
         cs.version[tensor] = cs.version.get(tensor, 0) + 1
         if len(lst) > 256:
             del lst[:128]
 
     def _read_done(self, cs: _Core, ents, i: int) -> None:
         end = self.sched.end[i]
+        free = cs.slot_free
         for ent in ents:
             slot = ent[3]
-            if slot is not None and cs.slot_free.get(slot, (0.0, -1))[0] < end:
-                cs.slot_free[slot] = (end, i)
+            if slot is not None and free.get(slot, _NOT_HELD)[0] < end:
+                free[slot] = (end, i)
 
     def _slot(self, cs: _Core, stmt, tensor: str, loops, sub: int = 0):
         """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
@@ -452,45 +541,41 @@ class _Run:
         return out
 
     # -- statements -----------------------------------------------------------------------------
-    def _stmt(self, stmt, env, core):
-        cs = self._core(core)
-        loops = self.loops_of[id(stmt)]
-        label = self.stmt_id[id(stmt)]
-        if isinstance(stmt, Load):
-            self._load(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Store):
-            self._store(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Matmul):
-            self._matmul(cs, stmt, loops, env, label)
-        elif isinstance(stmt, Accumulate):
-            self._acc(cs, stmt, loops, env, label)
-        elif hasattr(stmt, "inputs"):
-            self._op(cs, stmt, loops, env, label)
-
     def _load(self, cs, stmt, loops, env, label):
-        t = self.tm[stmt.tile.tensor]
-        reg = self._region(stmt.tile, loops, t, env)
+        prep = self.prep.get(label)
+        if prep is None:
+            t = self.tm[stmt.tile.tensor]
+            prep = self.prep[label] = (t, _regioner(_geometry(stmt.tile, loops, t)), f"dma:{stmt}",
+                                       stmt.chunks(t.partition_axis),
+                                       buffers_of(self.k, t.name) if loops else 1)
+        t, geom, qname, chunk, nbuf = prep
+        reg = geom(env)
         if reg is None:
             return
-        q = cs.q(self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}"), "dma")
-        chunk = self.chunk_of.get(id(stmt))
-        if chunk is None:
-            chunk = self.chunk_of[id(stmt)] = stmt.chunks(t.partition_axis)
-        subs = _chunks(reg, chunk)
-        for n, (s0, e0) in enumerate(subs):
-            slot = self._slot(cs, stmt, t.name, loops, n)
-            free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
-            dur, _, _ = self._dma_cost([e - s for s, e in zip(s0, e0)], t, cs.core, stmt.transpose)
-            i = self.sched.add(q, dur, [(free_t + self.c.dma_fixed, free_by, self.c.dma_fixed)],
-                               pipe=cs.pipe, label=label)
-            cs.slot_free[slot] = (0.0, -1)
-            self._write(cs, t.name, (s0, e0), i, slot)
+        q = cs.queues.get(qname)
+        if q is None:
+            q = cs.q(qname, "dma")
+        execs = cs.execs
+        done = execs.get(label, 0)
+        j = done % nbuf
+        add, fixed, free, write = self.sched.add, self.c.dma_fixed, cs.slot_free, self._write
+        for n, (s0, e0) in enumerate(_chunks(reg, chunk) if chunk else (reg,)):
+            slot = (label, j, n)
+            free_t, free_by = free.get(slot, _NOT_HELD)
+            dur = self._dma_cost(tuple(map(_sub, e0, s0)), t, cs.core, stmt.transpose)[0]
+            i = add(q, dur, ((free_t + fixed, free_by, fixed),), cs.pipe, label)
+            free[slot] = _NOT_HELD
+            write(cs, t.name, (s0, e0), i, slot)
             cs.last_load = (i, slot)
-        cs.execs[label] = cs.execs.get(label, 0) + 1
+        execs[label] = done + 1
 
     def _store(self, cs, stmt, loops, env, label):
-        t = self.tm[stmt.tile.tensor]
-        reg = self._region(stmt.tile, loops, t, env)
+        prep = self.prep.get(label)
+        if prep is None:
+            t = self.tm[stmt.tile.tensor]
+            prep = self.prep[label] = (t, _regioner(_geometry(stmt.tile, loops, t)))
+        t, f = prep
+        reg = f(env)
         if reg is None:
             return
         waits = []
@@ -511,34 +596,46 @@ class _Run:
             waits.append((self.sched.end[ent[2]] + self.c.dma_fixed, ent[2], self.c.dma_fixed))
         if not waits:
             waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
-        dur, _, _ = self._dma_cost([e - s for s, e in zip(*reg)], t, cs.core)
+        dur = self._dma_cost(tuple(map(_sub, reg[1], reg[0])), t, cs.core)[0]
         name = self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}")
         i = self.sched.add(cs.q(name, "dma"), dur, waits, pipe=cs.pipe, label=label)
         self._read_done(cs, ents, i)
         cs.execs[label] = cs.execs.get(label, 0) + 1
 
     def _matmul(self, cs, stmt, loops, env, label):
-        tm = self.tm
-        regs = []
-        for a in (stmt.stationary, stmt.moving, stmt.out):
-            r = self._region(a, loops, tm[a.tensor], env)
-            if r is None:
-                return
-            regs.append(r)
-        rs, rm, ro = regs
-        ro_key = (stmt.out.tensor, ro[0])
+        prep = self.prep.get(label)
+        if prep is None:
+            tm = self.tm
+            prep = self.prep[label] = (
+                tuple((a.tensor, _regioner(_geometry(a, loops, tm[a.tensor])))
+                      for a in (stmt.stationary, stmt.moving, stmt.out)), self.roles[id(stmt)])
+        (ts, gs), (tmv, gm), (to, go) = prep[0]
+        rs = gs(env)
+        if rs is None:
+            return
+        rm = gm(env)
+        if rm is None:
+            return
+        ro = go(env)
+        if ro is None:
+            return
+        ro_key = (to, ro[0])
         waits, ents = [], []
-        for a, r in ((stmt.stationary, rs), (stmt.moving, rm)):
-            for ent in self._writers(cs, a.tensor, r):
+        end, kind, fill = self.sched.end, self.sched.kind, self.c.te_fill
+        for tensor, r in ((ts, rs), (tmv, rm)):
+            for ent in self._writers(cs, tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
-        roles = self.roles[id(stmt)]
+                w = ent[2]
+                lag = fill if kind[w] == "tensor" else 0.0  # ent_lag
+                waits.append((end[w] + lag, w, lag))
+        roles = prep[1]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
         g = cs.groups.get(ro_key)
         if g is None:  # a new accumulation group: PSUM banks
             need = min(self.c.psum_banks, max(1, -(-n_t * 4 // self.c.psum_bank_bytes)) * batch)
-            free = [b for b in range(self.c.psum_banks) if not cs.bank_held[b]]
+            held = cs.bank_held
+            free = [b for b in range(self.c.psum_banks) if not held[b]]
             if len(free) < need:
                 self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
                                "run as written): the timeline lets them share")
@@ -552,9 +649,13 @@ class _Run:
             g = [banks, -1, ro[1]]
             cs.groups[ro_key] = g
         cyc = max(n_t, self.c.mm_init) * self.c.te_slow * batch
-        i = self.sched.add(cs.q("tensor", "tensor"), cyc * self.c.te_cycle, waits, label=label)
+        q = cs.queues.get("tensor")
+        if q is None:
+            q = cs.q("tensor", "tensor")
+        i = self.sched.add(q, cyc * self.c.te_cycle, waits, None, label)
         g[1] = i
-        self._read_done(cs, ents, i)
+        if ents:
+            self._read_done(cs, ents, i)
 
     def _acc(self, cs, stmt, loops, env, label):
         t_out, t_src = self.tm[stmt.out.tensor], self.tm[stmt.src.tensor]
@@ -577,16 +678,23 @@ class _Run:
 
     def _op(self, cs, stmt, loops, env, label):
         tm = self.tm
-        ro = self._region(stmt.out, loops, tm[stmt.out.tensor], env)
+        prep = self.prep.get(label)
+        if prep is None:
+            k = op_kind(stmt.kind)
+            prep = self.prep[label] = (
+                _regioner(_geometry(stmt.out, loops, tm[stmt.out.tensor])),
+                tuple((a, _regioner(_geometry(a, loops, tm[a.tensor]))) for a in stmt.inputs),
+                self.work_of(stmt), k is not None and k.per_output, tm[stmt.out.tensor].dtype)
+        fo, fins, work, per_output, dtype = prep
+        ro = fo(env)
         if ro is None:
             return
         waits, ents, regs = [], [], []
-        for a in stmt.inputs:
-            r = self._region(a, loops, tm[a.tensor], env)
+        for a, f in fins:
+            r = f(env)
             if r is None:
                 return
             regs.append((a, r))
-        work = self.work_of(stmt)
         first_engine = work[0][0]
         for a, r in regs:
             if a.tensor in self.mm_out and self._groups_in(cs, a.tensor, r):
@@ -595,14 +703,13 @@ class _Run:
                 continue
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
-                waits.append((self.sched.end[ent[2]] + ent_lag(self, ent), ent[2], ent_lag(self, ent)))
+                lag = ent_lag(self, ent)
+                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
         ft, fb = cs.slot_free.get(slot, (0.0, -1))
         waits.append((ft, fb, 0.0))
-        k = op_kind(stmt.kind)
-        r0 = ro if k is not None and k.per_output else regs[0][1]  # the elements a pass covers
+        r0 = ro if per_output else regs[0][1]  # the elements a pass covers
         n = math.prod(e - s for s, e in zip(*r0))
-        dtype = tm[stmt.out.tensor].dtype
         i = -1
         for engine, passes in work:
             if engine == "tensor":
@@ -647,7 +754,7 @@ def _chunks(reg, chunk):
 def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict[str, float]:
     """Additive figures of one run: makespan, busy per engine (critical core), counts, gap parts."""
     s = run.sched
-    out: dict[str, float] = {"T": s.makespan, "serial": sum(e - b for b, e in zip(s.start, s.end))
+    out: dict[str, float] = {"T": s.makespan, "serial": sum(map(_sub, s.end, s.start))
                              + run.latency, "dma_bytes": float(run.dma_bytes)}
     for k, n in s.counts().items():
         out["n." + k] = float(n)
@@ -657,10 +764,14 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
     for cs in run.cores.values():
         for qid in cs.queues.values():
             qcore[qid] = cs.core
-    for i, q in enumerate(s.queue):
-        by_core.setdefault(qcore.get(q, 0), []).append(i)
-    crit = max(by_core, key=lambda c: max(s.end[i] for i in by_core[c])) if by_core else 0
-    mine = set(by_core.get(crit, []))
+    cores_used = {qcore.get(q, 0) for q in range(len(s.queues))}
+    if len(cores_used) == 1 and len(s):  # one core: every instruction is on it
+        crit, mine = cores_used.pop(), None
+    else:
+        for i, q in enumerate(s.queue):
+            by_core.setdefault(qcore.get(q, 0), []).append(i)
+        crit = max(by_core, key=lambda c: max(s.end[i] for i in by_core[c])) if by_core else 0
+        mine = set(by_core.get(crit, []))
     sub = _Sub(s, mine)
     for k, v in sub.busy().items():
         out["busy." + k] = v
@@ -701,17 +812,24 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
 
 
 class _Sub:
-    """A view of a Scheduler's instructions on one core (for the busy time and gap)."""
+    """A view of a Scheduler's instructions on one core (for the busy time and gap); ``keep``
+    None: all of them."""
 
-    def __init__(self, s: tl.Scheduler, keep: set[int]):
-        idx = sorted(keep)
-        self.kind = [s.kind[i] if i in keep else "" for i in range(len(s.kind))]
+    def __init__(self, s: tl.Scheduler, keep: set[int] | None):
+        if keep is None:
+            idx, self.kind = range(len(s.kind)), s.kind
+        else:
+            idx = sorted(keep)
+            self.kind = [s.kind[i] if i in keep else "" for i in range(len(s.kind))]
         self.start, self.end = s.start, s.end
         self.pred, self.lag, self.why = s.pred, s.lag, s.why
-        self.makespan = max((s.end[i] for i in idx), default=0.0)
+        self.makespan = s.makespan if keep is None else max((s.end[i] for i in idx), default=0.0)
         self._idx = idx
+        self._all = s if keep is None else None
 
     def busy(self) -> dict[str, float]:
+        if self._all is not None:
+            return self._all.busy()
         out: dict[str, list] = {}
         for i in self._idx:
             if self.end[i] > self.start[i]:
