@@ -696,8 +696,8 @@ class Recorder:
                 running = running or lg.running
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
-                for s in _rebased(lg, ref, self.in_scope()):
-                    if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
+                for s in self._made_from(lg, ref, name):
+                    if not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
                 cands.append((ref, axes))
@@ -765,6 +765,23 @@ class Recorder:
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
         self.body.append(OpEv(val, ref, line))
 
+    def _made_from(self, lg: Logical, ref: TileRef, name: str) -> tuple:
+        """The sources of derived value ``lg`` read at ``ref``, every one a tile of the loops
+        open here (:func:`_rebased`). A value made in a symbolic loop that has ended (its buffer
+        holds one iteration's value) asks for that loop to run concretely; where that does not
+        help, the read is refused, never its sources dropped."""
+        scope = self.in_scope()
+        srcs = _rebased(lg, ref, scope)
+        out = {v for s in srcs for v in s.vars() - scope}
+        if not out:
+            return srcs
+        sites = {v.site for v in out if v.site is not None and v.kind != "grid"}
+        if sites - self.concrete:
+            raise NeedsConcrete(f"{name} reads a value made in a loop after it ended", sites - self.concrete)
+        v = min(out, key=lambda u: u.name)
+        raise TraceError(f"{name} reads {lg.find().name}, a value made from tiles of loop {v.name} "
+                         "after that loop ended: which iteration's tiles it holds is not followed")
+
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
         out = current if current.kind == "sum" else None
         if out is None:
@@ -812,23 +829,44 @@ def _drained(lg: Logical, x, scope: set) -> bool:
 
 
 def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
-    """The sources of a derived value read at ``ref``: a value made in an earlier loop and read
-    through its buffer in a later loop over the same range has its sources at the later loop's
-    index (``norm[:, i]`` made in one ``for i`` and read in the next)."""
-    home = getattr(lg, "home", None)
-    if home is None or not (ref.vars() - set(home.vars())):
+    """The sources of a derived value read at ``ref``: a value made in a loop that has ended
+    (its tiles at that loop's index, ``lg.rolled`` where a concrete loop re-rolled, else where
+    it was made) and read at a tile of the loops open here has its sources at the index the
+    read names (``norm[:, i]`` made in one ``for i`` and read in the next; ``inter[k]`` made by
+    iteration k of a loop run concretely, read by a later loop)."""
+    home = getattr(lg, "rolled", None) or getattr(lg, "home", None)
+    if home is None or len(home.starts) != len(ref.starts):
         return lg.sources
-    sub = {}
-    for a, b in zip(home.starts, ref.starts):
-        if len(a.terms) == 1 and len(b.terms) == 1 and a.const == b.const:
-            (u, cu), = a.terms.items()
-            (w, cw), = b.terms.items()
-            if u is not w and cu == cw and u.trips == w.trips and u not in scope:
-                sub[u] = w
+    sub: dict = {}
+    for _ in range(2):  # a dimension two ended loops index: one solved by another dimension
+        for a, b in zip(home.starts, ref.starts):
+            a = _subst_all(a, sub)
+            outs = [u for u in a.terms if u not in scope]
+            if len(outs) != 1:
+                continue
+            u = outs[0]
+            c = a.terms[u]
+            rest = Sym.of(b) - a.without({u})
+            if c <= 0 or rest.const % c or any(x % c for x in rest.terms.values()):
+                continue
+            e = Sym({w: x // c for w, x in rest.terms.items()}, rest.const // c)
+            lo, hi = pieces.span(e)
+            if 0 <= lo and hi < u.trips:
+                sub[u] = e
     if not sub:
         return lg.sources
-    return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
-                                          for x in s.starts), s.sizes) for s in lg.sources)
+    return tuple(TileRef(s.logical, tuple(_subst_all(x, sub) for x in s.starts), s.sizes)
+                 for s in lg.sources)
+
+
+def _subst_all(x: Sym, sub: dict) -> Sym:
+    """``x`` with each loop variable of ``sub`` replaced by its expression."""
+    x = Sym.of(x)
+    for v, e in sub.items():
+        c = x.terms.get(v, 0)
+        if c:
+            x = x.without({v}) + e * c
+    return x
 
 
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
