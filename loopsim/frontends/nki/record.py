@@ -162,6 +162,11 @@ class Recorder:
         return Tile(b)
 
     # -- binding and resolving tiles ------------------------------------------------------
+    def note(self, text: str) -> None:
+        """Add ``text`` to the trace's notes once."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def resolve(self, t: Tile, what: str) -> tuple[TileRef | None, list]:
         """The logical tile a view holds (None: a constant) and, per kept axis of the view, the
         logical dimension it runs along (None: a broadcast axis)."""
@@ -356,8 +361,7 @@ class Recorder:
                 f"at addresses chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, "
                 f"{why}, every row a fresh HBM read, {dma} (ASSUMED: whether indices repeat is "
                 "data)")
-        if note not in self.notes:
-            self.notes.append(note)
+        self.note(note)
         starts = tuple(linear * per if k == d else a for k, (a, _, _) in enumerate(view.dims))
         return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
 
@@ -393,8 +397,7 @@ class Recorder:
             note = (f"{work.call_site(self)}: {dst.indirect[0]}= writes rows of "
                     f"{dst.tensor.logical.name} at addresses chosen at run time: counted as the "
                     "pattern's box at its static offset (ASSUMED: which rows is data)")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
         ref, axis_of = self.resolve(src, "store")
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
@@ -571,8 +574,7 @@ class Recorder:
         note = (f"{w.where}: the {'stationary' if in_stationary else 'moving'} operand of nc_matmul "
                 f"is a sliding window (its two axes walk one axis of its tensor): kept as Tensor "
                 "Engine work outside the nest")
-        if note not in self.notes:
-            self.notes.append(note)
+        self.note(note)
         self.op("copy", "tensor", dst, [stationary, moving], reduce=True)
         return None
 
@@ -760,8 +762,7 @@ class Recorder:
                     f"({', '.join(str(list(c[0].sizes)) for c in cands)}): it is read as holding "
                     f"the tile of {fref.logical.find().name} whole (ASSUMED: the same elements, "
                     "their order not followed)")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
         self.body.append(OpEv(val, ref, line))
 
