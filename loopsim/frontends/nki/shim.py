@@ -76,6 +76,12 @@ _SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cu
                "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
 
 
+#: unmodelled instructions whose output has N elements per partition of their data input (NKI
+#: ISA reference: bn_stats "The output tile of the instruction has 6 elements per partition";
+#: bn_aggr "an output tile with two elements per partition: a mean followed by a variance")
+_PER_PARTITION = {"bn_stats": 6, "bn_aggr": 2}
+
+
 #: keyword arguments of an instruction that it writes (never its data input)
 _OUTPUTS = ("dst", "out", "reduce_res", "res")
 
@@ -120,13 +126,17 @@ def _assumed(name: str, short: str, args, kwargs):
         # nki.language calls without an axis= are elementwise (the language reference's math
         # functions): the output has the largest input's shape
         elementwise = name.startswith("nki.language.") and "axis" not in kwargs
-        if short not in _SAME_SHAPE and not elementwise:
+        if short in _PER_PARTITION:  # [partitions, N] of the data tile, its dtype by default
+            dst = rec.alloc((ins[0].shape[0], _PER_PARTITION[short]),
+                            kwargs.get("dtype") or ins[0].dtype, "sbuf", rec.assigned_name(short))
+        elif short not in _SAME_SHAPE and not elementwise:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
                              f"not known: pass dst= (an output tile) so it can be costed as generic "
                              "work, or rewrite it with modelled calls")
-        big = max(ins, key=lambda t: t.size)
-        dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
-                        rec.assigned_name(short))
+        else:
+            big = max(ins, key=lambda t: t.size)
+            dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
+                            rec.assigned_name(short))
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
                          "on-chip tile: its cost is not known")
@@ -134,13 +144,15 @@ def _assumed(name: str, short: str, args, kwargs):
     for kk, v in kwargs.items():  # further outputs (dst_scale=, reduce_res=): written, not read
         if kk != "dst" and kk.startswith(_OUTPUTS) and isinstance(v, Tile) and v.buf.binding is None:
             rec.memset(v)
-    passes = 1
+    passes, elements = 1, dst.size
+    if short in _PER_PARTITION and ins:  # statistics over the data: one element-op per input element
+        elements = ins[0].size
     st = kwargs.get("stationary")
     if short == "nc_matmul_mx" and isinstance(st, Tile):
         # a Tensor Engine matmul: per output element one multiply-add per contraction value; each
         # x4 element of the stationary packs 4 values of K along its partitions
         passes = 4 * st.shape[0]
-    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, passes, assumed=True)
+    work_mod.charge(rec, name, work_mod.engine_of(short), elements, passes, assumed=True)
     return dst
 
 
@@ -431,6 +443,16 @@ def load(src, mask=None, dtype=None, **_):
     return t
 
 
+def load_transpose2d(src, mask=None, dtype=None, **_):
+    """``nl.load_transpose2d``: "Load a tensor from device memory (HBM) and 2D-transpose the data
+    before storing into on-chip memory (SBUF)", an HBM [F, P] access landing as a [P, F] tile
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.load_transpose2d.html):
+    the DMA transpose :func:`dma_transpose` models."""
+    if not isinstance(src, (HbmView, HbmTensor)):
+        raise TraceError(f"nl.load_transpose2d of {src!r}: expected an HBM tensor or a slice of one")
+    return dma_transpose(src, dtype=dtype)
+
+
 def _hbm_name(x) -> str:
     t = x.tensor if isinstance(x, (HbmView, HbmSplit)) else x
     return f"{t.logical.name}_tile"
@@ -580,6 +602,7 @@ def _language() -> dict:
         par_dim=par_dim, ds=ds, arange=arange, mgrid=mgrid, program_id=program_id,
         num_programs=num_programs, program_ndim=program_ndim, ndarray=ndarray, zeros=zeros,
         ones=ones, full=full, load=load, store=store, copy=copy, transpose=transpose,
+        load_transpose2d=load_transpose2d,
         matmul=matmul, softmax=softmax, tile_size=_TileSize,
         sbuf="sbuf", psum="psum", hbm="hbm", shared_hbm="shared_hbm", private_hbm="private_hbm",
     ))
@@ -1379,15 +1402,22 @@ def modules() -> dict[str, types.ModuleType]:
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
     compiler = _module("nki.compiler", {**{n: _passthrough for n in (
         "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
-        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive,
+        # a loop's directives= (neuronxcc: multi_buffer(n) buffers a loop's tiles n ways)
+        "multi_buffer": _Directive})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
+    # neuronxcc's nki.language.constants: sizeinbytes(dtype), the bytes of one element
+    from loopsim.frontends.nki import dtypes
+
+    lang.__dict__["constants"] = _module("nki.language.constants", {"sizeinbytes": dtypes.itemsize})
     coll = _module("nki.collectives", _collectives())
     nki.__dict__["collectives"] = coll
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
            "nki.compiler": compiler, "nki.isa.constants": isa.constants,
+           "nki.language.constants": lang.constants,
            "nki.collectives": coll, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):

@@ -171,9 +171,11 @@ class HbmTensor(_Viewable):
         dims = [(Sym({}, 0), d, True) for d in self.shape]
         return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
-    def reshape(self, *shape) -> "HbmTensor":
-        """The same bytes as another row-major shape (NkiTensor.reshape)."""
-        shape = _shape_arg(shape, self.size, f"HBM tensor {self.logical.name}")
+    def reshape(self, *dims, shape=None) -> "HbmTensor":
+        """The same bytes as another row-major shape (NkiTensor.reshape; ``shape=`` as the older
+        neuronxcc.nki spelled it)."""
+        shape = _shape_arg(dims if shape is None else (shape,), self.size,
+                           f"HBM tensor {self.logical.name}")
         lg = self.logical
         if tuple(shape) == tuple(lg.shape):
             return HbmTensor(self._rec, lg, self._dtype, self.buffer)
@@ -307,8 +309,8 @@ class HbmView(_OfTensor, _Viewable):
         kept = [k for _, _, k in self.dims]
         return self.like(_slice_dims([s for _, s, _ in self.dims], starts, kept, key, hbm=True))
 
-    def reshape(self, *shape):
-        shape = _shape_arg(shape, self.size, repr(self))
+    def reshape(self, *dims, shape=None):
+        shape = _shape_arg(dims if shape is None else (shape,), self.size, repr(self))
         if tuple(shape) == self.shape:
             return self
         kept = [d for d, (_, _, k) in enumerate(self.dims) if k]
@@ -810,9 +812,9 @@ class Tile(_Viewable):
         t.grid = shaped[0][1] if shaped else None
         return t
 
-    def reshape(self, *shape) -> "Tile":
+    def reshape(self, *dims, shape=None) -> "Tile":
         """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
-        shape = _shape_arg(shape, self.size, repr(self))
+        shape = _shape_arg(dims if shape is None else (shape,), self.size, repr(self))
         if tuple(shape) == self.shape and self.view_shape is None:
             return self
         if not self._whole():

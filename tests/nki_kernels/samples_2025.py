@@ -1,0 +1,55 @@
+"""Kernels in idioms of the older neuronxcc.nki samples (nl.load_transpose2d, reshape(shape=),
+nki.language.constants.sizeinbytes, bn_stats/bn_aggr statistics, a multi_buffer loop directive),
+written for loopsim's tests."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+from nki.language.constants import sizeinbytes
+
+
+@nki.jit
+def load_t2d(x):
+    """out[128, 64] = the [64, 128] top-left block of x, transposed by the load."""
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load_transpose2d(x[0:64, 0:128])
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def reshape_kw(x):
+    """x [B, 128, C] read as [B * 128, C] (reshape(shape=...)), copied 128 rows at a time."""
+    B, P, C = x.shape
+    flat = x.reshape(shape=(B * P, C))
+    out = nl.ndarray((B * P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.sequential_range(B, directives=ncc.multi_buffer(2)):
+        t = nl.load(flat[i * P:(i + 1) * P, :])
+        nl.store(out[i * P:(i + 1) * P, :], value=t)
+    return out
+
+
+@nki.jit
+def head_kib(x):
+    """The first KiB of each row of x (1024 // sizeinbytes(dtype) columns) copied out."""
+    n = 1024 // sizeinbytes(x.dtype)
+    out = nl.ndarray((x.shape[0], n), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x[:, 0:n]))
+    return out
+
+
+@nki.jit
+def row_mean_var(x):
+    """Per row of x [128, F] (F a multiple of 512): bn_stats of each 512-column tile into one
+    statistics tile, bn_aggr of it: the mean and variance, stored [128, 2] fp32."""
+    P, F = x.shape
+    n = F // 512
+    xt = nl.load(x)
+    stats = nl.ndarray((P, 6 * n), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(n):
+        stats[:, j * 6:(j + 1) * 6] = nisa.bn_stats(xt[:, j * 512:(j + 1) * 512], dtype=nl.float32)
+    mv = nisa.bn_aggr(stats)
+    out = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=mv)
+    return out

@@ -1,0 +1,84 @@
+"""Idioms of the older neuronxcc.nki samples (tests/nki_kernels/samples_2025.py and nspkg/,
+kernels written for loopsim): each traced against a hand count of its bytes and work."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopsim.frontends.nki.load import package_of, trace_kernel
+from loopsim.model import pipeline
+from loopsim.targets import hardware
+
+KERNELS = Path(__file__).parent / "nki_kernels"
+SAMPLES = KERNELS / "samples_2025.py"
+TRN2 = hardware.load("trn2-core")
+
+
+def counted(path, func, args):
+    k, rec = trace_kernel(str(path), func, args=args)
+    c = pipeline.analyze_kernel(k, TRN2).counts
+    return {"W": c.flops, "Q": c.Q, **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}, rec
+
+
+def test_load_transpose2d_moves_the_block_once_transposed():
+    b, _ = counted(SAMPLES, "load_t2d", {"x": ((256, 256), "bf16")})
+    # the [64, 128] block of x: 64 x 128 x 2 B = 16,384 read; out [128, 64] the same written
+    assert b["x"] == (16_384, 0) and b["out"] == (0, 16_384) and b["Q"] == 32_768 and b["W"] == 0
+
+
+def test_load_transpose2d_of_an_on_chip_tile_is_refused_naming_the_call():
+    from loopsim.frontends.nki import shim
+    from loopsim.frontends.nki.errors import TraceError
+
+    with pytest.raises(TraceError, match="nl.load_transpose2d of .*expected an HBM tensor"):
+        shim.load_transpose2d(object())
+
+
+@pytest.mark.parametrize("B", [1, 3])
+def test_reshape_by_keyword_and_multi_buffer_directive(B):
+    b, _ = counted(SAMPLES, "reshape_kw", {"x": ((B, 128, 64), "fp32")})
+    # x read once as [B * 128, 64] fp32: B x 128 x 64 x 4 B = B x 32,768; out the same written
+    assert b["x"] == (B * 32_768, 0) and b["out"] == (0, B * 32_768) and b["Q"] == B * 65_536
+
+
+@pytest.mark.parametrize("dt, size, cols", [("fp32", 4, 256), ("bf16", 2, 512), ("fp8", 1, 1024)])
+def test_sizeinbytes_is_the_bytes_of_one_element(dt, size, cols):
+    b, _ = counted(SAMPLES, "head_kib", {"x": ((128, 2048), dt)})
+    # 1024 // size columns of 128 rows: 1 KiB a row, 128 KiB read and 128 KiB written
+    assert 1024 // size == cols
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072) and b["Q"] == 262_144
+
+
+@pytest.mark.parametrize("F", [512, 1536])
+def test_bn_stats_and_bn_aggr_are_vector_work_over_their_inputs(F):
+    b, rec = counted(SAMPLES, "row_mean_var", {"x": ((128, F), "fp32")})
+    # x read once: 128 x F x 4 B; out [128, 2] fp32 = 1,024 B written
+    assert b["x"] == (128 * F * 4, 0) and b["out"] == (0, 1_024) and b["Q"] == 512 * F + 1_024
+    work = {w.call.rsplit(".", 1)[-1]: w for w in rec.work}
+    # bn_stats: one element-op per input element, F / 512 calls of 128 x 512; bn_aggr: its
+    # [128, 6 F / 512] statistics tile once
+    st, ag = work["bn_stats"], work["bn_aggr"]
+    assert (st.engine, st.element_ops) == ("vector", 128 * F)
+    assert (ag.engine, ag.element_ops) == ("vector", 128 * 6 * (F // 512))
+    assert st.assumed and ag.assumed
+
+
+def test_namespace_package_root_follows_the_relative_import_depth():
+    src = KERNELS / "nspkg" / "kern" / "copy_cols.py"
+    # kern/ has no __init__.py; `from ..util` climbs 2 levels: the package is nspkg.kern (nspkg has
+    # an __init__.py, nki_kernels/ has none), so the root is nki_kernels/
+    assert package_of(str(src)) == (str(KERNELS), "nspkg.kern.copy_cols")
+    # a file with no relative import in a folder without __init__.py is no package's module
+    assert package_of(str(SAMPLES)) == (str(KERNELS), "")
+
+
+def test_kernel_in_a_namespace_package_imports_its_sibling_folder():
+    before = set(sys.modules)
+    b, _ = counted(KERNELS / "nspkg" / "kern" / "copy_cols.py", "copy_cols", {"x": ((128, 512), "bf16")})
+    # COLS = 256 (util/widths.py) columns of 128 rows: 65,536 B read, the same written
+    assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536) and b["Q"] == 131_072
+    # the package and its namespace folders are dropped after the trace
+    assert not {m for m in set(sys.modules) - before if m.startswith("nspkg")}
