@@ -452,9 +452,10 @@ LAUNCH_REGISTERS: dict[str, tuple[str, ...]] = {
 
 # the older nki-samples snapshot's kernels (benchmarks/nki_corpus_samples_2025.py)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nki_corpus_samples_2025 import SHAPES as _SAMPLES_2025  # noqa: E402
+from nki_corpus_samples_2025 import LAUNCHERS as _LAUNCH_2025, SHAPES as _SAMPLES_2025  # noqa: E402
 
 SHAPES.update(_SAMPLES_2025)
+LAUNCHERS.update(_LAUNCH_2025)
 
 
 def lookup(table: dict, path: Path, func: str):
@@ -469,15 +470,14 @@ def lookup(table: dict, path: Path, func: str):
 
 def _launcher(path: Path, func: str, scratch: Path):
     """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
-    p, parts = path.resolve(), []
-    d = p.parent
-    while (d / "__init__.py").is_file():
-        parts.insert(0, d.name)
-        d = d.parent
-    module = ".".join(parts + [p.stem])
+    from loopsim.frontends.nki.load import package_of
+
+    root, module = package_of(str(path.resolve()))
+    module = module or path.stem
     f = scratch / f"launch_{func}.py"
-    f.write_text(LAUNCHERS[func].format(module=module, package=".".join(parts)))
-    return f, str(d)
+    f.write_text(lookup(LAUNCHERS, path, func).format(module=module,
+                                                      package=module.rpartition(".")[0]))
+    return f, root
 
 
 def kernels_in(path: Path):
@@ -529,7 +529,7 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
     t0 = time.perf_counter()
     entry = lookup(table, path, func)
     try:
-        if func in LAUNCHERS:
+        if lookup(LAUNCHERS, path, func) is not None:
             with tempfile.TemporaryDirectory() as scratch:
                 launcher, root = _launcher(path, func, Path(scratch))
                 k, rec = trace_kernel(str(launcher), "launch", paths=(root,),
@@ -544,7 +544,7 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
         a = pipeline.analyze(prog, hardware.load("trn2-core"))
     except LoopsimError as e:
         why = str(e)
-        if entry is None and func not in LAUNCHERS:
+        if entry is None and lookup(LAUNCHERS, path, func) is None:
             why = "(no shapes in the table) " + why
         return "refused", why, time.perf_counter() - t0
     except Exception as e:  # a loopsim bug, shown as such
@@ -579,7 +579,8 @@ def main(argv=None) -> int:
                     rows.append((f, func, "refused"))
                     print(f"refused  {f.relative_to(d)}::{func}", flush=True)
                     continue
-                if func in callers and lookup(SHAPES, f, func) is None and func not in LAUNCHERS:
+                if func in callers and lookup(SHAPES, f, func) is None and \
+                        lookup(LAUNCHERS, f, func) is None:
                     rows.append((f, func, "helper"))
                     print(f"helper   {f.relative_to(d)}::{func}  (called by "
                           f"{', '.join(sorted(callers[func]))})", flush=True)

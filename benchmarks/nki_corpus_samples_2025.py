@@ -42,11 +42,12 @@ SHAPES: dict[str, dict] = {
     # reference/attention.py flash forward: q, k (bs, heads, d, seq), v (bs, heads, seq, d), seed
     # (1,); seq 4096, d 128, one head (test_flash_attn_fwd.py's accuracy shapes, one head)
     "reference/attention.py::flash_fwd": {
-        "args": ["q=1x1x128x4096", "k=1x1x128x4096", "v=1x1x4096x128", "seed=1:int32"]},
+        "args": ["q=1x1x128x4096", "k=1x1x128x4096", "v=1x1x4096x128", "seed=1:int32"],
+        "grid": "1x1"},  # its assert: a [batch, heads] grid
     # flash backward: q, k, v, o, dy (bs, heads, d, seq), lse (bs, heads, 128, seq // 128)
     "flash_attn_bwd": {
         "args": [f"{n}=1x1x128x4096" for n in ("q_ref", "k_ref", "v_ref", "o_ref", "dy_ref")]
-        + ["lse_ref=1x1x128x32:fp32", "seed_ref=1:int32"]},
+        + ["lse_ref=1x1x128x32:fp32", "seed_ref=1:int32"], "grid": "1x1"},
     # reference/double_row_matmul.py (test_double_row_matmul.py: M 512, K 16384, N 1024, blocks
     # 2, 2, 16; K here 4096 = 128 x 16 x 2): rhs pre-quantized [K // 2, 2 N], its scale [128, N]
     "quantized_double_row_matmul": {
@@ -57,8 +58,9 @@ SHAPES: dict[str, dict] = {
                                "kwargs": ["n_elements=1048576"], "grid": "2"},
     # reference/vision.py (test_select_and_scatter.py, test_resize_nearest.py,
     # test_adaptive_avg_pool2d.py; batch 1)
-    "select_and_scatter_kernel": {"args": ["operand_tensor=1x64x112x112:fp32",
-                                           "source_tensor=1x64x56x56:fp32"]},
+    # (batch 2: its assert wants an even batch, two batches sharing the partitions)
+    "select_and_scatter_kernel": {"args": ["operand_tensor=2x64x112x112:fp32",
+                                           "source_tensor=2x64x56x56:fp32"]},
     "resize_nearest_fixed_dma_kernel": {"args": ["data_tensor=1x30x20x1280:fp32"],
                                         "kwargs": ["out_shape=(1, 59, 38, 1280)"]},
     "adaptive_avg_pool2d_kernel": {"args": ["in_tensor=1x64x56x56:fp32"], "kwargs": ["output_size=7"]},
@@ -69,34 +71,37 @@ SHAPES: dict[str, dict] = {
                            "kwargs": ["src_tgt_pairs=[[0, 1], [1, 0]]"]},
     "ring_attention_bwd": {
         "args": [f"{n}=1x1x128x2048" for n in ("q_ref", "k_ref", "v_ref", "o_ref", "dy_ref")]
-        + ["lse_ref=1x1x128x16:fp32", "seed_ref=1:int32"],
+        + ["lse_ref=1x1x128x16", "seed_ref=1:int32"],  # lse in the inputs' dtype (its assert)
         "kwargs": ["src_tgt_pairs=[[0, 1], [1, 0]]"]},
     # attention_token_gen.py (its asserts): B 1, 4 new tokens, d_head 128, 2 heads, K cache
-    # transposed [B, d, S_ctx], 512 cached tokens
+    # transposed [B, d, S_ctx], 2048 cached tokens
     "attention_token_gen_kernel": {
-        "args": ["Q=1x128x2x4", "K=1x128x4", "V=1x4x128", "K_cache=1x128x512", "V_cache=1x512x128",
-                 "mask_cache=1x2x4x512", "mask_active=1x2x4x4", "out=1x2x4x128"]},
+        "args": ["Q=1x128x2x4", "K=1x128x4", "V=1x4x128", "K_cache=1x128x2048",
+                 "V_cache=1x2048x128", "mask_cache=1x2x4x2048", "mask_active=1x2x4x4",
+                 "out=1x2x4x128"]},
     # the llama3 block (its docstring): X [1, 4, 1024], W_qkv [1024, 3 x 128] (one q head), cos and
-    # sin [64, 4], K cache transposed [1, 128, 512], masks [1, 1, 4, S]
+    # sin [64, 1, 4] (its assert: [d // 2, B, S_tkg]), K cache transposed [1, 128, 512], masks [1, 1, 4, S]
     "llama3_attention_block_token_gen_kernel": {
-        "args": ["X=1x4x1024", "W_qkv=1024x384", "W_gamma=1x1024", "cos=64x4", "sin=64x4",
+        "args": ["X=1x4x1024", "W_qkv=1024x384", "W_gamma=1x1024", "cos=64x1x4", "sin=64x1x4",
                  "K_cache=1x128x512", "V_cache=1x512x128", "mask_cache=1x1x4x512",
                  "mask_active=1x1x4x4", "position_ids=1x1:int32"],
         "kwargs": ["rmsnorm_eps=1e-6", "update_cache=True"]},
-    # blockwise_mm.py: T 1024 tokens, H 1024, 8 experts, I 512, blocks of 512 (8 blocks)
+    # blockwise_mm.py: T 1024 tokens, H 4096 (its assert: 4096 to 8192), 8 experts, I 512, blocks
+    # of 512 (8 blocks)
     "blockwise_mm_baseline_allocated": {
-        "args": ["hidden_states=1024x1024", "expert_affinities_masked=1024x8",
-                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+        "args": ["hidden_states=1024x4096", "expert_affinities_masked=1024x8",
+                 "gate_up_proj_weight=8x4096x2x512", "down_proj_weight=8x512x4096",
                  "token_position_to_id=4096:int32", "block_to_expert=8:int32"],
         "kwargs": ["block_size=512"]},
     "blockwise_mm_baseline_while": {
-        "args": ["conditions=9:int32", "hidden_states=1024x1024", "expert_affinities_masked=1024x8",
-                 "gate_up_proj_weight=8x1024x2x512", "down_proj_weight=8x512x1024",
+        "args": ["conditions=9:int32", "hidden_states=1024x4096", "expert_affinities_masked=1024x8",
+                 "gate_up_proj_weight=8x4096x2x512", "down_proj_weight=8x512x4096",
                  "token_position_to_id=4096:int32", "block_to_expert=8:int32",
-                 "output=1024x1024"],
+                 "output=1024x4096"],
         "kwargs": ["block_size=512"], "registers": ["8"]},
-    # conv.py depthwise path (its asserts): in (C, H, W, N), filter (C, kH, kW, 1), out (N, C, oH, oW)
-    "conv2d": {"args": ["in_ref=128x16x16x1", "filter_ref=128x3x3x1", "out_ref=1x128x14x14"]},
+    # conv.py depthwise path (its asserts): in (C, H, W, N), filter (C, kH, kW, 1), out (N, C, oH,
+    # oW); batch 2 (a batch of 1 is its "Unhandled case")
+    "conv2d": {"args": ["in_ref=128x16x16x2", "filter_ref=128x3x3x1", "out_ref=2x128x14x14"]},
     # hw_ubench.py: A [t, K, M], B [t, K, N] row-tiled; A [K, M], B [K, N] column-tiled
     "row_tiled_matmul_isa_kernel": {"args": ["A=2x128x128", "B=2x128x512"],
                                     "kwargs": ["n_tile=512", "tiling_factor=2", "use_full_pe=True"]},
@@ -111,4 +116,35 @@ SHAPES: dict[str, dict] = {
     # with its permutation
     "tiled_dve_transpose_210": {"args": ["img_ref=4x32x64"]},
     "tiled_dve_transpose_10": {"args": ["img_ref=128x256"], "kwargs": ["permutation=[1, 0]"]},
+}
+
+
+# Kernels that take a configuration object: launchers as in nki_corpus.LAUNCHERS ({module} the
+# kernel's module, {package} its package)
+LAUNCHERS: dict[str, str] = {
+    # reference/rmsnorm_quant (a folder without __init__.py importing ..util): hidden [B, S, H] =
+    # [1, 128, 1024], ln_w [1, H], the arguments' lower bound 448 (fp8_e4m3's largest value)
+    "reference/rmsnorm_quant/rmsnorm_quant.py::rmsnorm_quant_kernel": """
+import nki.language as nl
+from {module} import rmsnorm_quant_kernel, RmsNormQuantKernelArgs
+
+def launch():
+    hidden = nl.ndarray((1, 128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    ln_w = nl.ndarray((1, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    return rmsnorm_quant_kernel(hidden, ln_w, RmsNormQuantKernelArgs(lower_bound=448.0))
+""",
+    # ring attention forward: its assert wants FlashConfig(should_transpose_v=True), v then
+    # (b, kv_heads, d, seq); one head, d 128, a 2048-token chunk, a ring of two ranks
+    "neuron-team-kernels/attention.py::ring_attention_fwd": """
+import nki.language as nl
+from {module} import ring_attention_fwd
+from attention_build_blocks import FlashConfig
+
+def launch():
+    hbm = nl.shared_hbm
+    q, k, v = (nl.ndarray((1, 1, 128, 2048), dtype=nl.bfloat16, buffer=hbm) for _ in range(3))
+    seed = nl.ndarray((1,), dtype=nl.int32, buffer=hbm)
+    return ring_attention_fwd(q, k, v, seed, src_tgt_pairs=[[0, 1], [1, 0]],
+                              config=FlashConfig(should_transpose_v=True))
+""",
 }
