@@ -82,3 +82,34 @@ def test_kernel_in_a_namespace_package_imports_its_sibling_folder():
     assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536) and b["Q"] == 131_072
     # the package and its namespace folders are dropped after the trace
     assert not {m for m in set(sys.modules) - before if m.startswith("nspkg")}
+
+
+@pytest.mark.parametrize("R", [128, 384])
+def test_numpy_integer_bounds_and_offsets_are_integers(R):
+    b, _ = counted(SAMPLES, "numpy_bounds", {"x": ((R, 64), "fp32")})
+    # R / 128 tiles of 128 x 64 fp32 (32,768 B) read and written: R x 256 B each way
+    assert b["x"] == (R * 256, 0) and b["out"] == (0, R * 256) and b["Q"] == R * 512
+
+
+def test_integer_indexed_column_keeps_its_size_1_dimension():
+    b, _ = counted(SAMPLES, "kept_column", {"x": ((128, 8), "fp32")})
+    # 8 columns of 128 fp32 loaded (8 x 512 B = 4,096), the [128, 8] tile stored (4,096 B)
+    assert b["x"] == (4_096, 0) and b["out"] == (0, 4_096) and b["Q"] == 8_192
+
+
+def test_finfo_and_a_4d_mgrid():
+    import numpy as np
+
+    from loopsim.frontends.nki import shim
+
+    b, _ = counted(SAMPLES, "floor_max", {"x": ((128, 2, 3, 16), "bf16")})
+    # x read once and out written once: 128 x 2 x 3 x 16 = 12,288 elements x 2 B = 24,576 each way
+    assert b["x"] == (24_576, 0) and b["out"] == (0, 24_576) and b["Q"] == 49_152
+    # the ranges against numpy's for the IEEE formats, and bfloat16's from its bits: 8 exponent
+    # bits as fp32's, 7 mantissa bits: 0x7F7F = (1 + 127/128) x 2^127
+    assert shim.finfo(np.float32).max == float(np.finfo(np.float32).max)
+    assert shim.finfo("float16").max == float(np.finfo(np.float16).max) == 65_504.0
+    assert shim.finfo("bfloat16").min == -(1 + 127 / 128) * 2.0 ** 127
+    assert shim.finfo("float8_e4m3").max == 448.0
+    with pytest.raises(Exception, match="not a float dtype"):
+        shim.finfo("int32")

@@ -53,3 +53,48 @@ def row_mean_var(x):
     out = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
     nl.store(out, value=mv)
     return out
+
+
+@nki.jit
+def numpy_bounds(x):
+    """Row tiles of x [R, C] copied out, their count and offsets numpy integers (as kernels that
+    compute them from numpy arrays have them)."""
+    import numpy as np
+
+    starts = np.arange(0, x.shape[0], 128)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.sequential_range(np.int64(len(starts))):
+        t = nl.load(x[i * 128:(i + 1) * 128, np.int32(0):x.shape[1]])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+    return out
+
+
+def _fill_first(col, src):
+    """A helper indexing the [P] column it is given as [P, 1], as the older NKI kept it."""
+    col[:, 0] = nl.load(src)
+
+
+@nki.jit
+def kept_column(x):
+    """x [128, C] gathered column by column into an SBUF tile through a helper that receives
+    acc[:, j] (an integer-indexed column) and indexes it [:, 0]; stored whole."""
+    P, C = x.shape
+    acc = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+    for j in nl.affine_range(C):
+        _fill_first(acc[:, j], x[:, j:j + 1])
+    out = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def floor_max(x):
+    """max(x, the dtype's lowest value) (nl.finfo(dtype).min a fill value) of a [128, F] tile,
+    loaded through a 4-D nl.mgrid (its .p .x .y .z fields) of x [128, 2, 3, F / 6]."""
+    P, A, B, C = x.shape
+    g = nl.mgrid[0:P, 0:A, 0:B, 0:C]
+    t = nl.load(x[g.p, g.x, g.y, g.z])
+    lo = nl.full((P, A, B, C), fill_value=nl.finfo(x.dtype).min, dtype=x.dtype, buffer=nl.sbuf)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.maximum(t, lo))
+    return out

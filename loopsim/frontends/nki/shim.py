@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import math
+import numbers
 import sys
 import types
 
@@ -174,6 +175,9 @@ def _range(kind):
     def r(start, stop=None, step=1, **_):
         if stop is None:
             start, stop = 0, start
+        # numpy integers (bounds computed from a numpy array of the kernel's) are integers
+        start, stop, step = (int(x) if isinstance(x, numbers.Integral) and not isinstance(x, (bool, int))
+                             else x for x in (start, stop, step))
         for x in (start, stop, step):
             if isinstance(x, Sym) or isinstance(x, bool) or not isinstance(x, int):
                 raise TraceError(f"{kind}({start}, {stop}, {step}): bounds must be integers "
@@ -257,6 +261,10 @@ class _Grid(tuple):
     @property
     def y(self):
         return self[2]
+
+    @property
+    def z(self):
+        return self[3]
 
 
 mgrid = _MGrid()
@@ -610,10 +618,29 @@ def _language() -> dict:
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
               static_cast=_static_cast, dynamic_range=dynamic_range,
-              range=_range("range"))
+              range=_range("range"), finfo=finfo)
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
+
+
+#: the largest finite value of each float format, from its bits: (2 - 2^-m) x 2^E for m mantissa
+#: bits and largest exponent E (IEEE fp32, bfloat16 and fp16); the OCP fp8 formats as NKI names
+#: them: e4m3 1.75 x 2^8 = 448 (no infinities), e5m2 1.75 x 2^15 = 57,344
+_FLOAT_MAX = {"float32": (2 - 2 ** -23) * 2.0 ** 127, "tfloat32": (2 - 2 ** -23) * 2.0 ** 127,
+              "bfloat16": (2 - 2 ** -7) * 2.0 ** 127, "float16": (2 - 2 ** -10) * 2.0 ** 15,
+              "float8_e4m3": 448.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+
+
+class finfo:
+    """``nl.finfo(dtype)``: ``max`` and ``min`` (= -max) of a float dtype, as numpy's finfo (a
+    fill value: nothing loopsim counts depends on it)."""
+
+    def __init__(self, dtype):
+        name = str(getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or dtype)
+        if name not in _FLOAT_MAX:
+            raise TraceError(f"nl.finfo({name}): not a float dtype loopsim knows the range of")
+        self.dtype, self.max, self.min = name, _FLOAT_MAX[name], -_FLOAT_MAX[name]
 
 
 def _named(name):

@@ -577,6 +577,10 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
         key = key[:i] + (slice(None),) * (n_kept - len(key) + 1) + key[i + 1:]
     out = [(a, s, k) for a, s, k in zip(starts, sizes, kept)]
     positions = [i for i, k in enumerate(kept) if k]
+    if len(key) > len(positions) and not hbm and len(key) == len(kept):
+        # the older NKI kept an integer-indexed tile dimension (t[:, i] then indexed [:, 0]): the
+        # index names every dimension, the dropped ones of size 1
+        positions = list(range(len(kept)))
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
