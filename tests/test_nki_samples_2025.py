@@ -113,3 +113,41 @@ def test_finfo_and_a_4d_mgrid():
     assert shim.finfo("float8_e4m3").max == 448.0
     with pytest.raises(Exception, match="not a float dtype"):
         shim.finfo("int32")
+
+
+@pytest.mark.parametrize("T", [128, 256])
+def test_hbm_indexed_by_an_id_tile_is_an_indirect_gather(T):
+    b, rec = counted(SAMPLES, "gather_rows", {"table": ((1000, 64), "bf16"), "ids": ((T, 1), "int32")})
+    # ids: T x 4 B; per block 128 rows of 64 bf16 gathered (128 x 128 B = 16,384, a tensor of
+    # their own, which rows is data); out T x 64 x 2 B written
+    assert b["ids"] == (T * 4, 0) and b["table_gathered"] == (T * 128, 0)
+    assert b["out"] == (0, T * 128) and b["Q"] == T * 4 + 2 * T * 128
+    assert any("indexed by tile" in n and "ASSUMED" in n for n in rec.notes)
+
+
+def test_a_loaded_scalar_indexes_a_slab():
+    b, _ = counted(SAMPLES, "pick_slab", {"w": ((8, 128, 256), "bf16"), "which": ((4,), "int32")})
+    # which[0]: 4 B; one slab 128 x 256 x 2 B = 65,536 read (which slab is data) and written
+    assert b["which"] == (4, 0) and b["out"] == (0, 65_536)
+    assert b["Q"] == 4 + 2 * 65_536
+
+
+def test_masked_tile_operand_is_the_tile():
+    b, _ = counted(SAMPLES, "masked_operand", {"a": ((128, 128), "bf16"), "b": ((128, 512), "bf16")})
+    # W = 2 x 128 x 128 x 512 = 16,777,216; a 32,768 B, b 131,072 B read, out 128 x 512 x 4 B
+    assert b["W"] == 16_777_216
+    assert b["a"] == (32_768, 0) and b["b"] == (131_072, 0) and b["out"] == (0, 262_144)
+
+
+@pytest.mark.parametrize("G", [1, 3])
+def test_view_as_fp8_then_indexed_stores_the_scale_bytes(G):
+    b, _ = counted(SAMPLES, "scale_bytes", {"x": ((G, 128, 1), "fp32")})
+    # each group: 128 fp32 scales read (512 B), their 128 x 4 fp8 bytes written (512 B)
+    assert b["x"] == (G * 512, 0) and b["out"] == (0, G * 512) and b["Q"] == G * 1_024
+
+
+def test_load_transpose2d_of_an_index_expression_over_a_vector():
+    b, rec = counted(SAMPLES, "tokens_t2d", {"ids": ((1024,), "int32")})
+    # ids[0:512] read (512 x 4 B = 2,048, as 4 DMAs of 128), out [128, 4] int32 written (2,048 B)
+    assert b["ids"] == (2_048, 0) and b["out"] == (0, 2_048) and b["Q"] == 4_096
+    assert any("load_transpose2d" in n and "ASSUMED" in n for n in rec.notes)

@@ -98,3 +98,65 @@ def floor_max(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.maximum(t, lo))
     return out
+
+
+@nki.jit
+def gather_rows(table, ids):
+    """Per block of 128 ids: the ids loaded [128, 1], their rows of table [N, H] gathered by
+    indexing table with the id tile (table[idx, cols]), stored."""
+    n, h = table.shape
+    out = nl.ndarray((ids.shape[0], h), dtype=table.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(ids.shape[0] // 128):
+        idx = nl.load(ids[b * 128:(b + 1) * 128, :])
+        ip, jf = nl.mgrid[0:128, 0:h]
+        rows = nl.load(table[idx[ip, 0], jf])
+        nl.store(out[b * 128:(b + 1) * 128, :], value=rows)
+    return out
+
+
+@nki.jit
+def pick_slab(w, which):
+    """One [128, C] slab of w [E, 128, C], the expert number a loaded scalar (which[0] -> a
+    one-element tile indexed [0, 0], the older NKI's [1, 1]), stored."""
+    e = nl.load(which[0])
+    slab = nl.load(w[e[0, 0], :, :])
+    out = nl.ndarray(w.shape[1:], dtype=w.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=slab)
+    return out
+
+
+@nki.jit
+def masked_operand(a, b):
+    """a [128, 128] and b [128, 512] loaded; a matmul whose stationary operand is written
+    a_tile[ip, jf][mask] (the older masked-tile spelling; the mask holds everywhere here)."""
+    at, bt = nl.load(a), nl.load(b)
+    ip, jf = nl.mgrid[0:128, 0:128]
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    acc[...] = nisa.nc_matmul(at[ip, jf][jf < 128], bt)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def scale_bytes(x):
+    """An fp32 [g, 128, 1] scale tile per group, stored as the 4 fp8 bytes of each scale
+    (t.view(nl.float8_e4m3)[g, :, :4]) into out [g, 128, 4]."""
+    G = x.shape[0]
+    t = nl.ndarray((G, nl.par_dim(128), 1), dtype=nl.float32, buffer=nl.sbuf)
+    out = nl.ndarray((G, 128, 4), dtype=nl.float8_e4m3, buffer=nl.shared_hbm)
+    for g in nl.affine_range(G):
+        t[g, :, :] = nl.load(x[g])
+    for g in nl.affine_range(G):
+        nl.store(out[g], value=t.view(nl.float8_e4m3)[g, :, 0:4])
+    return out
+
+
+@nki.jit
+def tokens_t2d(ids):
+    """The ids of one block of 4 x 128 tokens, ids[128 * i + j] (an index expression over a 1-D
+    tensor, no box), loaded transposed as [128, 4]."""
+    out = nl.ndarray((128, 4), dtype=ids.dtype, buffer=nl.shared_hbm)
+    t = nl.load_transpose2d(ids[128 * nl.arange(4)[:, None] + nl.arange(128)[None, :]])
+    nl.store(out, value=t)
+    return out

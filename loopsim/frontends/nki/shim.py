@@ -456,6 +456,17 @@ def load_transpose2d(src, mask=None, dtype=None, **_):
     before storing into on-chip memory (SBUF)", an HBM [F, P] access landing as a [P, F] tile
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.load_transpose2d.html):
     the DMA transpose :func:`dma_transpose` models."""
+    if isinstance(src, HbmSplit) and len(src.shape) == 2:
+        # an access pattern that is no box (rows of a 1-D tensor by an index expression): its
+        # pieces' DMAs land as the pattern's shape, then the tile is transposed on landing
+        rec = _rec()
+        landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+        _split_dma(landed, src, src)
+        out = rec.alloc(tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", rec.assigned_name("transposed"))
+        rec.copy(out, landed, transpose=True, engine_work=False)
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.load_transpose2d of an access pattern "
+                         "split into DMAs: costed as those DMAs, not at the DMA transpose rate (ASSUMED)")
+        return out
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load_transpose2d of {src!r}: expected an HBM tensor or a slice of one")
     return dma_transpose(src, dtype=dtype)
