@@ -151,3 +151,9 @@ def test_load_transpose2d_of_an_index_expression_over_a_vector():
     # ids[0:512] read (512 x 4 B = 2,048, as 4 DMAs of 128), out [128, 4] int32 written (2,048 B)
     assert b["ids"] == (2_048, 0) and b["out"] == (0, 2_048) and b["Q"] == 4_096
     assert any("load_transpose2d" in n and "ASSUMED" in n for n in rec.notes)
+
+
+def test_partition_vector_broadcast_and_one_element_tiles():
+    b, _ = counted(SAMPLES, "row_scaled", {"x": ((128, 256), "fp32")})
+    # x read whole (128 x 256 x 4 B = 131,072) and its first element again (4 B); out written
+    assert b["x"] == (131_072 + 4, 0) and b["out"] == (0, 131_072) and b["W"] == 0

@@ -160,3 +160,24 @@ def tokens_t2d(ids):
     t = nl.load_transpose2d(ids[128 * nl.arange(4)[:, None] + nl.arange(128)[None, :]])
     nl.store(out, value=t)
     return out
+
+
+@nki.jit
+def row_scaled(x):
+    """x [128, F] times the reciprocal of its row sums: the [128] sum (a reduction without
+    keepdims, the older NKI's [P] tile) broadcast to [128, F]; plus a one-element tile broadcast
+    into 32 rows of a column, and a [128] result indexed [0:128, 0] (its size-1 dimension)."""
+    P, F = x.shape
+    t = nl.load(x)
+    s = nisa.tensor_reduce(nl.add, data=t, axis=(1,))
+    r = (1.0 / s).broadcast_to((P, F))
+    y = nl.multiply(t, r)
+    col = nl.ndarray((nl.par_dim(P), 1), dtype=nl.float32, buffer=nl.sbuf)
+    one = nl.load(x[0, 0])
+    for i in nl.static_range(4):
+        col[32 * i:32 * (i + 1), 0] = one.broadcast_to([32, 1])
+    z = nl.add(s, 1.0)
+    y2 = nl.add(y, z[0:P, 0])
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=y2)
+    return out

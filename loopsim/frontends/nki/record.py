@@ -202,8 +202,9 @@ class Recorder:
         # tensor axis in pieces); a plain d steps one
         scale_of = [dd[1] if isinstance(dd, tuple) else 1 for dd in axis_of]
         axis_of = [dd[0] if isinstance(dd, tuple) else dd for dd in axis_of]
-        if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
-            # a value along no tensor axis (a per-row statistic) into a slot of another shape
+        if all(d is None for d in axis_of) and len(kept) != len(axis_of):
+            # a value along no tensor axis (a per-row statistic, a one-element tile broadcast)
+            # into a slot of another shape
             dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
                                                          zip(ref.starts, ref.sizes)))
             return set()

@@ -469,6 +469,13 @@ def load_transpose2d(src, mask=None, dtype=None, **_):
         return out
     if not isinstance(src, (HbmView, HbmTensor)):
         raise TraceError(f"nl.load_transpose2d of {src!r}: expected an HBM tensor or a slice of one")
+    if isinstance(src, HbmView) and src.order is not None and not isinstance(src.order[0], tuple) \
+            and src.indirect is None and src._shape is None:
+        # index tiles that name the tile's axes (x[i_f, i_p], the tensor's [F, P] block): the
+        # view is the landed tile's layout, its block in the tensor's order is what is transposed
+        block = HbmView(src.tensor, src.dims)
+        if tuple(block.shape[::-1]) == tuple(src.shape):
+            return dma_transpose(block, dtype=dtype)
     return dma_transpose(src, dtype=dtype)
 
 

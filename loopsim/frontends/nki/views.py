@@ -596,6 +596,13 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
     return dims, (order if hbm or (not split and order == sorted(order)) else tuple(view))
 
 
+def _size_1_entry(k) -> bool:
+    """An index entry naming the one element of a size-1 dimension: 0, ``:`` or ``0:1``."""
+    if isinstance(k, int) and not isinstance(k, bool):
+        return k == 0
+    return isinstance(k, slice) and k.step in (None, 1) and k.start in (None, 0) and k.stop in (None, 1)
+
+
 def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
     """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim.
 
@@ -613,6 +620,11 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
         # the older NKI kept an integer-indexed tile dimension (t[:, i] then indexed [:, 0]): the
         # index names every dimension, the dropped ones of size 1
         positions = list(range(len(kept)))
+    if len(key) > len(positions) and not hbm and all(
+            _size_1_entry(k) for k in key[len(positions):]):
+        # trailing entries for size-1 dimensions the older NKI kept on an op's result (an op of a
+        # tile indexed t[0:128, n] has shape [128, 1] there): [0] or [:] of one element
+        key = key[:len(positions)]
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
@@ -902,6 +914,9 @@ class Tile(_Viewable):
         reading it read this tile."""
         shape = tuple(shape)
         own = self.shape
+        if 0 < len(own) < len(shape) and own == shape[:len(own)] and \
+                any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
+            own = own + (1,) * (len(shape) - len(own))  # the older NKI's [P] tile is [P, 1]
         if len(shape) < len(own) or any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
             raise TraceError(f"broadcast of {self!r} to {list(shape)}: only size-1 dimensions "
                              "repeat")
