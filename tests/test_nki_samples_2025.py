@@ -153,7 +153,25 @@ def test_load_transpose2d_of_an_index_expression_over_a_vector():
     assert any("load_transpose2d" in n and "ASSUMED" in n for n in rec.notes)
 
 
+@pytest.mark.parametrize("S, d", [(256, 64), (512, 128)])
+def test_transposed_loads_feed_the_matmul(S, d):
+    b, _ = counted(SAMPLES, "qk_transposed", {"q": ((S, d), "bf16"), "k": ((256, d), "bf16")})
+    # S / 128 matmuls of 128 x 128 outputs over d: W = 2 x S x 128 x d (the transposed tiles
+    # are the tensors' data, not constants); q read once (S x d x 2 B), k's first 128 rows
+    # (128 x d x 2 B), out S x 128 fp32 written
+    assert b["W"] == 2 * S * 128 * d
+    assert b["q"] == (S * d * 2, 0) and b["k"] == (128 * d * 2, 0) and b["out"] == (0, S * 512)
+
+
 def test_partition_vector_broadcast_and_one_element_tiles():
     b, _ = counted(SAMPLES, "row_scaled", {"x": ((128, 256), "fp32")})
     # x read whole (128 x 256 x 4 B = 131,072) and its first element again (4 B); out written
     assert b["x"] == (131_072 + 4, 0) and b["out"] == (0, 131_072) and b["W"] == 0
+
+
+def test_a_read_across_pieces_in_no_affine_order_goes_on_as_data_not_followed():
+    b, rec = counted(SAMPLES, "shuffled_tiles", {"x": ((128, 512), "bf16")})
+    # x's four tiles read once (128 x 512 x 2 B = 131,072), out written once: the bytes are
+    # exact; where each tile landed is not followed (noted, ASSUMED)
+    assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072) and b["Q"] == 262_144
+    assert any("no affine map follows" in n and "ASSUMED" in n for n in rec.notes)

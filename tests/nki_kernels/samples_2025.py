@@ -163,6 +163,25 @@ def tokens_t2d(ids):
 
 
 @nki.jit
+def qk_transposed(q, k):
+    """S = Q K^T per 128-row tile of q [S, d] (d <= 128): Q^T tiles landed by load_transpose2d
+    through index tiles naming the tile's axes (q[i * 128 + i_f, i_p]... as the SD attention
+    samples write it), K^T one tile, one matmul per q tile."""
+    S, d = q.shape
+    qt = nl.ndarray((S // 128, nl.par_dim(d), 128), dtype=q.dtype, buffer=nl.sbuf)
+    ip, jf = nl.arange(d)[:, None], nl.arange(128)[None, :]
+    for i in nl.affine_range(S // 128):
+        qt[i, ip, jf] = nl.load_transpose2d(q[i * 128 + nl.arange(128)[:, None], nl.arange(d)[None, :]])
+    kt = nl.load_transpose2d(k[0:128, 0:d])
+    out = nl.ndarray((S, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(S // 128):
+        ps = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+        ps[...] += nisa.nc_matmul(qt[i, ip, jf], kt)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.copy(ps))
+    return out
+
+
+@nki.jit
 def row_scaled(x):
     """x [128, F] times the reciprocal of its row sums: the [128] sum (a reduction without
     keepdims, the older NKI's [P] tile) broadcast to [128, F]; plus a one-element tile broadcast
@@ -180,4 +199,17 @@ def row_scaled(x):
     y2 = nl.add(y, z[0:P, 0])
     out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=y2)
+    return out
+
+
+@nki.jit
+def shuffled_tiles(x):
+    """The four [128, 128] column tiles of x [128, 512] copied into one SBUF buffer in the order
+    3, 0, 1, 2 ... no affine map (tile j to slot (j + 1) % 4), the buffer then stored whole."""
+    buf = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    for j in range(4):
+        s = (j + 1) % 4
+        nisa.dma_copy(dst=buf[:, s * 128:(s + 1) * 128], src=x[:, j * 128:(j + 1) * 128])
+    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.exp(buf))
     return out
