@@ -175,3 +175,13 @@ def test_a_read_across_pieces_in_no_affine_order_goes_on_as_data_not_followed():
     # exact; where each tile landed is not followed (noted, ASSUMED)
     assert b["x"] == (131_072, 0) and b["out"] == (0, 131_072) and b["Q"] == 262_144
     assert any("no affine map follows" in n and "ASSUMED" in n for n in rec.notes)
+
+
+def test_an_op_stored_transposed_reads_as_one_nest():
+    b, rec = counted(SAMPLES, "scaled_product_stored_transposed",
+                     {"a": ((128, 128), "bf16"), "b": ((128, 512), "bf16"), "c": ((128, 512), "bf16")})
+    # W = 2 x 128 x 512 x 128 = 16,777,216; a 32,768 B, b and c 131,072 B each read, out
+    # 512 x 128 x 2 B = 131,072 written
+    assert b["W"] == 16_777_216
+    assert b["a"] == (32_768, 0) and b["b"] == b["c"] == (131_072, 0) and b["out"] == (0, 131_072)
+    assert any("read by no op the op graph holds" in n and "ASSUMED" in n for n in rec.notes)

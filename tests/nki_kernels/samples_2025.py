@@ -213,3 +213,18 @@ def shuffled_tiles(x):
     out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.exp(buf))
     return out
+
+
+@nki.jit
+def scaled_product_stored_transposed(a, b, c):
+    """out [N, M] = ((a^T b) * c)^T: a [K, M], b [K, N], c [M, N]; the product stored through
+    index tiles naming its axes (out[i_f, i_p], as the SD attention samples store)."""
+    at, bt, ct = nl.load(a), nl.load(b), nl.load(c)
+    M, N = a.shape[1], b.shape[1]
+    ps = nl.zeros((M, N), dtype=nl.float32, buffer=nl.psum)
+    ps[...] += nisa.nc_matmul(at, bt)
+    r = nl.copy(ps, dtype=nl.bfloat16) * ct
+    ip, jf = nl.arange(M)[:, None], nl.arange(N)[None, :]
+    out = nl.ndarray((N, M), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nl.store(out[jf, ip], value=r)
+    return out
