@@ -18,6 +18,7 @@ import sys
 import types
 
 from loopsim.base.limits import check_int
+from loopsim.frontends.nki import grids as grids_mod
 from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
@@ -59,6 +60,8 @@ class Unmodelled:
             return None
         if _active and self._name.startswith(("nki.isa", "nki.language")):
             return _assumed(self._name, short, a, k)
+        if self._name.startswith("nki.compiler.") and "." not in self._name[len("nki.compiler."):]:
+            return Config(self._name, *a, **k)  # a compile option class the shim does not list
         raise TraceError(f"{self._name} is not modelled by loopsim's NKI shim")
 
     def _use(self, *_):
@@ -522,15 +525,16 @@ def dynamic_range(*args, **kw):
     start/stop "Can be Python int literals or VirtualRegister objects"). A bound in a register
     takes the register's value: moved in (exact), or read at run time and stated by the user
     (``--register-value``, :mod:`.registers`: the trip count noted ASSUMED), else refused."""
+    kind = kw.pop("kind", "dynamic_range")
     if not kw and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("dynamic_range")(*args)
+        return _range(kind)(*args)
     names = ("start", "stop", "step")
     given = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
     if "stop" not in given:
         given = {"start": 0, "stop": given.get("start"), "step": given.get("step", 1)}
     bounds = {"start": 0, "step": 1, **given}
     rec = _rec()
-    call = "nl.dynamic_range(" + ", ".join(
+    call = f"nl.{kind}(" + ", ".join(
         "<register>" if isinstance(bounds[n], Register) else repr(bounds[n]) for n in names) + ")"
     stated = []
     for n in names:
@@ -540,17 +544,125 @@ def dynamic_range(*args, **kw):
             if reg.stated is not None:
                 stated.append(f"its {n} is {reg.describe()}, {bounds[n]} (ASSUMED: the register's "
                               f"value given by the user, {reg.stated.text})")
-    loop = _range("dynamic_range")(bounds["start"], bounds["stop"], bounds["step"])
+    loop = _range(kind)(bounds["start"], bounds["stop"], bounds["step"])
     if stated:
         trips = len(builtins.range(bounds["start"], bounds["stop"], bounds["step"]))
-        rec.notes.append(f"{work_mod.call_site(rec)}: nl.dynamic_range runs {trips} iteration"
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.{kind} runs {trips} iteration"
                          f"{'s' * (trips != 1)}: " + ", ".join(stated))
     return loop
+
+
+def fori_loop(lower, upper, body_fun, step=1, unroll=False, **_):
+    """``nl.fori_loop(lower, upper, body_fun, step=1)``: ``body_fun(i)`` for ``i`` in
+    ``range(lower, upper, step)``, a compiled loop
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.fori_loop.html).
+    Integer bounds trace as a loop like ``nl.affine_range`` (``unroll=True`` changes where the
+    compiler unrolls it, not what it moves); a bound in a register takes the register's value as
+    :func:`dynamic_range` does (moved in, or stated with ``--register-value``, else refused)."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.fori_loop: body_fun {body_fun!r} is not a function (i) -> None")
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise TraceError(f"nl.fori_loop: step={step!r} must be a compile-time positive integer")
+    for i in dynamic_range(lower, upper, step, kind="fori_loop"):
+        body_fun(i)
+    return None
+
+
+def while_loop(cond_fun=None, body_fun=None, *a, **k):
+    """``nl.while_loop``: a compiled loop whose trip count the device decides: not modelled."""
+    raise TraceError("nl.while_loop: its trip count is decided on the device (a data-dependent "
+                     "loop) and loopsim cannot count it; write it as nl.fori_loop with a bound in "
+                     "a register and state the register's value with --register-value FILE:LINE=N")
+
+
+def if_else(cond, then_fn=None, else_fn=None, **_):
+    """``nl.if_else(cond, then_fn, else_fn=None)``: a Python bool or int chooses at trace time
+    (as NKI does); a register's value is its known or stated value (``--register-value``, noted
+    ASSUMED), else the trace stops naming it
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html)."""
+    fn = then_fn if cond else else_fn
+    if fn is not None:
+        fn()
+    return None
 
 
 def softmax(x, axis=-1, dtype=None, **_):
     _tile(x, "nl.softmax")
     return _rec().elementwise("softmax", [x], dtype)
+
+
+# -- tile grids, block grids, stream buffers (loopsim.frontends.nki.grids) ----------------
+
+
+def _new_tensor(shape, dtype, buffer, name=""):
+    return ndarray(shape, dtype, buffer=str(buffer) if buffer is not None else "sbuf", name=name)
+
+
+def tiles(src, tile_shape=None, **_):
+    """``nl.tiles(src, tile_shape=...)``: ``src`` in tile coordinates (:mod:`.grids`)."""
+    return grids_mod.grid(src, tile_shape)
+
+
+def blocks(src, tile_shape=None, block_shape=None, **_):
+    """``nl.blocks(src, tile_shape=..., block_shape=...)``: tiles grouped into blocks."""
+    if block_shape is None:
+        raise TraceError("nl.blocks: block_shape= (tiles per block) is required")
+    return grids_mod.grid(src, tile_shape, block_shape)
+
+
+def alloc_tiles(tile_shape=None, element_shape=None, buffer="sbuf", dtype=None, name="", **_):
+    """``nl.alloc_tiles(tile_shape=, element_shape=, buffer=, dtype=)``: new storage as a grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name)
+
+
+def alloc_blocks(tile_shape=None, block_shape=None, element_shape=None, buffer="sbuf", dtype=None,
+                 name="", **_):
+    """``nl.alloc_blocks(...)``: new storage as a block grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name,
+                                block_shape)
+
+
+def empty_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.empty_like(x, buffer=, dtype=)``: storage of ``x``'s geometry (a grid stays a grid)."""
+    return grids_mod.like(_new_tensor, x, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.zeros_like(x)``: as :func:`empty_like`, filled with zeros (a memset, no HBM bytes)."""
+    t = empty_like(x, dtype, buffer, name)
+    data = t.data if isinstance(t, grids_mod.NkiGrid) else t
+    if not isinstance(data, Tile):
+        raise TraceError("nl.zeros_like in HBM is not modelled (on chip it is)")
+    _rec().memset(data)
+    return t
+
+
+def alloc_stream_buffers(view, buffer="sbuf", dim=0, num_slots=2, dtype=None, transpose_axes=None,
+                         name="", **_):
+    """``nl.alloc_stream_buffers(view, buffer=, dim=, num_slots=)``: ``num_slots`` rotating
+    on-chip slots of one step of ``view`` along ``dim``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.alloc_stream_buffers.html).
+    The slot count reaches the timeline as the buffers the source tensor's loads rotate through
+    (:class:`.grids.NkiStreamBuffers`)."""
+    rec = _rec()
+    pool = grids_mod.stream_buffers(_new_tensor, view, str(buffer), dim, num_slots, dtype,
+                                    transpose_axes, name)
+    site = work_mod.call_site(rec)
+    if pool.source_name is None:
+        rec.note(f"{site}: nl.alloc_stream_buffers over an on-chip view: its {num_slots} slots "
+                 "are not a load rotation (ASSUMED: the timeline rotates its loads only)")
+    else:
+        slots = rec.__dict__.setdefault("stream_slots", {})
+        slots[pool.source_name] = max(num_slots, slots.get(pool.source_name, 0))
+        rec.note(f"{site}: stream buffers of {pool.source_name}: loads of it rotate through "
+                 f"{slots[pool.source_name]} slot{'s' * (slots[pool.source_name] != 1)} "
+                 "(execution j fills slot j mod that and waits for the readers of j minus it)")
+    return pool
+
+
+class MemoryRegion:
+    """``nl.MemoryRegion``: the memory names ``nl.ndarray(buffer=...)`` takes."""
+    sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"
 
 
 class _TileSize:
@@ -587,7 +699,12 @@ def _language() -> dict:
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
               static_cast=_static_cast, dynamic_range=dynamic_range,
-              range=_range("range"))
+              range=_range("range"), fori_loop=fori_loop, while_loop=while_loop, if_else=if_else,
+              tiles=tiles, blocks=blocks, alloc_tiles=alloc_tiles, alloc_blocks=alloc_blocks,
+              empty_like=empty_like, zeros_like=zeros_like,
+              alloc_stream_buffers=alloc_stream_buffers, MemoryRegion=MemoryRegion,
+              NkiGrid=grids_mod.NkiGrid, NkiTileGrid=grids_mod.NkiTileGrid,
+              NkiBlockGrid=grids_mod.NkiBlockGrid, NkiStreamBuffers=grids_mod.NkiStreamBuffers)
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -1298,10 +1415,12 @@ def _collectives() -> dict:
 
 
 class Jit:
-    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works."""
+    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works;
+    ``options``: the decorator's keyword arguments (``compile_config=``, ...)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, options=None):
         self.fn = fn
+        self.options = dict(options or {})
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__wrapped__ = fn
 
@@ -1315,7 +1434,54 @@ class Jit:
 def _decorator(fn=None, *a, **k):
     if callable(fn) and not a and not k:
         return Jit(fn)
-    return lambda f: Jit(f)
+    return lambda f: Jit(f, k)
+
+
+class Config:
+    """``nki.compiler.CompileConfig(...)`` / ``SpecializationConfig(...)`` (and any other
+    ``nki.compiler`` class called): its options kept as attributes
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.CompileConfig.html).
+    They choose how the compiler allocates and schedules, not what the kernel computes or moves:
+    W and Q are unchanged; the timeline keeps the buffers the kernel writes (ASSUMED, see
+    :func:`config_note`)."""
+
+    def __init__(self, _name="nki.compiler.CompileConfig", *a, **options):
+        self._name, self.options = _name, dict(options)
+        for k, v in options.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return None  # an option not given: its default
+
+    def __repr__(self):
+        return f"{self._name.rsplit('.', 1)[-1]}(" + ", ".join(
+            f"{k}={v}" for k, v in self.options.items()) + ")"
+
+
+def _config_class(name):
+    def make(*a, **k):
+        return Config(f"nki.compiler.{name}", *a, **k)
+    make.__name__ = name
+    return make
+
+
+def config_note(jit: "Jit") -> str | None:
+    """The note a kernel compiled with ``@nki.jit(compile_config=...)`` gets: its options, and
+    that the timeline does not follow them. The Neuron docs say what they change qualitatively
+    (AllocationMode.RING: "a DMA into a new tile seldom waits for compute that reads an earlier
+    tile"; prefetch_auto: "reserves a fixed prefetch ring + slack band in SBUF",
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.AllocationMode.html),
+    not how many buffers a load gets, so the loads rotate through the buffers the kernel writes
+    (stream buffers' slots, else one; ``--buffers`` to try others)."""
+    cfgs = [v for v in jit.options.values() if isinstance(v, Config)]
+    if not cfgs:
+        return None
+    return (f"@nki.jit({', '.join(map(repr, cfgs))}): compiler allocation and scheduling options; "
+            "W and Q do not depend on them; the timeline keeps the buffers the kernel writes "
+            "(ASSUMED: the docs do not say how many buffers these options give a load; try "
+            "--buffers N)")
 
 
 def _passthrough(fn=None, *a, **k):
@@ -1379,7 +1545,10 @@ def modules() -> dict[str, types.ModuleType]:
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
     compiler = _module("nki.compiler", {**{n: _passthrough for n in (
         "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
-        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive,
+        **{n: _config_class(n) for n in ("CompileConfig", "SpecializationConfig")},
+        **{n: _Enum(n) for n in (
+            "Allocation", "AllocationMode", "OptLevel", "SchedulingHeuristic", "AddressRotation")}})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
