@@ -254,3 +254,35 @@ def test_an_unlisted_compiler_option_class_is_a_config_not_a_crash(tmp_path):
     k = load_kernel(str(f), "k", args={"x": ((128, 64), "bf16")})
     assert bytes_of(k)["Q"] == 2 * 128 * 64 * 2  # in and out once
     assert any("opt_level=OptLevel.O2" in n and "FutureKnob(depth=3)" in n for n in k.notes)
+
+
+# -- NkiTensor's per-dimension views ---------------------------------------------------------------
+
+
+def test_select_slice_and_expand_dim_views_count_their_boxes():
+    k = traced("view_methods", {"x": ((4, 128, 512), "bf16")})
+    b = bytes_of(k)
+    # per slab s: x[s] read twice (select, then slice(0, s, s + 1) into a (1, 128, 512) view of u):
+    # 2 x 4 x 128 x 512 x 2 B = 1,048,576 B; the first 256 columns of each slab written once:
+    # 4 x 128 x 256 x 2 B = 262,144 B
+    assert b["x"] == (1_048_576, 0) and b["out"] == (0, 262_144)
+
+
+@pytest.mark.parametrize("body,match", [
+    ("x.squeeze_dim(0)", r"squeeze_dim\(0\) of a tensor of shape \(128, 512\): that dimension is "
+                         r"not of size 1"),
+    ("x.select(2, 0)", r"select: dim 2 is not a dimension of a 2-D tensor"),
+    ("nl.alloc_stream_buffers(x, buffer=nl.sbuf, dim=0, num_slots=0)",
+     r"num_slots=0 must be a positive integer"),
+    ("nl.alloc_stream_buffers(x, buffer=nl.shared_hbm, dim=0)", r"slots live in SBUF or PSUM"),
+    ("nl.tiles(x, tile_shape=(128,))", r"tile_shape \(128,\) must be at least two"),
+])
+def test_bad_view_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
+    f = tmp_path / "bad_view.py"
+    f.write_text("import nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                 f"def k(x):\n    y = {body}\n    return x\n")
+    with pytest.raises(SpecError) as e:
+        load_kernel(str(f), "k", args={"x": ((128, 512), "bf16")})
+    msg = str(e.value)
+    assert "\n" not in msg and f"{f}:6: kernel k: " in msg
+    assert __import__("re").search(match, msg), msg

@@ -171,3 +171,18 @@ def data_dependent_loop(x):
     t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nl.while_loop(lambda: True, lambda: None)
     return x
+
+
+@nki.jit
+def view_methods(x):
+    """Slabs picked with select / slice+squeeze_dim; the first half of each row band stored."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for s in range(x.shape[0]):
+        t = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.select(0, s))
+        u = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u.expand_dim(0), src=x.slice(0, s, s + 1))
+        nisa.tensor_tensor(dst=t, data1=t, data2=u, op=nl.add)
+        half = x.shape[2] // 2
+        nisa.dma_copy(dst=out.select(0, s).slice(1, 0, half), src=t.slice(1, 0, half))
+    return out
