@@ -286,3 +286,26 @@ def test_bad_view_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
     msg = str(e.value)
     assert "\n" not in msg and f"{f}:6: kernel k: " in msg
     assert __import__("re").search(match, msg), msg
+
+
+@pytest.mark.parametrize("value,kind", [(1, "chain1"), (0, "exp")])
+def test_if_else_on_a_scalar_load_takes_the_stated_value(value, kind):
+    from loopsim.frontends.nki import registers
+
+    line = line_of("nl.if_else(nisa.scalar_load(")
+    k = traced("branch_on_flag", {"flag": ((1, 1), "int32"), "x": ((128, 256), "bf16")},
+               registers=registers.parse([f"grids_2026.py:{line}={value}"]))
+    assert op_kinds(k) == [kind]
+    b = bytes_of(k)
+    # the flag's 4 bytes, x's 128 x 256 x 2 B in, the result out
+    assert b["flag"] == (4, 0) and b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
+    assert any(f"> 0 is {bool(value)}" in n and "ASSUMED" in n for n in k.notes)
+
+
+def test_if_else_on_an_unstated_scalar_load_is_refused_naming_the_option():
+    line = line_of("nl.if_else(nisa.scalar_load(")
+    with pytest.raises(SpecError, match=rf"grids_2026.py:{line}: kernel branch_on_flag: a "
+                                        rf"comparison \(> 0\): its left side is the register read "
+                                        rf"at .*grids_2026.py:{line}, a value known only at run "
+                                        rf"time .* --register-value grids_2026.py:{line}=N"):
+        traced("branch_on_flag", {"flag": ((1, 1), "int32"), "x": ((128, 256), "bf16")})

@@ -186,3 +186,23 @@ def view_methods(x):
         half = x.shape[2] // 2
         nisa.dma_copy(dst=out.select(0, s).slice(1, 0, half), src=t.slice(1, 0, half))
     return out
+
+
+@nki.jit
+def branch_on_flag(flag, x):
+    """A branch chosen on the device by a flag read from HBM (nisa.scalar_load, nl.if_else)."""
+    flag_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=flag_sb, src=flag)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+
+    def hot():
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=4.0)
+
+    def cold():
+        nisa.activation(dst=t, op=nl.exp, data=t)
+
+    nl.if_else(nisa.scalar_load(flag_sb) > 0, hot, cold)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out

@@ -1057,6 +1057,44 @@ class TracedRegister(Register):
         return True
 
 
+def _compare(op: str):
+    import operator
+
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]
+
+    def cmp(self, other):
+        """``reg > 0`` (a scalar comparison, the condition ``nl.if_else`` takes): a register of
+        the result, from the register's known or stated value (noted ASSUMED when stated)."""
+        if isinstance(other, Register):
+            b = other.resolve(f"a comparison ({op}) of registers: its right side")
+        elif isinstance(other, int) and not isinstance(other, bool):
+            b = other
+        else:
+            raise TraceError(f"a comparison of {self.describe()} with {other!r}: an integer or a "
+                             "register is modelled")
+        a = self.resolve(f"a comparison ({op} {b}): its left side")
+        rec = _rec()
+        if self.stated is not None:
+            rec.note(f"{_site()[2]}: {self.describe()} {op} {b} is {fn(a, b)} with its value {a} "
+                     f"(ASSUMED: the register's value given by the user, {self.stated.text})")
+        return TracedRegister(_site()[2], int(fn(a, b)))
+    return cmp
+
+
+for _op, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__")):
+    setattr(TracedRegister, _name, _compare(_op))
+
+
+def scalar_load(src=None, *a, **_):
+    """``nisa.scalar_load(t)``: a scalar read from a tensor at run time (an ``NkiScalar``), as a
+    register read there: its value stated with ``--register-value FILE:LINE=N`` (noted ASSUMED),
+    else a use that needs it is refused naming the option
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html
+    compares one to choose a branch). The on-chip read moves no HBM bytes."""
+    return _read()
+
+
 def _read() -> Register:
     """A register holding a value read from memory at run time, here: its stated value if any."""
     path, line, shown = _site()
@@ -1268,7 +1306,7 @@ def _isa() -> dict:
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
-                register_move=register_move,
+                register_move=register_move, scalar_load=scalar_load,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
