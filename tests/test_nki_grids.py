@@ -309,3 +309,22 @@ def test_if_else_on_an_unstated_scalar_load_is_refused_naming_the_option():
                                         rf"at .*grids_2026.py:{line}, a value known only at run "
                                         rf"time .* --register-value grids_2026.py:{line}=N"):
         traced("branch_on_flag", {"flag": ((1, 1), "int32"), "x": ((128, 256), "bf16")})
+
+
+def test_stream_slots_of_a_tensor_view_take_transpose_axes(tmp_path):
+    f = tmp_path / "tslots.py"
+    f.write_text("import nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                 "def k(x):\n"
+                 "    pool = nl.alloc_stream_buffers(x, buffer=nl.sbuf, dim=0, num_slots=2,\n"
+                 "                                   transpose_axes=(1, 0))\n"
+                 "    assert tuple(pool[0].shape) == (256, 128), pool[0].shape\n"
+                 "    assert pool[2] is pool[0] and pool[3] is not pool[0]\n"
+                 "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+                 "    for s in range(x.shape[0]):\n"
+                 "        t = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.sbuf)\n"
+                 "        nisa.dma_copy(dst=t, src=x[s])\n"
+                 "        nisa.dma_copy(dst=out[s], src=t)\n"
+                 "    return out\n")
+    k = load_kernel(str(f), "k", args={"x": ((4, 128, 256), "bf16")})
+    # slabs of 128 x 256 bf16 in and out: 4 x 65,536 B each way; the pool rotates x's loads
+    assert bytes_of(k)["Q"] == 2 * 4 * 65_536 and k.buffers == (("x", 2),)
