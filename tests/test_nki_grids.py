@@ -328,3 +328,13 @@ def test_stream_slots_of_a_tensor_view_take_transpose_axes(tmp_path):
     k = load_kernel(str(f), "k", args={"x": ((4, 128, 256), "bf16")})
     # slabs of 128 x 256 bf16 in and out: 4 x 65,536 B each way; the pool rotates x's loads
     assert bytes_of(k)["Q"] == 2 * 4 * 65_536 and k.buffers == (("x", 2),)
+
+
+def test_language_transpose_load_broadcast_and_expand_dims():
+    k = traced("language_views", {"x": ((256, 128), "bf16"), "col": ((128, 1), "bf16")})
+    b = bytes_of(k)
+    # x 256 x 128 x 2 B read once, landing (128, 256); the column's 128 x 2 B read once and
+    # broadcast on chip; the (128, 256) sum stored once through a (1, 128, 256) view of out
+    assert b["x"] == (65_536, 0) and b["col"] == (256, 0) and b["out"] == (0, 65_536)
+    assert [s.transpose for s, _ in k.statements() if type(s).__name__ == "Load"
+            and s.tile.tensor == "x"] == [True]

@@ -206,3 +206,14 @@ def branch_on_flag(flag, x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def language_views(x, col):
+    """x loaded transposed by nl.load_transpose2d; a column broadcast by nl.broadcast_to."""
+    t = nl.load_transpose2d(x)
+    c = nl.load(col)
+    s = nl.add(t, nl.broadcast_to(c, t.shape))
+    out = nl.ndarray(t.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(nl.expand_dims(out, 0)[0], s)
+    return out

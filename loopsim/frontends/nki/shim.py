@@ -660,6 +660,27 @@ def alloc_stream_buffers(view, buffer="sbuf", dim=0, num_slots=2, dtype=None, tr
     return pool
 
 
+def load_transpose2d(src, dtype=None, mask=None, **_):
+    """``nl.load_transpose2d(src)``: "Load a tensor from device memory (HBM) and 2D-transpose the
+    data before storing into on-chip memory (SBUF)" (nki.language reference): a DMA transpose,
+    its bytes read once (:func:`dma_transpose`)."""
+    return dma_transpose(src=src, dtype=dtype)
+
+
+def broadcast_to(x, shape, **_):
+    """``nl.broadcast_to(t, shape)``: ``t.broadcast_to(shape)``."""
+    if not hasattr(x, "broadcast_to"):
+        raise TraceError(f"nl.broadcast_to of {x!r}: expected a tensor")
+    return x.broadcast_to(shape)
+
+
+def expand_dims(x, axis, **_):
+    """``nl.expand_dims(t, axis)``: a size-1 dimension inserted at ``axis`` (numpy's meaning)."""
+    if not hasattr(x, "expand_dim"):
+        raise TraceError(f"nl.expand_dims of {x!r}: expected a tensor")
+    return x.expand_dim(axis)
+
+
 class MemoryRegion:
     """``nl.MemoryRegion``: the memory names ``nl.ndarray(buffer=...)`` takes."""
     sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"
@@ -703,6 +724,8 @@ def _language() -> dict:
               tiles=tiles, blocks=blocks, alloc_tiles=alloc_tiles, alloc_blocks=alloc_blocks,
               empty_like=empty_like, zeros_like=zeros_like,
               alloc_stream_buffers=alloc_stream_buffers, MemoryRegion=MemoryRegion,
+              load_transpose2d=load_transpose2d, broadcast_to=broadcast_to,
+              expand_dims=expand_dims,
               NkiGrid=grids_mod.NkiGrid, NkiTileGrid=grids_mod.NkiTileGrid,
               NkiBlockGrid=grids_mod.NkiBlockGrid, NkiStreamBuffers=grids_mod.NkiStreamBuffers)
     ns["identity"] = _named("copy")
