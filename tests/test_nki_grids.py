@@ -338,3 +338,14 @@ def test_language_transpose_load_broadcast_and_expand_dims():
     assert b["x"] == (65_536, 0) and b["col"] == (256, 0) and b["out"] == (0, 65_536)
     assert [s.transpose for s, _ in k.statements() if type(s).__name__ == "Load"
             and s.tile.tensor == "x"] == [True]
+
+
+def test_reduce_scatter_and_all_to_all_are_link_bytes():
+    k = traced("scatter_then_exchange", {"x": ((512, 256), "bf16")})
+    w = {x.call: x for x in k.work}
+    # C = 4 ranks. Ring reduce-scatter: (C - 1) / C of the 512 x 256 x 2 B source = 196,608 B;
+    # all-to-all: (C - 1) / C of the 128 x 256 x 2 B quarter = 49,152 B
+    assert w["nki.collectives.reduce_scatter"].link_bytes == 3 * 512 * 256 * 2 // 4 == 196_608
+    assert w["nki.collectives.all_to_all"].link_bytes == 3 * 128 * 256 * 2 // 4 == 49_152
+    b = bytes_of(k)
+    assert b["x"] == (262_144, 0) and b["out"] == (0, 65_536)  # x in once, the quarter out

@@ -3,6 +3,7 @@ block grids, stream buffers, compiled loops (nl.fori_loop, nl.if_else) and per-k
 configuration. Each test states its hand count."""
 
 import nki
+import nki.collectives as ncc
 import nki.isa as nisa
 import nki.language as nl
 from nki.compiler import Allocation, CompileConfig
@@ -216,4 +217,19 @@ def language_views(x, col):
     s = nl.add(t, nl.broadcast_to(c, t.shape))
     out = nl.ndarray(t.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(nl.expand_dims(out, 0)[0], s)
+    return out
+
+
+@nki.jit
+def scatter_then_exchange(x):
+    """Four ranks reduce-scatter a (512, 256) tile by rows, then exchange their quarter all-to-all."""
+    ranks = ncc.ReplicaGroup([[0, 1, 2, 3]])
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    part = nl.ndarray((x.shape[0] // 4, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    ncc.reduce_scatter([t], [part], ranks, 0, nl.add)
+    mixed = nl.ndarray(part.shape, dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_to_all(srcs=[part], dsts=[mixed], replica_group=ranks, collective_dim=0)
+    out = nl.ndarray(part.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=mixed)
     return out

@@ -1423,7 +1423,7 @@ def _arrived(dst, src=None) -> None:
         t.logical.output = True
 
 
-def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
+def all_gather(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
     """Each rank receives every other rank's shard: (C - 1) x its source's bytes over the link,
     C = destination elements / source elements (ring all-gather)."""
     rec = _rec()
@@ -1434,17 +1434,48 @@ def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
         _arrived(dst, src)
 
 
-def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
+def all_reduce(srcs=None, dsts=None, replica_group=None, op=None, **_):
     """Ring all-reduce over C ranks (C from ``replica_group``): 2 (C - 1) / C x the buffer's
     bytes over the link per rank."""
     rec = _rec()
-    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
-    if not c:
-        raise TraceError("ncc.all_reduce needs replica_group=ReplicaGroup([[ranks...]]) to know "
-                         "how many ranks take part")
+    c = _ranks(replica_group, "ncc.all_reduce")
     for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
         work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
                         link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def _ranks(replica_group, what: str) -> int:
+    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
+    if not c:
+        raise TraceError(f"{what} needs replica_group=ReplicaGroup([[ranks...]]) to know how many "
+                         "ranks take part")
+    return c
+
+
+def reduce_scatter(srcs=None, dsts=None, replica_group=None, collective_dim=0, op=None, **_):
+    """``ncc.reduce_scatter(srcs, dsts, replica_group, collective_dim, op)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.collectives.reduce_scatter.html):
+    a ring reduce-scatter over C ranks, the first half of the ring all-reduce above: (C - 1) / C x
+    the source's bytes over the link per rank (ASSUMED: the ring algorithm, as all_reduce)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.reduce_scatter")
+    for dst, src in _pairs(dsts, srcs, "ncc.reduce_scatter"):
+        work_mod.charge(rec, "nki.collectives.reduce_scatter", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def all_to_all(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
+    """``ncc.all_to_all(srcs, dsts, replica_group, ...)``: each rank keeps 1/C of its source and
+    sends the other (C - 1) / C, one block to each other rank: (C - 1) / C x the source's bytes
+    over the link per rank
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.collectives.html)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.all_to_all")
+    for dst, src in _pairs(dsts, srcs, "ncc.all_to_all"):
+        work_mod.charge(rec, "nki.collectives.all_to_all", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
         _arrived(dst, src)
 
 
@@ -1467,6 +1498,7 @@ def rank_id(*a, **k):
 
 def _collectives() -> dict:
     return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                reduce_scatter=reduce_scatter, all_to_all=all_to_all,
                 collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
                 collective_permute_implicit_current_processing_rank_id=rank_id)
 
