@@ -349,3 +349,28 @@ def test_reduce_scatter_and_all_to_all_are_link_bytes():
     assert w["nki.collectives.all_to_all"].link_bytes == 3 * 128 * 256 * 2 // 4 == 49_152
     b = bytes_of(k)
     assert b["x"] == (262_144, 0) and b["out"] == (0, 65_536)  # x in once, the quarter out
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_streamed_matmul_timeline_is_the_specs_by_hand(slots):
+    """n = 6 K tiles: lhs_t (128 x 128 bf16, 32 KiB at 256 B per partition: efficiency 0.105)
+    and rhs (128 x 512, 128 KiB at 1 KiB: 0.423) streamed through pools of `slots`; the matmul
+    512 cycles at 2.4 GHz; after the last: the PSUM copy (fill 128 cycles, 65,536 fp32 elements
+    on the Vector Engine at 256 x 0.96 GHz) and the store (F + 128 KiB at 0.423), as
+    tests/test_timeline.py's matmul spec. One slot: each load waits for the matmul before it,
+    n (F + dA + dB + t_mm) + fill + t_ev + F + dC; two: the DMA stage (dA + dB = 1.69 us > F +
+    t_mm = 1.51 us) sets the pace, F + n (dA + dB) + t_mm + fill + t_ev + F + dC."""
+    n = 6
+    dA, dB, dC = (128 * 128 * 2 / (DMA * 0.105), 128 * 512 * 2 / (DMA * 0.423),
+                  128 * 512 * 2 / (DMA * 0.423))
+    t_mm, fill, t_ev = 512 / 2.4e9, 128 / 2.4e9, 65536 / (256 * 0.96e9)
+    k = traced("streamed_matmul", {"lhs_t": ((128 * n, 128), "bf16"), "rhs": ((128 * n, 512), "bf16")},
+               kwargs={"slots": slots})
+    assert k.buffers == (("lhs_t", slots), ("rhs", slots))
+    want = (n * (F + dA + dB + t_mm) if slots == 1 else F + n * (dA + dB) + t_mm) \
+        + fill + t_ev + F + dC
+    assert _timeline(k).T == pytest.approx(want, rel=1e-12)
+    b = bytes_of(k)
+    # W = 2 x 128 x 512 x 768; each operand read once, the 128 x 512 bf16 result written once
+    assert b["W"] == 100_663_296
+    assert b["lhs_t"] == (196_608, 0) and b["rhs"] == (786_432, 0) and b["out"] == (0, 131_072)

@@ -233,3 +233,23 @@ def scatter_then_exchange(x):
     out = nl.ndarray(part.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=mixed)
     return out
+
+
+@nki.jit
+def streamed_matmul(lhs_t, rhs, slots=2):
+    """out = lhs_t.T @ rhs with both operands' K tiles streamed through `slots` rotating slots."""
+    m, n = lhs_t.shape[1], rhs.shape[1]
+    lg = nl.tiles(lhs_t, tile_shape=(128, m))
+    rg = nl.tiles(rhs, tile_shape=(128, n))
+    lhs_pool = nl.alloc_stream_buffers(lg, buffer=nl.sbuf, dim=0, num_slots=slots)
+    rhs_pool = nl.alloc_stream_buffers(rg, buffer=nl.sbuf, dim=0, num_slots=slots)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    for k in range(lg.shape[0]):
+        nisa.dma_copy(dst=lhs_pool[k].data, src=lg[k, 0].data)
+        nisa.dma_copy(dst=rhs_pool[k].data, src=rg[k, 0].data)
+        nisa.nc_matmul(dst=acc, stationary=lhs_pool[k].data, moving=rhs_pool[k].data)
+    res = nl.ndarray((m, n), dtype=lhs_t.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    out = nl.ndarray((m, n), dtype=lhs_t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
