@@ -374,3 +374,15 @@ def test_streamed_matmul_timeline_is_the_specs_by_hand(slots):
     # W = 2 x 128 x 512 x 768; each operand read once, the 128 x 512 bf16 result written once
     assert b["W"] == 100_663_296
     assert b["lhs_t"] == (196_608, 0) and b["rhs"] == (786_432, 0) and b["out"] == (0, 131_072)
+
+
+def test_block_stream_loads_a_block_per_dma_and_keeps_two_block_slots():
+    k = traced("block_stream", {"x": ((1024, 512), "bf16")})
+    b = bytes_of(k)
+    assert b["x"] == (1_048_576, 0) and b["out"] == (0, 1_048_576)  # 1024 x 512 x 2 B each way
+    loads = [(s, loops) for s, loops in k.statements() if type(s).__name__ == "Load"]
+    # one DMA per block of 2 tiles: 4 blocks of 256 rows
+    assert [[lp.trips for lp in loops] for _, loops in loads] == [[4]]
+    # a slot holds a 256 x 512 bf16 block: 2 rows of 128 partitions x 1,024 B = 2,048 B per
+    # partition; two slots: 4,096 B
+    assert k.buffers == (("x", 2),) and dict(live_buffers(k, TRN2)[1])["x"] == 4096

@@ -253,3 +253,22 @@ def streamed_matmul(lhs_t, rhs, slots=2):
     out = nl.ndarray((m, n), dtype=lhs_t.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def block_stream(x):
+    """Blocks of 2 x 1 tiles of (128, 512) streamed through two slots, one DMA per block in; each
+    tile of a block exp'd and stored on its own."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    xb = nl.blocks(x, tile_shape=(128, 512), block_shape=(2, 1))
+    og = nl.tiles(out, tile_shape=(128, 512))
+    pool = nl.alloc_stream_buffers(xb, buffer=nl.sbuf, dim=0, num_slots=2)
+    for b in range(xb.shape[0]):
+        slot = pool[b]
+        nisa.dma_copy(dst=slot.data, src=xb[b, 0].data)
+        inner = nl.tiles(slot)
+        for t in range(inner.shape[0]):
+            tile = inner[t, 0].data
+            nisa.activation(dst=tile, op=nl.exp, data=tile)
+            nisa.dma_copy(dst=og[2 * b + t, 0].data, src=tile)
+    return out
