@@ -386,3 +386,20 @@ def test_block_stream_loads_a_block_per_dma_and_keeps_two_block_slots():
     # a slot holds a 256 x 512 bf16 block: 2 rows of 128 partitions x 1,024 B = 2,048 B per
     # partition; two slots: 4,096 B
     assert k.buffers == (("x", 2),) and dict(live_buffers(k, TRN2)[1])["x"] == 4096
+
+
+def test_pipeline_with_prologue_and_epilogue_keeps_each_steps_slot():
+    """pool[s + 1] loaded beside pool[s] computed (and integers beside the loop index) name
+    different slots in one iteration: the loop runs iteration by iteration and re-rolls, so the
+    exp of step s reads x's band s (not the band s + 1 loaded just before it)."""
+    k = traced("stream_pipeline_epilogue", {"x": ((512, 1024), "bf16")})
+    b = bytes_of(k)
+    # 4 bands of 128 x 1024 bf16 = 262,144 B: each read once and written once
+    assert b["x"] == (1_048_576, 0) and b["out"] == (0, 1_048_576)
+    ops = [(s, loops) for s, loops in k.statements() if isinstance(s, OpStatement)]
+    loads = [(s, loops) for s, loops in k.statements() if type(s).__name__ == "Load"]
+    (looped,) = [(s, lp) for s, lp in ops if lp]
+    (lload,) = [(s, lp) for s, lp in loads if lp]
+    # in the loop: the load is of band s + 1 (offset 128 rows), the exp reads band s (offset 0)
+    assert str(lload[0].tile) == "x[s + 128, :]" and str(looped[0].inputs[0]) == "x[s:s + 128, :]"
+    assert k.buffers == (("x", 2),)

@@ -272,3 +272,22 @@ def block_stream(x):
             nisa.activation(dst=tile, op=nl.exp, data=tile)
             nisa.dma_copy(dst=og[2 * b + t, 0].data, src=tile)
     return out
+
+
+@nki.jit
+def stream_pipeline_epilogue(x):
+    """A prologue loads slot 0; iteration s loads step s + 1 and computes step s; an epilogue
+    computes the last step (no branch in the loop)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    xg = nl.tiles(x, tile_shape=(128, x.shape[1]))
+    og = nl.tiles(out, tile_shape=(128, x.shape[1]))
+    n = xg.shape[0]
+    pool = nl.alloc_stream_buffers(xg, buffer=nl.sbuf, dim=0, num_slots=2)
+    nisa.dma_copy(dst=pool[0].data, src=xg[0, 0].data)
+    for s in range(n - 1):
+        nisa.dma_copy(dst=pool[s + 1].data, src=xg[s + 1, 0].data)
+        nisa.activation(dst=pool[s].data, op=nl.exp, data=pool[s].data)
+        nisa.dma_copy(dst=og[s, 0].data, src=pool[s].data)
+    nisa.activation(dst=pool[n - 1].data, op=nl.exp, data=pool[n - 1].data)
+    nisa.dma_copy(dst=og[n - 1, 0].data, src=pool[n - 1].data)
+    return out

@@ -224,6 +224,11 @@ def like(new_tensor, x, dtype=None, buffer=None, name=""):
     return new_tensor(tuple(x.shape), dtype, buffer or getattr(x, "buffer", "sbuf"), name)
 
 
+def _key(k: Sym) -> tuple:
+    """A loop-index expression by its loops (not their names) and constant."""
+    return tuple(sorted((v.uid, c) for v, c in k.terms.items())), k.const
+
+
 class NkiStreamBuffers:
     """``nl.alloc_stream_buffers(view, buffer=, dim=, num_slots=)``: ``buffers[k]`` is slot
     ``k % num_slots``, storage of one step of ``view`` along ``dim``.
@@ -238,13 +243,25 @@ class NkiStreamBuffers:
         self._make, self.num_slots = make, num_slots
         self.source_name = source_name
         self._slots: dict = {}
+        self._syms: list = []  # the loop-index expressions the pool was indexed by
 
     def __getitem__(self, k):
         if isinstance(k, int) and not isinstance(k, bool):
             if k < 0:
                 raise TraceError(f"stream buffers[{k}]: a negative index is not supported by NKI")
+            if self._syms:  # a prologue or epilogue beside a symbolic loop: run the loop per iteration
+                _refuse_value("stream buffers indexed by an integer and by a loop index", *self._syms)
             slot = k % self.num_slots
         elif isinstance(k, Sym):
+            # one symbolic pass stands for every iteration: a single slot, as long as the pool
+            # is indexed by one expression (k + 1 beside k, or an integer beside k, names
+            # different slots in one iteration: those loops run iteration by iteration)
+            if any(isinstance(x, int) for x in self._slots) or \
+                    any(_key(x) != _key(k) for x in self._syms):
+                _refuse_value(f"stream buffers indexed by {k} beside "
+                              f"{', '.join(sorted({str(x) for x in self._syms}) or ['an integer'])}",
+                              k, *self._syms)
+            self._syms.append(k)
             slot = "loop"
         else:
             raise TraceError(f"stream buffers[{k!r}]: the index must be a non-negative integer "
