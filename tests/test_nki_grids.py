@@ -276,6 +276,10 @@ def test_select_slice_and_expand_dim_views_count_their_boxes():
      r"num_slots=0 must be a positive integer"),
     ("nl.alloc_stream_buffers(x, buffer=nl.shared_hbm, dim=0)", r"slots live in SBUF or PSUM"),
     ("nl.tiles(x, tile_shape=(128,))", r"tile_shape \(128,\) must be at least two"),
+    ("nisa.dma_copy(dst=nl.ndarray((128, 256), dtype=x.dtype, buffer=nl.sbuf), "
+     "src=nl.tiles(x, tile_shape=(128, 256))[0, 1])",
+     r"nisa.dma_copy given NkiTileGrid\(shape=\(\), element_shape=\(128, 256\)\): instructions "
+     r"take tensors; pass its .data"),
 ])
 def test_bad_view_use_is_one_line_with_the_kernel_line(tmp_path, body, match):
     f = tmp_path / "bad_view.py"

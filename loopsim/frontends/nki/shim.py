@@ -108,6 +108,7 @@ def _holds_input(rec, dst: Tile, ins: list) -> None:
 
 def _assumed(name: str, short: str, args, kwargs):
     rec = _rec()
+    _no_grids(name, args, kwargs)
     dst = kwargs.get("dst")
     if dst is None and args and isinstance(args[0], Tile) and "dst" not in kwargs and \
             any(isinstance(x, Tile) for x in list(args[1:]) + list(kwargs.values())) and \
@@ -748,6 +749,7 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
     """Decorator: bind a call in either style to ``params`` (+ ``dst``)."""
     def deco(impl):
         def call(*args, **kwargs):
+            _no_grids(f"nisa.{impl.__name__}", args, kwargs)
             for style in (("dst",) + params, params) if "dst" in kwargs else (params, ("dst",) + params):
                 bound = _bind(style, args, kwargs)
                 if bound is None:
@@ -762,6 +764,14 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
         call.__name__ = impl.__name__
         return call
     return deco
+
+
+def _no_grids(what: str, args, kwargs) -> None:
+    """An instruction given a tile grid itself (not its ``.data``) is refused, naming the fix
+    (NKI's instructions take tensors: "NkiGrid.data exposes the exact NkiTensor operand")."""
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, grids_mod.NkiGrid):
+            raise TraceError(f"{what} given {v!r}: instructions take tensors; pass its .data")
 
 
 #: parameters that name an operator or an axis, never a tile
@@ -959,6 +969,7 @@ def dma_copy(dst=None, src=None, **_):
     (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements. A strided or
     overlapping HBM access pattern (:class:`loopsim.frontends.nki.views.HbmSplit`) runs as one
     DMA per element of its split entry, each into or out of that slice of the tile."""
+    _no_grids("nisa.dma_copy", (), {"dst": dst, "src": src})
     split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
     if split is not None:
         return _split_dma(dst, src, split)
