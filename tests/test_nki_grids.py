@@ -272,6 +272,8 @@ def test_select_slice_and_expand_dim_views_count_their_boxes():
     ("x.squeeze_dim(0)", r"squeeze_dim\(0\) of a tensor of shape \(128, 512\): that dimension is "
                          r"not of size 1"),
     ("x.select(2, 0)", r"select: dim 2 is not a dimension of a 2-D tensor"),
+    ("x.expand_dims(0).assert_shape((128, 512))",
+     r"assert_shape: the tensor's shape is \(1, 128, 512\), not \(128, 512\)"),
     ("nl.alloc_stream_buffers(x, buffer=nl.sbuf, dim=0, num_slots=0)",
      r"num_slots=0 must be a positive integer"),
     ("nl.alloc_stream_buffers(x, buffer=nl.shared_hbm, dim=0)", r"slots live in SBUF or PSUM"),

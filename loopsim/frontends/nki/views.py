@@ -94,6 +94,19 @@ class _Viewable:
         d = dim % (n + 1)
         return self.reshape(tuple(self.shape[:d]) + (1,) + tuple(self.shape[d:]))
 
+    def expand_dims(self, axis):
+        """``t.expand_dims(axis)`` (nki.tensor): as :meth:`expand_dim`."""
+        return self.expand_dim(axis)
+
+    def assert_shape(self, shape):
+        """``t.assert_shape(shape)`` (nki.tensor,
+        https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.tensor.html):
+        the tensor, or a refusal naming both shapes."""
+        if tuple(self.shape) != tuple(shape):
+            raise TraceError(f"assert_shape: the tensor's shape is {tuple(self.shape)}, not "
+                             f"{tuple(shape)}")
+        return self
+
 
 class HbmTensor(_Viewable):
     """An HBM tensor argument (or one the kernel allocates in HBM for its result).
