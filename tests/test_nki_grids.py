@@ -220,11 +220,36 @@ def test_if_else_on_a_python_value_runs_one_branch(double, kind):
     assert b["x"] == (65_536, 0) and b["out"] == (0, 65_536)  # 128 x 256 x 2 B
 
 
-def test_while_loop_is_refused_in_one_line_naming_the_line(capsys):
-    rc = main(["entitle", f"{K}::data_dependent_loop", "--arg", "x=128x256", "-H", "trn2-core"])
+def _while(*stated):
+    from loopsim.frontends.nki import registers
+
+    return traced("while_flag", {"flag": ((1, 1), "int32"), "x": ((128, 256), "bf16")},
+                  registers=registers.parse(list(stated)))
+
+
+def test_while_loop_runs_while_the_stated_condition_holds():
+    first, nxt = line_of("go = nisa.register_alloc(f)"), line_of("return nisa.register_alloc(f)")
+    once = _while(f"grids_2026.py:{first}=1", f"grids_2026.py:{nxt}=0")
+    never = _while(f"grids_2026.py:{first}=0")
+    # the flag's 4 bytes and x's 128 x 256 x 2 B in, the tile out, whatever the trips; the body's
+    # exp once (condition 1, then 0) or never (0)
+    for k in (once, never):
+        b = bytes_of(k)
+        assert b["flag"] == (4, 0) and b["x"] == (65_536, 0) and b["out"] == (0, 65_536)
+    assert op_kinds(once) == ["exp"] and op_kinds(never) == []
+    assert sum("nl.while_loop tests" in n and "ASSUMED" in n for n in once.notes) == 2
+
+
+def test_while_loop_refusals_name_the_option_or_the_endless_loop(capsys):
+    first, nxt = line_of("go = nisa.register_alloc(f)"), line_of("return nisa.register_alloc(f)")
+    rc = main(["entitle", f"{K}::while_flag", "--arg", "flag=1x1:int32", "--arg", "x=128x256",
+               "-H", "trn2-core"])
     err = capsys.readouterr().err.strip()
     assert rc != 0 and "\n" not in err and "Traceback" not in err
-    assert f"grids_2026.py:{line_of('nl.while_loop(')}" in err and "--register-value" in err
+    assert f"grids_2026.py:{line_of('nl.while_loop(go')}" in err
+    assert f"--register-value grids_2026.py:{first}=N" in err
+    with pytest.raises(SpecError, match="never ends"):
+        _while(f"grids_2026.py:{first}=1", f"grids_2026.py:{nxt}=1")
 
 
 # -- compile configuration ---------------------------------------------------------------------------

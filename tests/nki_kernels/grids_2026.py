@@ -168,10 +168,22 @@ def configured_copy(x):
 
 
 @nki.jit
-def data_dependent_loop(x):
+def while_flag(flag, x):
+    """Exp the tile while a flag read from HBM says so (nl.while_loop on a register)."""
+    f = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f, src=flag)
+    go = nisa.register_alloc(f)
     t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nl.while_loop(lambda: True, lambda: None)
-    return x
+    nisa.dma_copy(dst=t, src=x)
+
+    def body(cond):
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        return nisa.register_alloc(f)
+
+    nl.while_loop(go, body)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
 
 
 @nki.jit

@@ -569,11 +569,38 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **_):
     return None
 
 
-def while_loop(cond_fun=None, body_fun=None, *a, **k):
-    """``nl.while_loop``: a compiled loop whose trip count the device decides: not modelled."""
-    raise TraceError("nl.while_loop: its trip count is decided on the device (a data-dependent "
-                     "loop) and loopsim cannot count it; write it as nl.fori_loop with a bound in "
-                     "a register and state the register's value with --register-value FILE:LINE=N")
+def while_loop(init, body_fun=None, **_):
+    """``nl.while_loop(init, body_fun)``: ``r = init; while r != 0: r = body_fun(r)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.while_loop.html),
+    run as Python runs it, the condition a register's known value or the one stated for the line
+    that read it (``--register-value FILE:LINE=N``, noted ASSUMED), else refused naming the
+    option. A condition true twice running with the value read at the same line never ends, and
+    is refused."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.while_loop: body_fun {body_fun!r} is not a function (r) -> register")
+    r, last = init, None
+    while True:
+        if isinstance(r, Register):
+            value = r.resolve("nl.while_loop: its condition")
+            if r.stated is not None:
+                _rec().notes.append(f"{_site()[2]}: nl.while_loop tests {r.describe()}, {value}: "
+                                    f"{'true' if value else 'false'} (ASSUMED: the register's value "
+                                    f"given by the user, {r.stated.text})")
+            origin = (r.read_at or r.site, value)
+        elif isinstance(r, int) and not isinstance(r, bool):
+            value, origin = r, ("constant", r)
+        else:
+            raise TraceError(f"nl.while_loop: the condition {r!r} is not a register "
+                             "(nisa.register_alloc) or an integer")
+        if not value:
+            return None
+        if origin == last:
+            raise TraceError(f"nl.while_loop: its condition is {value} again from the same line: "
+                             "with the values stated it never ends; give the line that reads the "
+                             f"next condition in the body its own {registers_mod.OPTION} "
+                             "FILE:LINE=0")
+        last = origin
+        r = body_fun(r)
 
 
 def if_else(cond, then_fn=None, else_fn=None, **_):
