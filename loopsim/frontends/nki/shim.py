@@ -1147,6 +1147,20 @@ for _op, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"), (">=", "_
     setattr(TracedRegister, _name, _compare(_op))
 
 
+def _equality(op: str):
+    cmp = _compare(op)
+
+    def eq(self, other):  # with an integer: a register of the result; else identity, as Python's
+        if isinstance(other, int) and not isinstance(other, bool):
+            return cmp(self, other)
+        return NotImplemented
+    return eq
+
+
+TracedRegister.__eq__, TracedRegister.__ne__ = _equality("=="), _equality("!=")
+TracedRegister.__hash__ = object.__hash__
+
+
 def scalar_load(src=None, *a, **_):
     """``nisa.scalar_load(t)``: a scalar read from a tensor at run time (an ``NkiScalar``), as a
     register read there: its value stated with ``--register-value FILE:LINE=N`` (noted ASSUMED),
