@@ -434,3 +434,24 @@ def test_pipeline_with_prologue_and_epilogue_keeps_each_steps_slot():
     # in the loop: the load is of band s + 1 (offset 128 rows), the exp reads band s (offset 0)
     assert str(lload[0].tile) == "x[s + 128, :]" and str(looped[0].inputs[0]) == "x[s:s + 128, :]"
     assert k.buffers == (("x", 2),)
+
+
+def test_experimental_while_loop_is_nl_while_loop(tmp_path):
+    f = tmp_path / "xwhile.py"
+    f.write_text("import nki.isa as nisa\nimport nki.language as nl\n"
+                 "from nki.experimental import while_loop\n\n\n"
+                 "def k(x):\n"
+                 "    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)\n"
+                 "    nisa.dma_copy(dst=t, src=x)\n"
+                 "    def body(r):\n"
+                 "        nisa.activation(dst=t, op=nl.exp, data=t)\n"
+                 "        return nisa.register_alloc(0)\n"
+                 "    while_loop(nisa.register_alloc(1), body)\n"
+                 "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+                 "    nisa.dma_copy(dst=out, src=t)\n"
+                 "    return out\n")
+    k = load_kernel(str(f), "k", args={"x": ((128, 64), "bf16")})
+    # registers moved in: 1, then 0 from the body: the exp once, nothing assumed; 128 x 64 x 2 B
+    # in and out
+    assert op_kinds(k) == ["exp"] and bytes_of(k)["Q"] == 2 * 128 * 64 * 2
+    assert not any("ASSUMED" in n for n in k.notes if "while_loop" in n)

@@ -1699,10 +1699,14 @@ def modules() -> dict[str, types.ModuleType]:
                           "profile": _decorator, "trace": _decorator})
     coll = _module("nki.collectives", _collectives())
     nki.__dict__["collectives"] = coll
+    # nki.experimental.while_loop: the tracer front end's data-dependent loop
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.VirtualRegister.html)
+    experimental = _module("nki.experimental", {"while_loop": while_loop})
+    nki.__dict__["experimental"] = experimental
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
            "nki.compiler": compiler, "nki.isa.constants": isa.constants,
-           "nki.collectives": coll, "neuronxcc": nx}
+           "nki.collectives": coll, "nki.experimental": experimental, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):
             out["neuronxcc." + k] = v
