@@ -1382,6 +1382,7 @@ def _isa() -> dict:
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
                 register_move=register_move, scalar_load=scalar_load,
+                VirtualRegister=TracedRegister,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
