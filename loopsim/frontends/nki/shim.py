@@ -1,6 +1,7 @@
 """The recording stand-in for the NKI modules (``nki``, ``nki.language``, ``nki.isa``,
 ``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler``,
-``nki.experimental`` and the ``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each modelled call counts.
+``nki.experimental`` and the ``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each
+modelled call counts.
 
 Each call records into the active :class:`loopsim.frontends.nki.record.Recorder`; nothing computes a value.
 A name the shim does not model is an :class:`Unmodelled` placeholder: called on tiles whose output
