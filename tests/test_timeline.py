@@ -166,8 +166,8 @@ def test_pipe_fills_earlier_gaps():
     s = tl.Scheduler()
     q1, q2, q3 = s.queue_id("a", "dma"), s.queue_id("b", "dma"), s.queue_id("c", "dma")
     s.add(q1, 1.0, pipe="p")
-    s.add(q2, 1.0, [(3.0, -1, 0.0)], pipe="p")
-    i = s.add(q3, 1.5, [(1.0, -1, 0.0)], pipe="p")
+    s.add(q2, 1.0, [(-1, 3.0)], pipe="p")  # (by, lag): from 3 s on
+    i = s.add(q3, 1.5, [(-1, 1.0)], pipe="p")
     assert (s.start[i], s.end[i]) == (1.0, 2.5)
     assert s.pipe_busy("p") == [(0.0, 2.5), (3.0, 4.0)]
 
@@ -180,14 +180,41 @@ def test_schedule_respects_every_wait_and_queue_order(ops):
     s = tl.Scheduler()
     qs = [s.queue_id(str(i), "dma" if i else "tensor") for i in range(3)]
     for q, d, dep in ops:
-        waits = [(s.end[dep] + 0.5, dep, 0.5)] if 0 <= dep < len(s.start) else []
+        waits = [(dep, 0.5)] if 0 <= dep < len(s.start) else []
         i = s.add(qs[q], d, waits, pipe="p" if q else None)
-        for t, _, _ in waits:
-            assert s.start[i] >= t
+        for b, lag in waits:
+            assert s.start[i] >= s.end[b] + lag
     for q in qs:
         mine = [i for i in range(len(s.start)) if s.queue[i] == q]
         assert all(s.start[b] >= s.end[a] for a, b in zip(mine, mine[1:]))
     assert s.makespan <= sum(d for _, d, _ in ops) + 0.5 * len(ops) + 1e-9
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.0, 2.0), st.lists(st.integers(-1, 40), max_size=3),
+                          st.integers(0, 3), st.integers(0, 4), st.booleans()), max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_the_compiled_walk_schedules_as_python_does(ops):
+    """Random instructions (waits, last-of-readers waits, pipe sharing, banks taken and freed, more
+    than free): the deferred scheduler's compiled walk gives the immediate scheduler's start, end,
+    pred, why, lag and pipe stretches exactly (the reference: the Python scheduler, as it runs)."""
+    def build(deferred):
+        s = tl.Scheduler(banks=3, deferred=deferred)
+        qs = [s.queue_id(str(j), "dma" if j else "tensor") for j in range(4)]
+        open_ = []  # instructions holding banks
+        for q, d, deps, need, readers, free in ops:
+            n = len(s)
+            waits = [(b, 0.25) for b in deps if b < n]
+            waits.append(s.slot_wait([r for r in range(max(0, n - readers), n)], 0.5))
+            rel = open_.pop(0) if free and open_ else -1
+            i = s.add(qs[q], d, waits, pipe="p" if q >= 2 else None, label=q,
+                      need=0 if rel >= 0 else need, release=rel)
+            if rel < 0 and need:
+                open_.append(i)
+        s.finish()
+        return s
+    a, b = build(False), build(True)
+    assert (a.start, a.end, a.pred, a.why, a.lag) == (b.start, b.end, b.pred, b.why, b.lag)
+    assert a.pipe_busy("p") == b.pipe_busy("p") and a.shared == b.shared
 
 
 def test_multilinear_is_exact_on_multilinear_values():
@@ -439,12 +466,14 @@ def _same(got, want, where):
         assert got == want, where
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 @pytest.mark.parametrize("name", spec.bundled_names() + ["random"])
-def test_the_timeline_gives_main_walkers_schedule(name):
+def test_the_timeline_gives_main_walkers_schedule(name, compiled):
     # every bundled spec on two sheets and two budgets (cut runs too), two buffers, LNC 2, and
     # seeded random sizes (ragged edges, 1-3 buffers): makespan, serial sum, busy per engine and
     # per queue, counts, gap causes, the critical path (length, per queue, CRC of its sequence)
-    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12
+    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12; both
+    # the Python scheduler and the compiled walk (numba) that runs past ntl.COMPILED_FROM
     from tests import timeline_golden as g
     rows = [r for r in _golden() if (r["case"]["sets"] != {}) == (name == "random")
             and (name == "random" or r["case"]["name"] == name)]
@@ -452,7 +481,7 @@ def test_the_timeline_gives_main_walkers_schedule(name):
     for r in rows:
         hw = hardware.load(r["case"]["sheet"])
         k = g.kernels(r["case"])[r["stage"]]
-        _same(g.figures(k, hw, r["case"]["budget"]), r["figures"],
+        _same(g.figures(k, hw, r["case"]["budget"], compiled), r["figures"],
               f"{r['case']} stage {r['stage']} (a bundled spec or the timeline's model changed on "
               "purpose? `python -m tests.timeline_golden --write`, and say so in the commit)")
 

@@ -33,12 +33,22 @@ DEP, QUEUE, PIPE, FREE = 0, 1, 2, 3
 
 
 class Scheduler:
-    """Instructions added in program order; times are computed as they are added."""
+    """Instructions added in program order. Immediate (the default): times are computed as they
+    are added. ``deferred``: :meth:`add` records the instruction (waits as instruction indices),
+    :meth:`finish` schedules them all at once in the compiled walk
+    (:mod:`loopsim.targets._schedule_kernel`, numba), with the same rules and the same results.
+
+    A wait is ``(by, lag)``: it may not start before ``by``'s end plus ``lag`` (``by`` -1: at
+    ``lag``), or a :meth:`slot_wait` (the last of several readers). PSUM-like *bank pools*: an
+    instruction with ``need`` takes that many of its pool's free banks (those freed earliest,
+    every bank when too few are free) and waits until they are freed; an instruction with
+    ``release`` = the index of the one that took them frees them at its end."""
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
-                 "_qfree", "_qlast", "_pipes", "label")
+                 "_qfree", "_qlast", "_pipes", "label", "_pools", "_groups", "shared", "_rec", "_pipe_ids",
+                 "banks")
 
-    def __init__(self) -> None:
+    def __init__(self, banks: int = 0, deferred: bool = False) -> None:
         self.queues: list[str] = []  # queue names, by id
         self.kinds: list[str] = []  # the engine kind of each queue ("dma", "tensor", "vector", ...)
         self.queue: list[int] = []
@@ -52,6 +62,17 @@ class Scheduler:
         self._qfree: list[float] = []
         self._qlast: list[int] = []
         self._pipes: dict[str, tuple[list[float], list[float], list[int]]] = {}
+        self._pools: dict[int, tuple[list, list]] = {}  # pool -> (bank -> (free from, by), held)
+        self._groups: dict[int, list[int]] = {}  # instruction that took banks -> the banks
+        self.shared = False  # an instruction needed more banks than were free (they were shared)
+        self._pipe_ids: dict[str, int] = {}
+        self.banks = banks  # banks in each pool
+        # deferred: q, duration, pipe, wait ends, wait by, wait lag, group ends, group readers,
+        # need, pool, release (one list each)
+        self._rec = tuple([] for _ in range(11)) if deferred else None
+        if deferred:
+            self._rec[3].append(0)
+            self._rec[6].append(0)
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -65,40 +86,117 @@ class Scheduler:
             return len(self.queues) - 1
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.queue)
 
-    def add(self, q: int, duration: float, waits=(), pipe: str | None = None, label: int = -1) -> int:
-        """Schedule one instruction on queue ``q`` lasting ``duration`` s. ``waits``: (time, by,
-        lag) triples — it may not start before ``time`` (``by``: the instruction that sets it, -1
-        for none; ``lag``: the latency included in ``time`` after ``by``'s end). Returns its index."""
+    def slot_wait(self, readers: list[int], lag: float = 0.0) -> tuple[int, float]:
+        """The wait for the last of ``readers`` to end (the first of them to end that late), plus
+        ``lag``; a time of 0 when none ends after 0."""
+        rec = self._rec
+        if rec is not None:
+            rec[7].extend(readers)
+            rec[6].append(len(rec[7]))
+            return (-len(rec[6]), lag)  # -2 - (the group's index)
+        end = self.end
+        t, h = 0.0, -1
+        for r in readers:
+            if end[r] > t:
+                t, h = end[r], r
+        return (h, lag)
+
+    def add(self, q: int, duration: float, waits=(), pipe: str | None = None, label: int = -1,
+            need: int = 0, pool: int = 0, release: int = -1) -> int:
+        """Schedule one instruction on queue ``q`` lasting ``duration`` s after its ``waits`` (see
+        the class); ``need`` banks of ``pool``; ``release``: free the banks instruction
+        ``release`` took when this one ends. Returns its index."""
+        i = len(self.queue)
+        self.queue.append(q)
+        self.kind.append(self.kinds[q])
+        self.label.append(label)
+        rec = self._rec
+        if rec is not None:
+            rec[0].append(q)
+            rec[1].append(duration)
+            if pipe is None or not duration > 0:
+                rec[2].append(-1)
+            else:
+                p = self._pipe_ids.get(pipe)
+                rec[2].append(len(self._pipe_ids) if p is None else p)
+                if p is None:
+                    self._pipe_ids[pipe] = len(self._pipe_ids)
+            for b, lg in waits:
+                rec[4].append(b)
+                rec[5].append(lg)
+            rec[3].append(len(rec[4]))
+            rec[8].append(need)
+            rec[9].append(pool)
+            rec[10].append(release)
+            return i
+        end = self.end
         ready, by, why, lag = 0.0, -1, FREE, 0.0
-        for t, b, lg in waits:
+        for b, lg in waits:
+            t = (end[b] if b >= 0 else 0.0) + lg
             if t > ready:
                 ready, by, why, lag = t, b, DEP, lg
+        if need:
+            free_at, held = self._pools.get(pool) or self._pools.setdefault(
+                pool, ([(0.0, -1)] * self.banks, [False] * self.banks))
+            free = [b for b in range(self.banks) if not held[b]]
+            if len(free) < need:
+                self.shared = True
+                free = list(range(self.banks))
+            free.sort(key=lambda b: free_at[b][0])
+            banks = self._groups[i] = free[:need]
+            for b in banks:
+                t, bb = free_at[b]
+                if t > ready:
+                    ready, by, why, lag = t, bb, DEP, 0.0
+                held[b] = True
         qf = self._qfree[q]
         if qf > ready:
             ready, by, why, lag = qf, self._qlast[q], QUEUE, 0.0
-        i = len(self.start)
         if pipe is not None and duration > 0:
             pieces, owner = self._fit(pipe, ready, duration)
-            start, end = pieces[0][0], pieces[-1][1]
+            start, end_ = pieces[0][0], pieces[-1][1]
             if start > ready:
                 by, why, lag = owner, PIPE, 0.0
             for a, b in pieces:
                 self._occupy(pipe, a, b, i)
         else:
-            start, end = ready, ready + duration
-        self.queue.append(q)
-        self.kind.append(self.kinds[q])
+            start, end_ = ready, ready + duration
         self.start.append(start)
-        self.end.append(end)
+        end.append(end_)
         self.pred.append(by)
         self.why.append(why)
         self.lag.append(lag)
-        self.label.append(label)
-        self._qfree[q] = end
+        self._qfree[q] = end_
         self._qlast[q] = i
+        if release >= 0:
+            free_at, held = self._pools[pool]
+            for b in self._groups.pop(release):
+                free_at[b] = (end_, i)
+                held[b] = False
         return i
+
+    def finish(self) -> None:
+        """Schedule the recorded instructions (deferred; nothing to do when immediate)."""
+        rec = self._rec
+        if rec is None:
+            return
+        self._rec = None
+        import numpy as np
+
+        from loopsim.targets import _schedule_kernel as k
+
+        a = [np.asarray(x, dtype=np.float64 if n in (1, 5) else np.int64) for n, x in enumerate(rec)]
+        npool = int(a[9].max()) + 1 if len(a[9]) else 1
+        start, end, pred, why, lag, ps, pe, po, pn, shared = k.schedule(
+            *a, len(self.queues), max(1, len(self._pipe_ids)), npool, max(1, self.banks))
+        self.start, self.end = start.tolist(), end.tolist()
+        self.pred, self.why, self.lag = pred.tolist(), why.tolist(), lag.tolist()
+        self.shared = bool(shared)
+        for name, p in self._pipe_ids.items():
+            n = int(pn[p])
+            self._pipes[name] = (ps[p, :n].tolist(), pe[p, :n].tolist(), po[p, :n].tolist())
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------
     def _fit(self, pipe: str, t: float, d: float) -> tuple[list[tuple[float, float]], int]:
