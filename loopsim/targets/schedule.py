@@ -23,8 +23,10 @@ a fixed latency before it is part of the time).
 
 from __future__ import annotations
 
+from array import array
 import bisect
 from collections import Counter
+from itertools import chain
 import math
 from dataclasses import dataclass
 
@@ -67,12 +69,9 @@ class Scheduler:
         self.shared = False  # an instruction needed more banks than were free (they were shared)
         self._pipe_ids: dict[str, int] = {}
         self.banks = banks  # banks in each pool
-        # deferred: q, duration, pipe, wait ends, wait by, wait lag, group ends, group readers,
-        # need, pool, release (one list each)
-        self._rec = tuple([] for _ in range(11)) if deferred else None
-        if deferred:
-            self._rec[3].append(0)
-            self._rec[6].append(0)
+        # deferred: [(q, duration, pipe, its waits' end in the next list, need, pool, release)],
+        # [waits (by, lag)], [group ends], [group readers]
+        self._rec = (array("d"), [], array("q", [0]), array("q")) if deferred else None
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -93,9 +92,9 @@ class Scheduler:
         ``lag``; a time of 0 when none ends after 0."""
         rec = self._rec
         if rec is not None:
-            rec[7].extend(readers)
-            rec[6].append(len(rec[7]))
-            return (-len(rec[6]), lag)  # -2 - (the group's index)
+            rec[3].extend(readers)
+            rec[2].append(len(rec[3]))
+            return (-len(rec[2]), lag)  # -2 - (the group's index)
         end = self.end
         t, h = 0.0, -1
         for r in readers:
@@ -114,22 +113,14 @@ class Scheduler:
         self.label.append(label)
         rec = self._rec
         if rec is not None:
-            rec[0].append(q)
-            rec[1].append(duration)
-            if pipe is None or not duration > 0:
-                rec[2].append(-1)
-            else:
+            p = -1
+            if pipe is not None and duration > 0:
                 p = self._pipe_ids.get(pipe)
-                rec[2].append(len(self._pipe_ids) if p is None else p)
                 if p is None:
-                    self._pipe_ids[pipe] = len(self._pipe_ids)
-            for b, lg in waits:
-                rec[4].append(b)
-                rec[5].append(lg)
-            rec[3].append(len(rec[4]))
-            rec[8].append(need)
-            rec[9].append(pool)
-            rec[10].append(release)
+                    p = self._pipe_ids[pipe] = len(self._pipe_ids)
+            w = rec[1]
+            w.extend(waits)
+            rec[0].extend((q, duration, p, len(w), need, pool, release))
             return i
         end = self.end
         ready, by, why, lag = 0.0, -1, FREE, 0.0
@@ -187,10 +178,16 @@ class Scheduler:
 
         from loopsim.targets import _schedule_kernel as k
 
-        a = [np.asarray(x, dtype=np.float64 if n in (1, 5) else np.int64) for n, x in enumerate(rec)]
-        npool = int(a[9].max()) + 1 if len(a[9]) else 1
+        # integers < 2^53 (indices, counts) pass through float64 exactly
+        ins = np.frombuffer(rec[0], dtype=np.float64).reshape(-1, 7)
+        ws = np.fromiter(chain.from_iterable(rec[1]), np.float64, 2 * len(rec[1])).reshape(-1, 2)
+        col = [ins[:, c].astype(np.int64) for c in range(7)]
+        wptr = np.concatenate((np.zeros(1, np.int64), col[3]))
+        npool = int(col[5].max()) + 1 if len(ins) else 1
         start, end, pred, why, lag, ps, pe, po, pn, shared = k.schedule(
-            *a, len(self.queues), max(1, len(self._pipe_ids)), npool, max(1, self.banks))
+            col[0], ins[:, 1].copy(), col[2], wptr, ws[:, 0].astype(np.int64), ws[:, 1].copy(),
+            np.frombuffer(rec[2], np.int64), np.frombuffer(rec[3], np.int64), col[4], col[5], col[6],
+            len(self.queues), max(1, len(self._pipe_ids)), npool, max(1, self.banks))
         self.start, self.end = start.tolist(), end.tolist()
         self.pred, self.why, self.lag = pred.tolist(), why.tolist(), lag.tolist()
         self.shared = bool(shared)
