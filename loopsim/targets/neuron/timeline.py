@@ -60,10 +60,6 @@ BUDGET = 24_000
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
 #: runs again with one more
 KEEP = 4
-#: a run of at least this many instructions is scheduled compiled (numba; the walk records the
-#: instructions, :meth:`tl.Scheduler.finish` schedules them): below it numba's import and loading
-#: the compiled walk from its cache (~0.3-0.5 s) cost more than scheduling in Python
-COMPILED_FROM = 60_000
 ENGINE_ORDER = ("dma", "tensor", "vector", "scalar", "gpsimd")
 #: the Day-7 causes of a gap, in the order reports list them
 CAUSES = ("fixed_cost", "no_overlap", "slower_engine", "te_underfill", "small_transfers",
@@ -874,13 +870,13 @@ def _walk_loops(body):
 
 
 def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int, work_of=None,
-             budget: int = BUDGET, compiled: bool | None = None) -> Timeline:
+             budget: int = BUDGET, compiled: bool = False) -> Timeline:
     """The predicted run of ``kernel`` on one NeuronCore (each physical core of a split kernel on
     its own engines): see the module docstring. ``W_P``, ``Q_BW``: the roofline's two times (s),
     ``Q``: bytes as written, for the gap's reference; ``work_of(stmt)``: (engine, passes) of an op
-    statement (default its kind's); ``compiled``: schedule each run in the compiled walk (True),
-    in Python as it is walked (False), or by its size (None: from :data:`COMPILED_FROM`
-    instructions on). Both give the same schedule."""
+    statement (default its kind's); ``compiled``: the walk records each run's instructions and
+    the compiled scheduler (numba) schedules them, instead of scheduling them in Python as they
+    are made: the same schedule, not faster yet (docs/performance.md), so off by default."""
     from loopsim.count import lnc
 
     if lnc.split_loop(kernel) is not None:
@@ -897,7 +893,7 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
         corner = tuple(KEEP + (mask >> i & 1) for i in range(len(cut)))
         keep = {id(l): n for l, n in zip(cut, corner)}
         run = _Run(kernel, hw, dtype, c, keep, work_of,
-                   compiled if compiled is not None else _size(kernel, keep) >= COMPILED_FROM).run()
+                   compiled).run()
         notes += sorted(run.notes - set(notes))
         samples[corner] = _figures(run, W_P, Q_BW, Q, bw_core)
         sim += len(run.sched)
