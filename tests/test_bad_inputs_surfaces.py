@@ -11,6 +11,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import textwrap
 import sys
 import time
 import zipfile
@@ -386,6 +387,34 @@ def test_ctrl_c_during_an_opt_replay_exits_130(delay_s):
     if p.returncode == 0:
         pytest.skip("the replay finished before the signal (a fast machine)")
     assert p.returncode == 130 and err.endswith("loopsim: interrupted\n") and "Traceback" not in err, err[-600:]
+
+
+def test_ctrl_c_swallowed_inside_numbas_compiler_still_ends_as_interrupted():
+    """Ctrl-C while numba compiles lands in a ctypes callback, where Python can only ignore it
+    (it printed "Exception ignored ... Traceback" and the compile then failed as "replay: no
+    compiled object yet", exit 2). The CLI's unraisable hook keeps such an interrupt silently,
+    and the error that follows it ends the run as interrupted (130)."""
+    code = textwrap.dedent("""
+        import sys, types
+        from loopsim.base.errors import LoopsimError
+        from loopsim.cli import main as m
+        def run(args):
+            sys.unraisablehook(types.SimpleNamespace(exc_value=KeyboardInterrupt(), exc_type=KeyboardInterrupt,
+                                                     exc_traceback=None, err_msg=None, object=None))
+            raise LoopsimError("replay: no compiled object yet")
+        real = m.create_parser
+        def parser(*a, **k):
+            p = real(*a, **k)
+            parse = p.parse_args
+            p.parse_args = lambda argv: types.SimpleNamespace(**{**vars(parse(argv)), "func": run})
+            return p
+        m.create_parser = parser
+        sys.argv = ["loopsim", "list"]
+        sys.exit(m.main())
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, text=True, capture_output=True, timeout=120)
+    assert (p.returncode, p.stderr) == (130, "loopsim: interrupted\n")
 
 
 def test_a_numba_cache_entry_replaced_by_a_wrong_pickle_is_rebuilt(tmp_path):

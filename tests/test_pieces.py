@@ -154,9 +154,11 @@ def test_overlapping_row_windows_of_an_index_tile_move_each_named_row():
     assert c.Q == 765 * 64 * 2 + 254 * 64 * 2 == 130_432
 
 
-def test_a_handle_of_another_element_size_after_a_reinterpretation_is_a_one_line_error():
+def test_a_handle_of_another_element_size_after_a_reinterpretation_counts_its_bytes():
     """x [128, 128] bf16 reinterpreted as int32 [128, 64] by its first access, then sliced
-    through its bf16 handle: the flat offsets would be in two units; refused, naming both."""
-    with pytest.raises(SpecError, match=r"pieces\.py:\d+: kernel two_element_sizes: HBM x\[128, 128\] "
-                       r"is used as bfloat16 after the tensor was reinterpreted as fp32 \[128, 64\]"):
-        analyzed("two_element_sizes", x=(128, 128))
+    through its bf16 handle: HBM is bytes, each access counts the flat bytes it covers. x read
+    128 x 64 x 4 = 32,768 as int32, then 128 x 128 x 2 = 32,768 as bf16; out 32,768 written.
+    (Before: refused, handles of two element sizes.)"""
+    c, _ = analyzed("two_element_sizes", x=(128, 128))
+    assert rw(c) == {"x": (65_536, 0), "out": (0, 32_768)}
+    assert c.Q == 3 * 32_768

@@ -386,3 +386,89 @@ def test_kernel_reference_constant_errors(capsys):
                         "-H", "trn2-core", "--space", "SCALE=1,2")
     assert rc != 0 and "no parameter SCALE" in err and "TILES_M, TILES_N" in err
     assert "Traceback" not in err
+
+
+_ACT_DOWN = """[kernel]
+name = "act_down"
+about = "GELU, then a down-projection whose weight panel W[:, e] is loaded inside the token loop"
+
+[params]
+B = 512
+D = 1024
+F = 256
+TB = 128
+TF = 128
+TE = 512
+
+[tensors]
+h = { shape = ["B", "F"], dtype = "bf16", partition_axis = 1 }
+g = { shape = ["B", "F"], dtype = "bf16", partition_axis = 1 }
+W = { shape = ["F", "D"], dtype = "bf16" }
+y = { shape = ["B", "D"], dtype = "bf16", output = true }
+
+[nest.act]
+body = '''
+for b in B by TB:
+  for f in F by TF:
+    load h[b, f]
+    gelu g[b, f] = h[b, f]
+    store g[b, f]
+'''
+
+[nest.down]
+body = '''
+for b in B by TB:
+  load g[b, :]
+  for e in D by TE:
+    load W[:, e]
+    for f in F by TF:
+      matmul y[b, e] += g[b, f] @ W[f, e]
+    store y[b, e]
+'''
+"""
+
+
+def test_program_loop_orders_against_exhaustive_enumeration(hw, tmp_path):
+    """A program of two chain kernels (act: 2 loops, down: 3) over TB x (2! x 3! loop orders x
+    load placements): the search's pick (its kernels' options ranked one kernel at a time, the
+    best few combined) has the key and T of the best of every (TB, orders, placement) analysed in
+    full; the pick puts down's e loop outside the token loop, so W is read once: Q = h 262,144 +
+    g written 262,144 + g read per e block (D/TE = 2) 524,288 + W 524,288 + y 1,048,576 =
+    2,621,440 bytes (bf16; as written W is read per token block, 4 x 524,288, Q 3,932,160).
+    The pick written with -o and read back by entitle gives search's T and Q."""
+    path = tmp_path / "act_down.toml"
+    path.write_text(_ACT_DOWN)
+    vals = ("TB=64,128", "TE=512", "TF=128")
+    ctx, out = _search(engine.Problem(str(path), (), "trn2-core", vals, top=3))
+    assert {s.orders for s in ctx.structs} == {(a, d) for a in range(2) for d in range(6)}
+    keys = []
+    for tb in (64, 128):
+        prog = pipeline.load(str(path), {"TB": tb, "TE": 512, "TF": 128})
+        for s in ctx.structs:
+            a = pipeline.analyze(ctx.structured(prog, s), hw)
+            if a.feasible:
+                keys.append((pipeline.rank_key(a), a.T, a.Q, tb))
+    keys.sort()
+    best = out.top[0]
+    assert (best.verdict.key(), best.verdict.T) == keys[0][:2]
+    assert best.verdict.Q == keys[0][2] == 262_144 + 262_144 + 2 * 262_144 + 524_288 + 1_048_576
+    assert engine.structure_of(ctx, best)["order"][-1] == "down:e,b,f"
+    as_written = pipeline.analyze(pipeline.load(str(path), {"TB": 128}), hw)
+    assert as_written.Q == 262_144 * 3 + 4 * 524_288 + 1_048_576 > best.verdict.Q
+    a = _entitle_of(ctx, out, best, hw, tmp_path)
+    assert (a.T, a.Q) == (best.verdict.T, best.verdict.Q)
+    text = best_text(ctx, engine.Outcome(out.problem, out.values, 0, top=[best]), hw)
+    down = text[text.index("[nest.down]"):]
+    assert down.index("for e in D by TE:") < down.index("for b in B by TB:")
+
+
+def test_program_orders_exhaustive_flag_agrees(tmp_path):
+    """The per-kernel ranking keeps the pick of evaluating every structure of every point."""
+    path = tmp_path / "act_down.toml"
+    path.write_text(_ACT_DOWN)
+    vals = ("TB=64,128", "TE=256,512", "TF=128")
+    _, fast = _search(engine.Problem(str(path), (), "trn2-core", vals, top=1))
+    _, full = _search(engine.Problem(str(path), (), "trn2-core", vals, top=1, exhaustive=True))
+    assert fast.verdicts < full.verdicts
+    assert (fast.top[0].values, fast.top[0].verdict.key()) == \
+        (full.top[0].values, full.top[0].verdict.key())

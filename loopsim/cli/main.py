@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     whole_process = argv is None
+    swallowed: list[BaseException] = []  # Ctrl-C raised where Python could only ignore it
+    if whole_process:
+        sys.unraisablehook = _keep_interrupts(swallowed, sys.unraisablehook)
     if whole_process and "numpy" not in sys.modules:
         # loopsim does no floating-point linear algebra (its few dot products are on integers,
         # which numpy does without BLAS), and sweeps run on processes (--jobs): OpenBLAS's thread
@@ -119,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
         return status
     except LoopsimError as e:
+        if swallowed:  # Ctrl-C inside numba's compiler callback: the error that followed is its echo
+            print("loopsim: interrupted", file=sys.stderr)
+            return 130
         return fail(str(e))
     except BrokenPipeError:
         silence_stdout()
@@ -152,6 +158,19 @@ def main(argv: list[str] | None = None) -> int:
 
 #: numpy's words for an array larger than the address space (np.arange / np.empty of > 2^63 bytes)
 _TOO_BIG = ("array is too big", "Maximum allowed size exceeded")
+
+
+def _keep_interrupts(swallowed: list, hook):
+    """An ``sys.unraisablehook`` that keeps, silently, a KeyboardInterrupt raised where Python
+    could only ignore it (Ctrl-C while numba's compiler is inside a ctypes callback: Python prints
+    "Exception ignored ... Traceback" and numba then fails with another error), so the run ends as
+    interrupted (130) instead; anything else goes to ``hook``."""
+    def keep(u):
+        if isinstance(u.exc_value, KeyboardInterrupt):
+            swallowed.append(u.exc_value)
+        else:
+            hook(u)
+    return keep
 
 
 def _interrupted(e: BaseException) -> bool:

@@ -80,7 +80,7 @@ def best_text(ctx, out, hw, name: str | None = None) -> str:
               f"({v.limit}), Q = {v.Q:,} bytes{over},\nSBUF peak {v.sbuf_peak_bytes:,} bytes; "
               f"best of {out.evaluated:,} candidates.")
     kernel = engine.kernel_of(ctx, c) if ctx.tpl.kernel is not None else None
-    placed = engine.kernel_of(ctx, c) if ctx.moves and kernel is None else None
+    placed = engine.kernel_of(ctx, c) if (ctx.moves or ctx.staged) and kernel is None else None
     return write_spec(ctx.tpl, dict(c.values), kernel, header=header, name=name, program=placed)
 
 
@@ -129,7 +129,7 @@ def format_text(ctx, out, hw) -> str:
     inputs = list(dict.fromkeys(n for d in rows for n in d.get("r", {})))
     best = out.top[0].verdict
     lb = out.lower_bound_Q
-    what = ("tile/block sizes and load placements (loops as written)" if ctx.moves else
+    what = ("tile/block sizes and load placements (loops as written)" if ctx.moves and not ctx.staged else
             "tile/block sizes, loop orders and load placements") if out.structures_searched else \
         "tile/block sizes (loop order as written)"
     lines = [f"search {ctx.problem.spec} on {hw.name}: {what}; "

@@ -185,7 +185,7 @@ def row_windows_max(x, k=3):
 
 def two_element_sizes(x):
     """x [128, 128] bf16 read as int32 pairs ([128, 64] through .ap(dtype=)), then through its
-    bf16 handle: handles of two element sizes, refused."""
+    bf16 handle: handles of two element sizes, each counting the bytes it covers."""
     a = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
     nisa.dma_copy(dst=a, src=x.ap(pattern=[[64, 128], [1, 64]], offset=0, dtype=nl.int32))
     b = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)

@@ -34,6 +34,9 @@ from loopsim.analyses.search import pareto, space
 
 #: units per batch; fixed, so that pruning does not depend on the number of workers
 BATCH = 16
+#: a program's kernels in several loop orders: the options of each kernel kept (ranked with the
+#: other kernels as written) to be combined with the other kernels' best
+STAGE_KEEP = 3
 
 
 
@@ -58,6 +61,7 @@ class Problem:
     # a kernel reference's --arg, --kwarg, --grid, --path, --register-value strings
     kernel_args: tuple = ((), (), None, (), ())
     buffers: tuple[tuple[str, int], ...] | None = None   # --buffers for every point
+    exhaustive: bool = False             # every structure of a program in full (tests' reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,7 @@ class Cand:
 def _shape(ctx, i: int) -> tuple:
     s = ctx.structs[i]
     if isinstance(s, space.Placement):
-        return ((), (), s.choices)
+        return (s.orders, (), s.choices)
     return () if s is None else (s.order, s.levels, s.tiles)
 
 
@@ -128,7 +132,13 @@ class Context:
         self.chain = space.chain_of(base) if base is not None else None
         # a program's loads, each placed and split as its kernel's loops allow
         self.moves = space.program_moves(self.tpl) if p.structures and base is None else ()
-        if self.moves:
+        # a program's kernels whose nests are chains: their loop orders too
+        self.orders = space.program_orders(self.tpl) if p.structures and base is None and \
+            not self.tpl.is_reference and self.tpl.program is not None else ()
+        self.staged = any(len(os) > 1 for _, os in self.orders)
+        if self.staged:
+            self._staged_structures()
+        elif self.moves:
             self.structs = tuple(space.placements(self.moves))
         elif self.chain is not None and p.structures:
             self.structs = tuple(space.structures(self.chain))
@@ -172,6 +182,37 @@ class Context:
         self.capacity = capacity_units(self.hw, p.sbuf_bytes)
         self.reset()
 
+    def _staged_structures(self) -> None:
+        """Every (loop order of each kernel x placement of its loads), as :class:`space.Placement`
+        over the program; ``stage_opts[i]``: kernel ``i``'s own (order, its loads' choices)."""
+        per_stage = []
+        self._moves = {}
+        for si, (_, os) in enumerate(self.orders):
+            opts = []
+            for o in range(len(os)):
+                ms = [m for m in space.program_moves(self.tpl, self._one(si, o)) if m.stage == si]
+                opts += [(o, c.choices) for c in space.placements(tuple(ms))]
+            per_stage.append(tuple(opts))
+        self.stage_opts = tuple(per_stage)
+        structs, self.index = [], {}
+        for combo in itertools.product(*self.stage_opts):
+            s = space.Placement(tuple(c for _, cs in combo for c in cs), tuple(o for o, _ in combo))
+            self.index[combo] = len(structs)
+            structs.append(s)
+        self.structs = tuple(structs)
+
+    def _one(self, si: int, o: int) -> tuple[int, ...]:
+        return tuple(o if i == si else 0 for i in range(len(self.orders)))
+
+    def moves_for(self, orders: tuple[int, ...]) -> tuple:
+        """The movable loads of the program with its kernels in loop orders ``orders``."""
+        if not any(orders):
+            return self.moves
+        m = self._moves.get(orders)
+        if m is None:
+            m = self._moves[orders] = space.program_moves(self.tpl, orders)
+        return m
+
     def reset(self) -> None:
         """Zero the counts :func:`units` keeps (one search at a time per process)."""
         self.skipped_groups = 0  # tile sizes whose one instruction does not fit SBUF
@@ -211,7 +252,9 @@ class Context:
         if s is None or k is None:
             return k
         if isinstance(s, space.Placement):
-            return space.place(k, self.moves, s)
+            if any(s.orders):
+                k = space.reorder_program(self.tpl, k, s.orders)
+            return space.place(k, self.moves_for(s.orders), s)
         return space.arrange(self.chain, s, k)
 
 
@@ -290,6 +333,41 @@ def run_unit(job: tuple[Problem, Unit, tuple | None]) -> UnitResult:
             verdicts += 1
             keep(Cand(unit.index, i, unit.values, ev.model_verdict(m, ctx.structs[i], qs[i]),
                       _shape(ctx, i)))
+    elif ctx.staged and not p.exhaustive:
+        # kernels run one after another and each is counted on its own: T and Q add up over
+        # them, so each kernel's options are ranked with the others as written, and the best
+        # STAGE_KEEP of every kernel are combined
+        done: dict[int, ev.Score] = {}
+
+        def score(i: int):
+            if i not in done:
+                done[i] = ev.verdict(ctx.structured(kernel, ctx.structs[i]), ctx.hw,
+                                     policy=p.policy, sbuf_bytes=p.sbuf_bytes, dtype=p.dtype,
+                                     model="floor")
+            return done[i]
+
+        base = [opts[0] for opts in ctx.stage_opts]
+        v0 = score(ctx.index[tuple(base)])
+        if v0.report is not None and v0.W != ctx.base_W:
+            return UnitResult(unit.index, 0, 0, 0, f"W = {v0.W:,} FLOPs, not the {ctx.base_W:,} "
+                              "of the spec's own values: not a tiling of the same work", (), ())
+        best = []
+        for si, opts in enumerate(ctx.stage_opts):
+            ranked = []
+            for opt in opts:
+                combo = list(base)
+                combo[si] = opt
+                v = score(ctx.index[tuple(combo)])
+                st = v.report.stages[si] if v.report is not None else None
+                ranked.append(((0, ev.round_T(st.verdict.T), st.counts.Q) if st is not None and
+                               st.verdict.feasible else (1,), opts.index(opt), opt))
+            best.append([opt for *_, opt in sorted(ranked)[:STAGE_KEEP]])
+        for combo in itertools.product(*best):
+            i = ctx.index[tuple(combo)]
+            score(i)
+        for i, v in sorted(done.items()):
+            verdicts += 1
+            keep(Cand(unit.index, i, unit.values, v.stripped(), _shape(ctx, i)))
     else:
         for i, s in enumerate(ctx.structs):
             k = ctx.structured(kernel, s)
@@ -432,7 +510,8 @@ def search(p: Problem, pool, progress=None) -> Outcome:
     points = space.size(ctx.values)
     out = Outcome(p, ctx.values, points * len(ctx.structs),
                   lower_bound_Q=ctx.lb.Q if ctx.lb else None,
-                  structures_searched=p.structures and (ctx.chain is not None or bool(ctx.moves)),
+                  structures_searched=p.structures and (ctx.chain is not None or bool(ctx.moves)
+                                                        or ctx.staged),
                   points=points, structures=len(ctx.structs),
                   W_over_P=ctx.W / ctx.hw.P(ctx.dtype),
                   T_lower_bound_Q=ev.memory_floor(ctx.hw, ctx.lb.Q) if ctx.lb else None)
@@ -539,7 +618,7 @@ def confirm(ctx: Context, c: Cand) -> Cand:
 def structure_of(ctx: Context, c: Cand) -> dict | None:
     s = ctx.structs[c.structure]
     if isinstance(s, space.Placement):
-        return s.describe(ctx.moves)
+        return s.describe(ctx.moves_for(s.orders), ctx.orders)
     return None if s is None else s.describe(ctx.chain)
 
 

@@ -388,7 +388,7 @@ def structures(chain: Chain) -> Iterator[Structure]:
     fixed order (the spec's own order and tiles first)."""
     n = len(chain.loops)
     counts = [len(v) for v in chain.variants] if chain.variants else [1] * len(chain.loads)
-    for perm in itertools.permutations(chain.loops):
+    for perm in orders(chain):
         for tiles in itertools.product(*(range(c) for c in counts)):
             lds = [chain.load(i, t) for i, t in enumerate(tiles)]
             spans = [range(_depth(ld, perm), n + 1) for ld in lds]
@@ -396,6 +396,22 @@ def structures(chain: Chain) -> Iterator[Structure]:
                 yield Structure(tuple(l.var for l in perm),
                                 tuple(perm[d - 1].var if d else "" for d in depths),
                                 tiles if any(tiles) else ())
+
+
+def orders(chain: Chain) -> Iterator[tuple[Loop, ...]]:
+    """Every order of the chain's loops, outer to inner, the spec's own first (n! of them): the
+    orders a single nest's search and a program kernel's search walk."""
+    return itertools.permutations(chain.loops)
+
+
+def reorder(chain: Chain, order: tuple[str, ...], kernel: Kernel | None = None) -> Kernel:
+    """The chain's nest (loops and params from ``kernel`` when given) with its loops in ``order``,
+    each load as written at the outermost level its indices allow (:func:`_depth`: the placement
+    that loads that tile fewest times), each store right after its loops (:func:`arrange`)."""
+    by_var = {l.var: l for l in chain.loops}
+    perm = tuple(by_var[v] for v in order)
+    levels = tuple(perm[d - 1].var if d else "" for d in (_depth(ld, perm) for ld in chain.loads))
+    return arrange(chain, Structure(tuple(order), levels), kernel)
 
 
 def as_written(chain: Chain) -> Structure:
@@ -686,11 +702,16 @@ def movable_loads(kernel: Kernel, stage: int = 0) -> tuple[Movable, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """One option per movable load of a program (:func:`movable_loads`); 0: as written."""
+    """One option per movable load of a program (:func:`movable_loads`); 0: as written. ``orders``:
+    per kernel, the index of its loop order in :func:`program_orders` (() or 0: as written); the
+    movable loads are those of the kernels in those orders (:func:`program_moves`)."""
 
     choices: tuple[int, ...]
+    orders: tuple[int, ...] = ()
 
-    def describe(self, moves: tuple[Movable, ...]) -> dict:
+    def describe(self, moves: tuple[Movable, ...], names=()) -> dict:
+        """``names``: per kernel, (kernel name, its loop orders) (:func:`program_orders`)."""
+        order = [f"{name}:{','.join(os[o])}" for (name, os), o in zip(names, self.orders) if o]
         loads, split = {}, []
         for m, c in zip(moves, self.choices):
             index, at = m.options[c]
@@ -698,7 +719,7 @@ class Placement:
             loads[text] = m.loop_vars[at] if at >= 0 else "(top)"
             if index != m.options[0][0]:
                 split.append(text)
-        return {"order": [], "loads": loads, "split": split}
+        return {"order": order, "loads": loads, "split": split}
 
 
 def _load_text(text: str, index) -> str:
@@ -754,12 +775,48 @@ def place(prog: Program, moves: tuple[Movable, ...], p: Placement) -> Program:
     return replace(prog, stages=tuple(stages))
 
 
-def program_moves(tpl: Template) -> tuple[Movable, ...]:
-    """The movable loads of every kernel of a program spec whose nests the spec writes
-    ([nest.KERNEL] tables); none for a kernel reference (its trace is its structure)."""
+def _written(tpl: Template) -> list[bool]:
+    """Per kernel of a program spec: whether the spec writes its nest ([nest.KERNEL] table)."""
     if tpl.kernel is not None or tpl.is_reference or tpl.program is None:
-        return ()
+        return [False] * (len(tpl.program.stages) if tpl.program is not None else 0)
     nests = tpl.spec.data.get("nest", {})
-    return tuple(m for si, st in enumerate(tpl.program.stages)
-                 if isinstance(nests, dict) and isinstance(nests.get(st.name), dict)
+    return [isinstance(nests, dict) and isinstance(nests.get(st.name), dict)
+            for st in tpl.program.stages]
+
+
+def program_moves(tpl: Template, orders: tuple[int, ...] = ()) -> tuple[Movable, ...]:
+    """The movable loads of every kernel of a program spec whose nests the spec writes
+    ([nest.KERNEL] tables), each kernel in its loop order ``orders`` (() : as written); none for a
+    kernel reference (its trace is its structure)."""
+    prog = reorder_program(tpl, tpl.program, orders) if any(orders) else tpl.program
+    return tuple(m for si, (st, w) in enumerate(zip(prog.stages, _written(tpl))) if w
                  for m in movable_loads(st.kernel, si))
+
+
+def program_orders(tpl: Template) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+    """Per kernel of a program spec: (its name, its loop orders, as written first, by variable).
+    A kernel whose nest the spec writes as a chain with distinct loop variables has every order of
+    :func:`orders`; any other only its own (none for a kernel with no loop)."""
+    out = []
+    for st, w in zip(tpl.program.stages, _written(tpl)):
+        ch = chain_of(st.kernel, split=False) if w else None
+        vs = tuple(l.var for l in ch.loops) if ch is not None else ()
+        if ch is None or len(set(vs)) != len(vs):
+            out.append((st.name, (vs,)))
+            continue
+        out.append((st.name, tuple(tuple(l.var for l in perm) for perm in orders(ch))))
+    return tuple(out)
+
+
+def reorder_program(tpl: Template, prog: Program, orders: tuple[int, ...]) -> Program:
+    """``prog`` (the template's program at some values) with kernel ``i`` in its loop order
+    ``orders[i]`` of :func:`program_orders` (0: as written, kept as it is)."""
+    if not any(orders):
+        return prog
+    names = program_orders(tpl)
+    stages = []
+    for st, base, (_, os), o in zip(prog.stages, tpl.program.stages, names, orders):
+        if o:
+            st = replace(st, kernel=reorder(chain_of(base.kernel, split=False), os[o], st.kernel))
+        stages.append(st)
+    return replace(prog, stages=tuple(stages))

@@ -129,13 +129,18 @@ def _replace_bodies(tpl: Template, text: str, program) -> str:
     for st in program.stages:
         if st.name not in texts or _same_shape(base.get(st.name), st.kernel.body):
             continue
-        headers = iter(texts[st.name])
+        written = texts[st.name]
+        by_var = {v: (e, s) for v, e, s in written}
+        headers = iter(written)
+        distinct = len(by_var) == len(written)   # a reordered nest: its headers by variable
 
         def lines(body, indent):
             out = []
             for node in body:
                 if isinstance(node, Loop):
                     _, e, s = next(headers)
+                    if distinct:
+                        e, s = by_var[node.var]
                     out.append(f"{'  ' * indent}for {node.var} in {e} by {s}:")
                     out += lines(node.body, indent + 1)
                 else:

@@ -20,6 +20,7 @@ import re
 import sys
 
 from loopsim.frontends.nki import pieces
+from loopsim.frontends.nki.dtypes import itemsize
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.events import (ARITH, AccumulateEv, Binding, DimMap, LoadEv, Logical, LoopRec, MatmulEv, OpEv,
                      StoreEv, TileRef, fmt_tile, same_tile)
@@ -266,9 +267,10 @@ class Recorder:
                     raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
             elif _squeezed([ref.sizes[d] for d in axis_of]) != _squeezed(
                     [s for s, k in zip(dst.sizes, dst.kept) if k]):
-                if math.prod(src.shape) != math.prod(dst.shape):
+                if math.prod(src.shape) != math.prod(dst.shape) and (
+                        math.prod(ref.sizes) * itemsize(lg.dtype) != math.prod(dst.shape) * itemsize(dst.dtype)):
                     raise TraceError(f"load of {src.shape} from {lg.name} into {dst!r}: shapes differ")
-                # a load that reshapes ([1024] into [128, 8]): its bytes are exact; the tile is
+                # a load that reshapes (or reads bytes viewed as other elements) ([1024] into [128, 8]): its bytes are exact; the tile is
                 # not followed element by element on chip (a broadcast operand, say)
                 from loopsim.frontends.nki import work
 
@@ -520,6 +522,8 @@ class Recorder:
             return self._broadcast_matmul(dst, stationary, moving, const)
         if len(s_axes) != 2 or len(m_axes) != 2:
             raise TraceError("matmul operands must be 2-D tiles of tensors")
+        if s_axes[0] == s_axes[1] or m_axes[0] == m_axes[1]:
+            return self._window_matmul(dst, stationary, moving, s_axes[0] == s_axes[1])
         sref = self.materialise(sref, "matmul")
         mref = self.materialise(mref, "matmul")
         self.check_scope(sref, "matmul")
@@ -550,6 +554,27 @@ class Recorder:
         ev = MatmulEv(out, sref, mref, line, (md, nd), call_site(self))
         self.body.append(ev)
         return ev
+
+    def _window_matmul(self, dst: Tile, stationary: Tile, moving: Tile, in_stationary: bool) -> None:
+        """A matmul with an operand whose two axes walk one tensor axis (an im2col tile: element
+        (s, q) of x[s + q], a sliding window): no einsum indexes it, so its work is charged
+        from the instruction's shapes, M x N outputs of K multiply-adds (2*K*M*N FLOPs of W,
+        ASSUMED in that the operands' reuse is not followed); the operands' loads stay in the
+        nest (their bytes exact); the result is made from both operands."""
+        from loopsim.frontends.nki import work
+
+        k = stationary.shape[0] if stationary.shape else 1
+        m = stationary.shape[1] if len(stationary.shape) > 1 else 1
+        n = moving.shape[1] if len(moving.shape) > 1 else 1
+        w = work.charge_matmul(work.call_site(self), m, n, k, work.executions(self))
+        self.work = list(getattr(self, "work", ())) + [w]
+        note = (f"{w.where}: the {'stationary' if in_stationary else 'moving'} operand of nc_matmul "
+                f"is a sliding window (its two axes walk one axis of its tensor): kept as Tensor "
+                "Engine work outside the nest")
+        if note not in self.notes:
+            self.notes.append(note)
+        self.op("copy", "tensor", dst, [stationary, moving], reduce=True)
+        return None
 
     def _broadcast_matmul(self, dst: Tile, stationary: Tile, moving: Tile, const: list) -> None:
         """A matmul with a constant operand (a ones or identity tile: a broadcast or a

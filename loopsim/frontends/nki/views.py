@@ -114,12 +114,15 @@ class HbmTensor(_Viewable):
         shape = tuple(n for _, n, k in dims if k)
         return HbmView(self, self._to_logical(dims), order, shape)
 
+    def _retyped_handle(self) -> bool:
+        """This handle's elements are of another size than the tensor's (a reinterpretation)."""
+        return self._dtype.itemsize != itemsize(self.logical.dtype)
+
     def _reshaped(self) -> bool:
-        """This handle views the tensor's bytes in another shape (not only size-1 axes)."""
-        if tuple(self.logical.shape) != self._shape and self._dtype.itemsize != itemsize(self.logical.dtype):
-            raise TraceError(f"{self!r} is used as {self._dtype} after the tensor was reinterpreted "
-                             f"as {self.logical.dtype} {list(self.logical.shape)}: handles of two "
-                             "element sizes are not modelled; reinterpret every use")
+        """This handle views the tensor's bytes in another shape (not only size-1 axes) or in
+        elements of another size."""
+        if self._retyped_handle():
+            return True
         return tuple(self.logical.shape) != self._shape and not self._units_only()
 
     def _bytes_view(self, dims) -> "HbmView":
@@ -131,16 +134,19 @@ class HbmTensor(_Viewable):
         for (a, _, _), st in zip(dims, strides):
             offset = offset + a * st
         pattern = [[st, n] for (_, n, _), st in zip(dims, strides) if n > 1] or [[1, 1]]
+        what = f"{self!r} (a reshape of HBM {self.logical.name}{list(self.logical.shape)})"
+        have, want = self._dtype.itemsize, itemsize(self.logical.dtype)
+        pattern, offset = _in_units(pattern, offset, have, want, what)
         lead = next((i for i, (_, n, _) in enumerate(dims) if n > 1), None)
-        if lead is not None and all(n == m for (_, n, _), m in zip(dims[lead + 1:], self._shape[lead + 1:])):
+        if (lead is not None and all(n == m for (_, n, _), m in zip(dims[lead + 1:], self._shape[lead + 1:]))
+                and dims[lead][1] * strides[lead] * have % want == 0):
             # one contiguous run of flat elements: the tensor's outermost axis it spans in whole rows
-            run = dims[lead][1] * strides[lead]
+            run = dims[lead][1] * strides[lead] * have // want
             own = access.row_major(self.logical.shape)
             k = next((k for k, st in enumerate(own) if run % st == 0 and run // st <= self.logical.shape[k]), None)
             if k is not None:
                 pattern = [[own[k], run // own[k]]] + [[own[j], self.logical.shape[j]]
                                                        for j in range(k + 1, len(own))]
-        what = f"{self!r} (a reshape of HBM {self.logical.name}{list(self.logical.shape)})"
         try:
             tdims, _, order = access.decompose(self.logical.shape, pattern, offset, what)
         except access.NotABox:
@@ -190,22 +196,31 @@ class HbmTensor(_Viewable):
         t = self._retyped(dtype) if dtype is not None else self
         # the pattern's offsets are flat: walk the tensor's own shape
         base = t.logical.shape if t._reshaped() or tuple(t.logical.shape) != t._shape else None
+        shape = t.shape
+        if t._retyped_handle():  # elements of another size: the same bytes in the tensor's elements
+            pattern, offset = _in_units(pattern, offset, t._dtype.itemsize, itemsize(t.logical.dtype),
+                                        f".ap of {t!r} (HBM {t.logical.name} holds {t.logical.dtype})")
+            shape = t.logical.shape
         gather = _indirect(kw)
         index = kw.get(gather) if gather else None
         if gather:  # rows chosen at run time: a box of the pattern's extents, at the static offset
             kw = {k: v for k, v in kw.items() if k not in ("vector_offset", "scalar_offset")}
         try:
-            dims, order = _ap_dims(t, t.shape, pattern, offset, None, kw, hbm=True, base=base)
+            dims, order = _ap_dims(t, shape, pattern, offset, None, kw, hbm=True, base=base)
         except access.NotABox as e:
-            if gather:
-                raise TraceError(f".ap of {t!r} with {gather}=: rows chosen at run time through "
-                                 f"pattern {[list(p) for p in pattern]}, which is no box of the "
-                                 "tensor (a stride that skips, a repeat): not modelled; gather "
-                                 "whole rows and pick on chip") from None
-            split = _split(t, pattern, offset, kw, base, str(e))
-            if split is None:
-                raise
-            return split
+            redone = _at_row_stride(self, t, shape if base is None else base, pattern, offset, kw,
+                                    base) if gather else None
+            if redone is None:
+                if gather:
+                    raise TraceError(f".ap of {t!r} with {gather}=: rows chosen at run time through "
+                                     f"pattern {[list(p) for p in pattern]}, which is no box of the "
+                                     "tensor (a stride that skips, a repeat): not modelled; gather "
+                                     "whole rows and pick on chip") from None
+                split = _split(t, pattern, offset, kw, base, str(e))
+                if split is None:
+                    raise
+                return split
+            dims, order = redone
         if base is not None:
             t = HbmTensor(t._rec, t.logical, t._dtype, t.buffer)
         view = t._view(dims, order, [int(p[1]) for p in pattern])
@@ -226,9 +241,10 @@ class HbmTensor(_Viewable):
         if last % new.itemsize:
             raise TraceError(f"{self!r} as {new}: its last dimension of {last} bytes is not a whole "
                              f"number of {new.itemsize}-byte elements")
-        if lg.loaded or lg.output:
-            raise TraceError(f"{self!r} reinterpreted as {new} after it was accessed as {old}: not "
-                             "modelled; reinterpret it before its first use")
+        if lg.loaded or lg.output:  # after use: a handle of the same bytes in other elements
+            t = HbmTensor(self._rec, lg, new, self.buffer)
+            t._shape = self._shape[:-1] + (last // new.itemsize,)
+            return t
         lg.shape = self._shape[:-1] + (last // new.itemsize,)
         lg.dtype = new.loopsim
         return HbmTensor(self._rec, lg, new, self.buffer)
@@ -441,6 +457,33 @@ def _note(t, text: str) -> None:
             notes.append(line)
 
 
+def _in_units(pattern, offset, have: int, want: int, what: str):
+    """An access pattern (``[[stride, num], ...]``, flat offset) in elements of ``have`` bytes
+    as the pattern covering the same bytes in elements of ``want`` bytes: HBM is bytes, whatever
+    element size a handle views them with. A larger element is ``have // want`` of the tensor's
+    (one more innermost run); a smaller one must tile whole elements of the tensor (its offset,
+    its strides and its one stride-1 run whole multiples of ``want // have``), else refused."""
+    if have == want:
+        return pattern, offset
+    try:
+        pat = [(int(p[0]), int(p[1])) for p in pattern]
+    except (TypeError, ValueError, IndexError):
+        raise TraceError(f"{what}: pattern {pattern!r} must be a list of [stride, num] pairs") from None
+    off = Sym.of(offset)
+    if have > want:
+        r = have // want
+        return [[st * r, n] for st, n in pat] + [[1, r]], off * r
+    r = want // have
+    unit = [i for i, (st, n) in enumerate(pat) if st == 1 and n > 1]
+    whole = (len(unit) == 1 and pat[unit[0]][1] % r == 0 and off.const % r == 0
+             and all(c % r == 0 for c in off.terms.values())
+             and all(st % r == 0 for i, (st, n) in enumerate(pat) if n > 1 and i not in unit))
+    if not whole:
+        raise TraceError(f"{what}: pattern {pattern!r} at offset {off} in {have}-byte elements "
+                         f"covers part of a {want}-byte element of the tensor: not modelled")
+    return [[1, n // r] if i in unit else [st // r if n > 1 else st, n] for i, (st, n) in enumerate(pat)], off // r
+
+
 def _indirect(kw) -> str | None:
     """``"vector_offset"`` or ``"scalar_offset"`` where an access pattern's rows are chosen by
     data at run time (an index tile, a register), else None (a known int or loop index)."""
@@ -452,6 +495,26 @@ def _indirect(kw) -> str | None:
     return None
 
 
+def _at_row_stride(handle: "HbmTensor", t: "HbmTensor", whole, pattern, offset, kw, base):
+    """(dims, order) of a gather whose pattern is no box only because its outer stride, the
+    rows the data picks along the tensor's first dimension, is not that dimension's stride
+    (``[[H, T], [1, H]]`` on rows of H + 2): the pattern at the row stride, noted ASSUMED (which
+    rows is data; the bytes are the pattern's). None where that is not the case or no box either."""
+    if len(whole) < 2 or len(pattern) < 2 or _logical_dim(handle, t, kw.get("indirect_dim") or 0) != 0:
+        return None
+    rows = access.row_major(whole)[0]
+    if int(pattern[0][0]) == rows:
+        return None
+    at_rows = [[rows, int(pattern[0][1])]] + [list(p) for p in pattern[1:]]
+    try:
+        found = _ap_dims(t, whole, at_rows, offset, None, kw, hbm=True, base=base)
+    except access.NotABox:
+        return None
+    _note(t, f".ap of {t!r}: the outer stride {int(pattern[0][0])} of a gather is taken as the "
+             f"tensor's row stride {rows} (ASSUMED: the rows it reads are data)")
+    return found
+
+
 def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int | None:
     """The dimension of the tensor's own shape that ``indirect_dim`` ``d`` of ``handle``'s shape
     steps along (the one of the same row-major stride), None where none does (a reshape)."""
@@ -460,8 +523,9 @@ def _logical_dim(handle: "HbmTensor", t: "HbmTensor", d) -> int | None:
                          f"shape {list(handle.shape)}")
     if tuple(handle.shape) == tuple(t.logical.shape):
         return d
-    stride = access.row_major(handle.shape)[d]
-    own = access.row_major(t.logical.shape)
+    # strides in bytes: a handle may view the tensor's bytes in elements of another size
+    stride = access.row_major(handle.shape)[d] * handle.itemsize
+    own = [st * itemsize(t.logical.dtype) for st in access.row_major(t.logical.shape)]
     return own.index(stride) if stride in own else None  # None: rows of no dimension of the tensor
 
 
