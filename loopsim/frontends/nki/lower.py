@@ -624,23 +624,21 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
     tm = kernel.tensor_map
     produced = set(made)
     read = {i for o in ops for i in o.inputs}
-    only_outside = sorted(t for t in produced - read if not tm[t].output and
-                          t in getattr(rec, "read_outside", ()))
-    if only_outside:
-        # read only by matmuls kept as Tensor Engine work outside the nest: no op graph
-        return (f"{rec.shown}: kernel {rec.func}: {', '.join(only_outside)} "
-                f"{'is' if len(only_outside) == 1 else 'are'} read only by matmuls kept as Tensor "
-                "Engine work outside the nest: read as one nest without an op graph; W and Q are "
-                "the nest's and that work's (per-op engine ceilings not drawn: ASSUMED)")
+    # produced tensors no op reads and no output: read only where the op graph cannot hold the
+    # reader, the kernel is one nest without an op graph
+    dead = [t for t in sorted(produced - read) if not tm[t].output]
     drained = {s.src.tensor for s, _ in kernel.statements() if isinstance(s, ir.Accumulate)}
-    apart = sorted(t for t in produced - read if not tm[t].output and t in drained)
-    if apart:
-        # read only by an SBUF accumulation of its PSUM tile (an ir.Accumulate, which the op
-        # graph does not hold): no op graph
-        return (f"{rec.shown}: kernel {rec.func}: {', '.join(apart)} "
-                f"{'is' if len(apart) == 1 else 'are'} read only by an SBUF accumulation of a PSUM "
-                "tile, which the op graph does not hold: read as one nest without an op graph; W "
-                "and Q are the nest's (per-op engine ceilings not drawn: ASSUMED)")
+    for readers, by, tail in (
+            (getattr(rec, "read_outside", ()), "matmuls kept as Tensor Engine work outside the nest",
+             "the nest's and that work's"),
+            (drained, "an SBUF accumulation of a PSUM tile, which the op graph does not hold",
+             "the nest's")):
+        names = [t for t in dead if t in readers]
+        if names:
+            return (f"{rec.shown}: kernel {rec.func}: {', '.join(names)} "
+                    f"{'is' if len(names) == 1 else 'are'} read only by {by}: read as one nest "
+                    f"without an op graph; W and Q are {tail} (per-op engine ceilings not drawn: "
+                    "ASSUMED)")
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
     g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)

@@ -214,7 +214,8 @@ def _within(p: Piece, offsets, sizes, k: Sym | None = None, step=None) -> bool:
     return True
 
 
-def _range(k: Sym) -> tuple[int, int]:
+def span(k: Sym) -> tuple[int, int]:
+    """The least and greatest value of ``k`` over its loops' ranges."""
     lo = hi = k.const
     for v, c in k.terms.items():
         lo += min(0, c * (v.trips - 1))
@@ -275,7 +276,7 @@ def _solved(p: Piece, offsets, sizes) -> Binding | None:
     if c <= 0 or num.const % c or any(x % c for x in num.terms.values()):
         return None
     e = Sym({u: x // c for u, x in num.terms.items()}, num.const // c)
-    lo, hi = _range(e)
+    lo, hi = span(e)
     moved = Piece(tuple(_subst(o, v, e) for o in p.offsets), p.sizes, p.binding)
     if lo < 0 or hi >= v.trips or not _within(moved, offsets, sizes):
         return None
@@ -305,7 +306,7 @@ def _run(ps: list[Piece], offsets, sizes) -> Binding | None:
     if s < 0 or num.const % s or any(c % s for c in num.terms.values()):
         return None
     k = Sym({v: c // s for v, c in num.terms.items()}, num.const // s)
-    lo, hi = _range(k)
+    lo, hi = span(k)
     if lo < 0 or hi >= len(ps) or not _within(p0, offsets, sizes, k, step):
         return None
     return Binding(p0.binding.logical, tuple(DimMap(dm.start + k * ds, dm.size, dm.axes)

@@ -162,6 +162,11 @@ class Recorder:
         return Tile(b)
 
     # -- binding and resolving tiles ------------------------------------------------------
+    def note(self, text: str) -> None:
+        """Add ``text`` to the trace's notes once."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def resolve(self, t: Tile, what: str) -> tuple[TileRef | None, list]:
         """The logical tile a view holds (None: a constant) and, per kept axis of the view, the
         logical dimension it runs along (None: a broadcast axis)."""
@@ -356,8 +361,7 @@ class Recorder:
                 f"at addresses chosen at run time: counted as rows of {lg.name}{list(lg.shape)}, "
                 f"{why}, every row a fresh HBM read, {dma} (ASSUMED: whether indices repeat is "
                 "data)")
-        if note not in self.notes:
-            self.notes.append(note)
+        self.note(note)
         starts = tuple(linear * per if k == d else a for k, (a, _, _) in enumerate(view.dims))
         return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
 
@@ -393,8 +397,7 @@ class Recorder:
             note = (f"{work.call_site(self)}: {dst.indirect[0]}= writes rows of "
                     f"{dst.tensor.logical.name} at addresses chosen at run time: counted as the "
                     "pattern's box at its static offset (ASSUMED: which rows is data)")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
         ref, axis_of = self.resolve(src, "store")
         lg = dst.tensor.logical
         dref = TileRef(lg, tuple(a for a, _, _ in dst.dims), tuple(s for _, s, _ in dst.dims))
@@ -571,8 +574,7 @@ class Recorder:
         note = (f"{w.where}: the {'stationary' if in_stationary else 'moving'} operand of nc_matmul "
                 f"is a sliding window (its two axes walk one axis of its tensor): kept as Tensor "
                 "Engine work outside the nest")
-        if note not in self.notes:
-            self.notes.append(note)
+        self.note(note)
         self.op("copy", "tensor", dst, [stationary, moving], reduce=True)
         return None
 
@@ -696,8 +698,8 @@ class Recorder:
                 running = running or lg.running
                 data_ops += lg.data_ops
                 stat_ops += lg.stat_ops
-                for s in _rebased(lg, ref, self.in_scope()):
-                    if not (s.vars() - self.in_scope()) and not any(same_tile(s, q) for q in sources):
+                for s in self._made_from(lg, ref, name):
+                    if not any(same_tile(s, q) for q in sources):
                         sources.append(s)
                 first = first or (ref, axes)
                 cands.append((ref, axes))
@@ -760,10 +762,26 @@ class Recorder:
                     f"({', '.join(str(list(c[0].sizes)) for c in cands)}): it is read as holding "
                     f"the tile of {fref.logical.find().name} whole (ASSUMED: the same elements, "
                     "their order not followed)")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
         self.body.append(OpEv(val, ref, line))
+
+    def _made_from(self, lg: Logical, ref: TileRef, name: str) -> tuple:
+        """The sources of derived value ``lg`` read at ``ref``, every one a tile of the loops
+        open here (:func:`_rebased`). A value made in a symbolic loop that has ended (its buffer
+        holds one iteration's value) asks for that loop to run concretely; where that does not
+        help, the read is refused, never its sources dropped."""
+        scope = self.in_scope()
+        srcs = _rebased(lg, ref, scope)
+        out = {v for s in srcs for v in s.vars() - scope}
+        if not out:
+            return srcs
+        sites = {v.site for v in out if v.site is not None and v.kind != "grid"}
+        if sites - self.concrete:
+            raise NeedsConcrete(f"{name} reads a value made in a loop after it ended", sites - self.concrete)
+        v = min(out, key=lambda u: u.name)
+        raise TraceError(f"{name} reads {lg.find().name}, a value made from tiles of loop {v.name} "
+                         "after that loop ended: which iteration's tiles it holds is not followed")
 
     def _accumulate(self, dst: Tile, src: TileRef, axes, current: Logical, line: int) -> None:
         out = current if current.kind == "sum" else None
@@ -812,23 +830,44 @@ def _drained(lg: Logical, x, scope: set) -> bool:
 
 
 def _rebased(lg: Logical, ref: TileRef, scope: set) -> tuple:
-    """The sources of a derived value read at ``ref``: a value made in an earlier loop and read
-    through its buffer in a later loop over the same range has its sources at the later loop's
-    index (``norm[:, i]`` made in one ``for i`` and read in the next)."""
-    home = getattr(lg, "home", None)
-    if home is None or not (ref.vars() - set(home.vars())):
+    """The sources of a derived value read at ``ref``: a value made in a loop that has ended
+    (its tiles at that loop's index, ``lg.rolled`` where a concrete loop re-rolled, else where
+    it was made) and read at a tile of the loops open here has its sources at the index the
+    read names (``norm[:, i]`` made in one ``for i`` and read in the next; ``inter[k]`` made by
+    iteration k of a loop run concretely, read by a later loop)."""
+    home = getattr(lg, "rolled", None) or getattr(lg, "home", None)
+    if home is None or len(home.starts) != len(ref.starts):
         return lg.sources
-    sub = {}
-    for a, b in zip(home.starts, ref.starts):
-        if len(a.terms) == 1 and len(b.terms) == 1 and a.const == b.const:
-            (u, cu), = a.terms.items()
-            (w, cw), = b.terms.items()
-            if u is not w and cu == cw and u.trips == w.trips and u not in scope:
-                sub[u] = w
+    sub: dict = {}
+    for _ in range(2):  # a dimension two ended loops index: one solved by another dimension
+        for a, b in zip(home.starts, ref.starts):
+            a = _subst_all(a, sub)
+            outs = [u for u in a.terms if u not in scope]
+            if len(outs) != 1:
+                continue
+            u = outs[0]
+            c = a.terms[u]
+            rest = Sym.of(b) - a.without({u})
+            if c <= 0 or rest.const % c or any(x % c for x in rest.terms.values()):
+                continue
+            e = Sym({w: x // c for w, x in rest.terms.items()}, rest.const // c)
+            lo, hi = pieces.span(e)
+            if 0 <= lo and hi < u.trips:
+                sub[u] = e
     if not sub:
         return lg.sources
-    return tuple(TileRef(s.logical, tuple(Sym({sub.get(v, v): c for v, c in x.terms.items()}, x.const)
-                                          for x in s.starts), s.sizes) for s in lg.sources)
+    return tuple(TileRef(s.logical, tuple(_subst_all(x, sub) for x in s.starts), s.sizes)
+                 for s in lg.sources)
+
+
+def _subst_all(x: Sym, sub: dict) -> Sym:
+    """``x`` with each loop variable of ``sub`` replaced by its expression."""
+    x = Sym.of(x)
+    for v, e in sub.items():
+        c = x.terms.get(v, 0)
+        if c:
+            x = x.without({v}) + e * c
+    return x
 
 
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}

@@ -216,6 +216,7 @@ def _rebuild(body: list, moved, own: dict, v: LoopVar, cvar: LoopVar, depth: int
             new = replace(n, out=rs[0], src=rs[1])
         elif isinstance(n, OpEv):
             n.value.sources = tuple(rs[1:])
+            n.value.rolled = rs[0]  # where each iteration made it: a later read's sources
             new = replace(n, out=rs[0])
         else:
             new = n

@@ -91,9 +91,7 @@ def work_seconds(hw, w, *, per_core: bool = False) -> float:
     elsewhere :func:`engine_seconds` on fp32. The engine ceiling's term and the timeline's time
     for it."""
     if w.engine == "tensor" and w.transpose:
-        spec = hw.with_roofs("spec")
-        cycle_s = 2 * hw.pe_rows * hw.pe_cols * hw.physical_cores / spec.P("bf16")  # 1 / clock
-        t = transpose_cycles(hw, w.passes, w.elements // max(1, w.passes)) * w.executions * cycle_s
+        t = transpose_cycles(hw, w.passes, w.elements // max(1, w.passes)) * w.executions / hw.clock_hz
         return t if per_core else t / hw.physical_cores
     if w.engine == "tensor":
         return 2 * w.element_ops / (hw.P("fp8") / (hw.physical_cores if per_core else 1))

@@ -327,7 +327,6 @@ class _Run:
         self.prep: dict[int, tuple] = {}  # statement -> what its executions share (per handler)
         self._evac = _UNKNOWN  # the PSUM read-out engine (_evac_engine)
         self.eff: dict[int, float] = {}
-        self.chunk_of: dict[int, tuple] = {}  # statement -> its transfer extents (Load.chunks)
         self.dma_q: dict[int, str] = {}  # statement -> its DMA queue's name
         self.dma_bytes = 0
         self.dma_bytes_core: dict[int, int] = {}
@@ -918,7 +917,7 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
         why = "with the engine work outside the statements" if extra.get(top_engine) else \
             "a cut loop moved the bottleneck"
         notes.append(f"the {'extrapolated ' if cut else ''}makespan {T:.4g} s fell below the "
-                     f"{max(busy, key=lambda b: b[1])[0]} engine's busy time ({why}): T is the busy time")
+                     f"{top_engine} engine's busy time ({why}): T is the busy time")
         T = fig["T"] = top
         rate = ("te_underfill",) if fig.get("ref_tensor", 0.0) >= 0.5 else \
             ("small_transfers", "dma_rate", "extra_bytes")
