@@ -60,6 +60,10 @@ BUDGET = 24_000
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
 #: runs again with one more
 KEEP = 4
+#: instructions (:func:`_size`) from which a run walks compiled by default: below, numba's import
+#: and loading the compiled walk from its cache (~0.5 s CPU) cost more than the Python walk
+#: (~4.5 us an instruction); docs/performance.md
+COMPILED_FROM = 100_000
 ENGINE_ORDER = ("dma", "tensor", "vector", "scalar", "gpsimd")
 #: the Day-7 causes of a gap, in the order reports list them
 CAUSES = ("fixed_cost", "no_overlap", "slower_engine", "te_underfill", "small_transfers",
@@ -306,7 +310,7 @@ def _overlap(a, b) -> bool:
 
 class _Run:
     def __init__(self, kernel: Kernel, hw, dtype: str, c: Costs, keep: dict, work_of,
-                 deferred: bool = False):
+                 compiled: bool = False):
         self.k = kernel
         self.hw = hw
         self.dtype = dtype
@@ -314,7 +318,8 @@ class _Run:
         self.keep = keep
         self.work_of = work_of
         self.tm = kernel.tensor_map
-        self.sched = tl.Scheduler(c.psum_banks, deferred)
+        self.sched = tl.Scheduler(c.psum_banks)
+        self.compiled = compiled  # walk and schedule in the compiled walk (walk.py) where it applies
         self.cores: dict[int, _Core] = {}
         self.mm_out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.stmt_id: dict[int, int] = {id(s): i for i, (s, _) in enumerate(kernel.statements())}
@@ -344,12 +349,17 @@ class _Run:
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
-        self._walk(self._compile(self.k.body), {}, 0)
-        self.sched.finish()
+        if not (self.compiled and self._run_compiled()):
+            self._walk(self._compile(self.k.body), {}, 0)
         if self.sched.shared:
             self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
                            "run as written): the timeline lets them share")
         return self
+
+    def _run_compiled(self) -> bool:
+        from loopsim.targets.neuron import walk
+
+        return walk.run_compiled(self, _geometry)
 
     def _compile(self, body) -> list:
         """``body`` as the walk runs it: a loop as (var, (iteration, value) pairs run, spmd, its
@@ -410,8 +420,11 @@ class _Run:
         return hit
 
     def _dma_time(self, shape_ext, t, transpose: bool) -> tuple[float, int, int]:
-        nbytes = math.prod(shape_ext) * t.elem_bytes
-        rows = shape_ext[t.partition_axis]
+        return self._dma_rate(math.prod(shape_ext), shape_ext[t.partition_axis], t, transpose)
+
+    def _dma_rate(self, elements: int, rows: int, t, transpose: bool) -> tuple[float, int, int]:
+        """:meth:`_dma_time` of a transfer of ``elements`` over ``rows`` of the partition axis."""
+        nbytes = elements * t.elem_bytes
         if self.c.partitions:
             ppb = -(-rows // self.c.partitions) * (nbytes // rows)
             e = min(self.c.dma_engines, min(rows, self.c.partitions))
@@ -869,13 +882,13 @@ def _walk_loops(body):
 
 
 def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int, work_of=None,
-             budget: int = BUDGET, compiled: bool = False) -> Timeline:
+             budget: int = BUDGET, compiled: bool | None = None) -> Timeline:
     """The predicted run of ``kernel`` on one NeuronCore (each physical core of a split kernel on
     its own engines): see the module docstring. ``W_P``, ``Q_BW``: the roofline's two times (s),
     ``Q``: bytes as written, for the gap's reference; ``work_of(stmt)``: (engine, passes) of an op
-    statement (default its kind's); ``compiled``: the walk records each run's instructions and
-    the compiled scheduler (numba) schedules them, instead of scheduling them in Python as they
-    are made: the same schedule, not faster yet (docs/performance.md), so off by default."""
+    statement (default its kind's); ``compiled``: expand and schedule each run in the compiled
+    walk (:mod:`loopsim.targets.neuron.walk`, numba; the same schedule), True always, False
+    never, None (default) for a run of :data:`COMPILED_FROM` instructions or more."""
     from loopsim.count import lnc
 
     if lnc.split_loop(kernel) is not None:
@@ -891,8 +904,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     for mask in range(1 << len(cut)):
         corner = tuple(KEEP + (mask >> i & 1) for i in range(len(cut)))
         keep = {id(l): n for l, n in zip(cut, corner)}
-        run = _Run(kernel, hw, dtype, c, keep, work_of,
-                   compiled).run()
+        big = compiled if compiled is not None else _size(kernel, keep) >= COMPILED_FROM
+        run = _Run(kernel, hw, dtype, c, keep, work_of, big).run()
         notes += sorted(run.notes - set(notes))
         samples[corner] = _figures(run, W_P, Q_BW, Q, bw_core)
         sim += len(run.sched)
