@@ -48,7 +48,7 @@ class Scheduler:
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
                  "_qfree", "_qlast", "_pipes", "label", "_pools", "_groups", "shared", "_rec", "_pipe_ids",
-                 "banks")
+                 "banks", "arrays")
 
     def __init__(self, banks: int = 0, deferred: bool = False) -> None:
         self.queues: list[str] = []  # queue names, by id
@@ -69,6 +69,9 @@ class Scheduler:
         self.shared = False  # an instruction needed more banks than were free (they were shared)
         self._pipe_ids: dict[str, int] = {}
         self.banks = banks  # banks in each pool
+        # numpy copies of queue, start, end, pred, why, lag where a compiled walk filled the lists
+        # (the figures read them vectorised: union_of, idle_of)
+        self.arrays: dict | None = None
         # deferred: [(q, duration, pipe, its waits' end in the next list, need, pool, release)],
         # [waits (by, lag)], [group ends], [group readers]
         self._rec = (array("d"), [], array("q", [0]), array("q")) if deferred else None
@@ -255,7 +258,8 @@ class Scheduler:
         """Instructions from the first to the last to finish, each the one its successor waited for."""
         if not self.end:
             return []
-        i = self.end.index(max(self.end))  # the first to end last
+        a = self.arrays
+        i = int(a["end"].argmax()) if a is not None else self.end.index(max(self.end))  # the first to end last
         out = []
         seen = set()
         while i >= 0 and i not in seen:
@@ -290,6 +294,48 @@ def union_length(intervals) -> float:
     if cur_e is not None:
         total += cur_e - cur_s
     return total
+
+
+def union_of(start, end) -> float:
+    """:func:`union_length` of the intervals (start[i], end[i]) (numpy arrays): the same merged
+    stretches summed in the same order (a sequential cumulative sum), so the same float."""
+    import numpy as np
+
+    if not len(start):
+        return 0.0
+    o = np.lexsort((end, start))
+    _, first, reach = _stretches(start[o], end[o])
+    return float(np.cumsum(reach - start[o][first])[-1])
+
+
+def _stretches(s, e):
+    """For intervals sorted by (start, end): the running latest end, the index of each merged
+    stretch's first interval and each stretch's end."""
+    import numpy as np
+
+    run = np.maximum.accumulate(e)
+    new = np.empty(len(s), bool)
+    new[0] = True
+    new[1:] = s[1:] > run[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return run, first, run[last]
+
+
+def idle_of(start, end, idx, makespan: float):
+    """:func:`idle_causes` of instructions ``idx`` (numpy arrays) before the causes: (first start,
+    busy seconds, seconds after its last end, the instructions that start an idle stretch, the
+    stretches' lengths), in the order idle_causes visits them."""
+    import numpy as np
+
+    if not len(idx):
+        return 0.0, 0.0, makespan, idx[:0], np.zeros(0)
+    o = idx[np.lexsort((idx, end[idx], start[idx]))]  # by (start, end), ties in program order
+    s = start[o]
+    run, first, reach = _stretches(s, end[o])
+    busy = float(np.cumsum(reach - s[first])[-1])
+    gap_at = first[1:]
+    return float(s[0]), busy, makespan - float(run[-1]), o[gap_at], s[gap_at] - run[gap_at - 1]
 
 
 def idle_causes(sched: Scheduler, kind: str, cause_of) -> tuple[float, float, float, dict[str, float]]:

@@ -49,10 +49,13 @@ def _hfind(hk, hused, key):
     """The position of ``key`` in the open-addressing table (its own or the free one it would
     take) and whether it is there."""
     mask = hk.shape[0] - 1
-    h = 1469598103934665603
-    for v in key:
-        h = (h ^ v) * 1099511628211
-    p = (h ^ (h >> 29)) & mask
+    h = 0
+    for v in key:  # a multiply-add per word, then the splitmix64 finish (in int64, wrapping)
+        h = h * -7046029254386353131 + v
+    h ^= h >> 33
+    h *= -49064778989728563
+    h ^= h >> 33
+    p = h & mask
     while hused[p]:
         same = True
         for c in range(key.shape[0]):
@@ -224,9 +227,8 @@ def _add(i, q, dur, pipe, wb, wl, nw, need, pool, release, lab, queue, label, st
                 po[p, j - 1] = i
                 if j < cnt and abs(ps[p, j] - e) <= 1e-15 * max(1.0, e):
                     pe[p, j - 1], po[p, j - 1] = pe[p, j], po[p, j]
-                    ps[p, j:cnt - 1] = ps[p, j + 1:cnt].copy()
-                    pe[p, j:cnt - 1] = pe[p, j + 1:cnt].copy()
-                    po[p, j:cnt - 1] = po[p, j + 1:cnt].copy()
+                    for m in range(j, cnt - 1):  # close the gap (in place, forwards)
+                        ps[p, m], pe[p, m], po[p, m] = ps[p, m + 1], pe[p, m + 1], po[p, m + 1]
                     pn[p] = cnt - 1
                 continue
             if j < cnt and abs(ps[p, j] - e) <= 1e-15 * max(1.0, e):
@@ -234,9 +236,8 @@ def _add(i, q, dur, pipe, wb, wl, nw, need, pool, release, lab, queue, label, st
                 continue
             if cnt == ps.shape[1]:
                 return False
-            ps[p, j + 1:cnt + 1] = ps[p, j:cnt].copy()
-            pe[p, j + 1:cnt + 1] = pe[p, j:cnt].copy()
-            po[p, j + 1:cnt + 1] = po[p, j:cnt].copy()
+            for m in range(cnt, j, -1):  # open a place (in place, backwards)
+                ps[p, m], pe[p, m], po[p, m] = ps[p, m - 1], pe[p, m - 1], po[p, m - 1]
             ps[p, j], pe[p, j], po[p, j] = s, e, i
             pn[p] = cnt + 1
     else:

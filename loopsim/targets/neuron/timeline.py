@@ -754,16 +754,15 @@ def _chunks(reg, chunk):
 def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict[str, float]:
     """Additive figures of one run: makespan, busy per engine (critical core), counts, gap parts."""
     s = run.sched
+    if s.arrays is not None:
+        return _figures_arrays(run, W_P, Q_BW, bw_core)
     out: dict[str, float] = {"T": s.makespan, "serial": sum(map(_sub, s.end, s.start))
                              + run.latency, "dma_bytes": float(run.dma_bytes)}
     for k, n in s.counts().items():
         out["n." + k] = float(n)
     # the busiest core
     by_core: dict[int, list[int]] = {}
-    qcore = {}
-    for cs in run.cores.values():
-        for qid in cs.queues.values():
-            qcore[qid] = cs.core
+    qcore = _queue_cores(run)
     cores_used = {qcore.get(q, 0) for q in range(len(s.queues))}
     if len(cores_used) == 1 and len(s):  # one core: every instruction is on it
         crit, mine = cores_used.pop(), None
@@ -794,6 +793,16 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
         return (("fixed_cost", fixed), (c, rest))
 
     first, busy, post, idle = tl.idle_causes(sub, ref, cause_of)
+    return _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core)
+
+
+def _queue_cores(run: _Run) -> dict[int, int]:
+    """queue id -> the core it runs on."""
+    return {qid: cs.core for cs in run.cores.values() for qid in cs.queues.values()}
+
+
+def _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core) -> dict[str, float]:
+    """The gap's parts into ``out`` from the reference engine's idle time (idle_causes)."""
     gap = {c: 0.0 for c in CAUSES}
     gap["fixed_cost"] = first + post
     for c, t in idle.items():
@@ -809,6 +818,65 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
     for c, t in gap.items():
         out["gap." + c] = t
     return out
+
+
+def _figures_arrays(run: _Run, W_P: float, Q_BW: float, bw_core: float) -> dict[str, float]:
+    """:func:`_figures` from the Scheduler's numpy arrays (a compiled walk's run): the same
+    figures, the same sums in the same order, vectorised."""
+    import numpy as np
+
+    s = run.sched
+    a = s.arrays
+    start, end, queue = a["start"], a["end"], a["queue"]
+    n = len(queue)
+    kinds = list(dict.fromkeys(s.kinds))
+    qk = np.array([kinds.index(k) for k in s.kinds], np.int64)
+    code = qk[queue]  # the kind of each instruction
+    dur = end - start
+    out: dict[str, float] = {"T": float(end.max()) if n else 0.0,
+                             "serial": (float(np.cumsum(dur)[-1]) if n else 0) + run.latency,
+                             "dma_bytes": float(run.dma_bytes)}
+    for k, m in zip(kinds, np.bincount(code, minlength=len(kinds)).tolist()):
+        if m:
+            out["n." + k] = float(m)
+    qc = _queue_cores(run)
+    core = np.array([qc.get(q, 0) for q in range(len(s.queues))], np.int64)[queue] if n else queue
+    used, first_at = np.unique(core, return_index=True)
+    mine = np.ones(n, bool)
+    crit = int(used[0]) if len(used) else 0
+    if len(used) > 1:  # the first core (by its first instruction) of those ending last
+        order = used[np.argsort(first_at, kind="stable")]
+        last = [float(end[core == c].max()) for c in order]
+        crit = int(order[last.index(max(last))])
+        mine = core == crit
+    span = float(end[mine].max()) if mine.any() else 0.0
+    for j, k in enumerate(kinds):
+        sel = mine & (code == j) & (end > start)
+        if sel.any():
+            out["busy." + k] = tl.union_of(start[sel], end[sel])
+    ref = "tensor" if W_P >= Q_BW and out.get("n.tensor") else "dma"
+    out["ref_tensor"] = 1.0 if ref == "tensor" else 0.0
+    rc = kinds.index(ref) if ref in kinds else -1
+    idx = np.flatnonzero(mine & (code == rc) & (end > start))
+    first, busy, post, at, gaps = tl.idle_of(start, end, idx, span)
+    # the causes of each idle stretch (cause_of of _figures), summed per cause in visiting order
+    p = a["pred"][at]
+    fixed = np.where(a["why"][at] == tl.DEP, np.minimum(gaps, a["lag"][at]), 0.0)
+    rest = gaps - fixed
+    kp = np.where(p >= 0, code[np.maximum(p, 0)], -1)
+    name = np.array(kinds + [""], dtype=object)
+    kp_name = name[kp]
+    cause = np.where(np.isin(kp_name, ("dma", "tensor")) & (kp_name != ref), "no_overlap",
+                     np.where(np.isin(kp_name, ("vector", "scalar", "gpsimd")), "slower_engine",
+                              np.where((kp_name == "dma") & (ref == "dma"), "fixed_cost", "no_overlap")))
+    vals = np.empty(2 * len(at))
+    vals[0::2], vals[1::2] = fixed, rest
+    which = np.empty(2 * len(at), dtype=object)
+    which[0::2], which[1::2] = "fixed_cost", cause
+    idle: dict[str, float] = {}
+    for c in dict.fromkeys(which.tolist()):
+        idle[c] = float(np.cumsum(vals[which == c])[-1])
+    return _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core)
 
 
 class _Sub:

@@ -395,6 +395,8 @@ class _Prep:
         s.label = label[:ni].tolist()
         s.start, s.end = start[:ni].tolist(), end[:ni].tolist()
         s.pred, s.why, s.lag = pred[:ni].tolist(), why[:ni].tolist(), lag[:ni].tolist()
+        s.arrays = {"queue": queue, "start": start[:ni], "end": end[:ni], "pred": pred[:ni],
+                    "why": why[:ni], "lag": lag[:ni]}
         s.shared = bool(flags[0])
         for core in range(len(pn)):
             if pn[core]:
