@@ -387,6 +387,8 @@ def walk(nest, its, root, st, st_acc, st_chunk, work, batch, ac_t, ax_ptr, tm_pt
     ent_s = np.empty(8192, np.int64)
     wb = np.empty(4096 + gcap, np.int64)
     wl = np.empty(4096 + gcap)
+    db = np.empty(4097, np.int64)  # a drain's waits
+    dl = np.empty(4097)
     xb = np.empty(4096, np.int64)  # extra waits of a drain
     xl = np.empty(4096)
     drained = np.empty(gcap, np.int64)
@@ -522,7 +524,7 @@ def walk(nest, its, root, st, st_acc, st_chunk, work, batch, ac_t, ax_ptr, tm_pt
                 nd0 = ni
                 ni, okd = _drain(core, t, rank, rs[0], re[0], evac_q, evac_tab, xb, xl, 1, lb, te_fill,
                                  g_t, g_s, g_e, g_first, g_last, g_n, gsel, ni, qid, qcore, qname,
-                                 nq, names, wb, wl, ek_lo, ek_n, ek_dur, miss, nmiss, lat, queue,
+                                 nq, names, db, dl, ek_lo, ek_n, ek_dur, miss, nmiss, lat, queue,
                                  label, start, end, pred, why, lag, qfree, qlast, bft, bfb, held,
                                  bmask, ps, pe, po, pn, pa, pb, flags)
                 nq = _nq(qcore, qid)
@@ -652,7 +654,7 @@ def walk(nest, its, root, st, st_acc, st_chunk, work, batch, ac_t, ax_ptr, tm_pt
             nd0 = ni
             ni, okd = _drain(core, t_src, tn[t_src, 0], rs[1], re[1], evac_q, evac_tab, xb, xl, ne + 1,
                              lb, te_fill, g_t, g_s, g_e, g_first, g_last, g_n, gsel, ni, qid, qcore,
-                             qname, nq, names, wb, wl, ek_lo, ek_n, ek_dur, miss, nmiss, lat, queue,
+                             qname, nq, names, db, dl, ek_lo, ek_n, ek_dur, miss, nmiss, lat, queue,
                              label, start, end, pred, why, lag, qfree, qlast, bft, bfb, held, bmask,
                              ps, pe, po, pn, pa, pb, flags)
             nq = _nq(qcore, qid)
@@ -686,7 +688,7 @@ def walk(nest, its, root, st, st_acc, st_chunk, work, batch, ac_t, ax_ptr, tm_pt
                     nd0 = ni
                     ni, okd = _drain(core, t, tn[t, 0], rs[rk], re[rk], first_q, work[w_lo, 3], xb,
                                      xl, 0, lb, te_fill, g_t, g_s, g_e, g_first, g_last, g_n, gsel,
-                                     ni, qid, qcore, qname, nq, names, wb[nw:], wl[nw:], ek_lo, ek_n,
+                                     ni, qid, qcore, qname, nq, names, db, dl, ek_lo, ek_n,
                                      ek_dur, miss, nmiss, lat, queue, label, start, end, pred, why,
                                      lag, qfree, qlast, bft, bfb, held, bmask, ps, pe, po, pn, pa,
                                      pb, flags)
@@ -775,7 +777,7 @@ def _read_done(core, ent_s, ne, i, end, sf_t, sf_h):
 
 @njit(cache=True)
 def _drain(core, t, rank, s, e, nm, tab, xb, xl, nx, lb, te_fill, g_t, g_s, g_e, g_first, g_last,
-           g_n, gsel, ni, qid, qcore, qname, nq, names, wb, wl, ek_lo, ek_n, ek_dur, miss, nmiss,
+           g_n, gsel, ni, qid, qcore, qname, nq, names, db, dl, ek_lo, ek_n, ek_dur, miss, nmiss,
            lat, queue, label, start, end, pred, why, lag, qfree, qlast, bft, bfb, held, bmask, ps,
            pe, po, pn, pa, pb, flags):
     """_Run._drain: one read-out instruction per open group of tensor ``t`` overlapping (s, e),
@@ -796,13 +798,13 @@ def _drain(core, t, rank, s, e, nm, tab, xb, xl, nx, lb, te_fill, g_t, g_s, g_e,
     for j in range(m):
         k = gsel[j]
         for w in range(nx):
-            wb[w], wl[w] = xb[w], xl[w]
-        wb[nx], wl[nx] = g_last[core, k], te_fill
+            db[w], dl[w] = xb[w], xl[w]
+        db[nx], dl[nx] = g_last[core, k], te_fill
         n = 1
         for x in range(rank):
             n *= g_e[core, k, x] - g_s[core, k, x]
         dur = _eng_dur(tab, n, ek_lo, ek_n, ek_dur, miss, nmiss)
-        if not _add(ni, q, dur, -1, wb, wl, nx + 1, 0, core, g_first[core, k], lb, queue, label,
+        if not _add(ni, q, dur, -1, db, dl, nx + 1, 0, core, g_first[core, k], lb, queue, label,
                     start, end, pred, why, lag, qfree, qlast, bft, bfb, held, bmask, ps, pe, po,
                     pn, pa, pb, flags):
             return ni, False
@@ -824,3 +826,26 @@ def _drain(core, t, rank, s, e, nm, tab, xb, xl, nx, lb, te_fill, g_t, g_s, g_e,
         w += 1
     g_n[core] = w
     return ni, True
+
+
+@njit(cache=True)
+def critical_path(pred, end, code, start, nkinds):
+    """Scheduler.critical_path (from the first instruction to end last back along ``pred``) and
+    the seconds of each kind on it, summed along it as timeline() sums them."""
+    i = np.argmax(end)
+    seen = np.zeros(len(pred), np.bool_)
+    back = np.empty(len(pred), np.int64)
+    n = 0
+    while i >= 0 and not seen[i]:
+        seen[i] = True
+        back[n] = i
+        n += 1
+        i = pred[i]
+    path = back[:n][::-1].copy()
+    share = np.zeros(nkinds)
+    hit = np.zeros(nkinds, np.bool_)
+    for i in path:
+        k = code[i]
+        share[k] = share[k] + end[i] - start[i]
+        hit[k] = True
+    return path, share, hit

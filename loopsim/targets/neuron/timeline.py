@@ -863,19 +863,21 @@ def _figures_arrays(run: _Run, W_P: float, Q_BW: float, bw_core: float) -> dict[
     p = a["pred"][at]
     fixed = np.where(a["why"][at] == tl.DEP, np.minimum(gaps, a["lag"][at]), 0.0)
     rest = gaps - fixed
-    kp = np.where(p >= 0, code[np.maximum(p, 0)], -1)
-    name = np.array(kinds + [""], dtype=object)
-    kp_name = name[kp]
-    cause = np.where(np.isin(kp_name, ("dma", "tensor")) & (kp_name != ref), "no_overlap",
-                     np.where(np.isin(kp_name, ("vector", "scalar", "gpsimd")), "slower_engine",
-                              np.where((kp_name == "dma") & (ref == "dma"), "fixed_cost", "no_overlap")))
+    kp = np.where(p >= 0, code[np.maximum(p, 0)], -1)  # the kind the stretch waited for
+    of = {k: j for j, k in enumerate(kinds)}
+    is_ = lambda *ks: np.isin(kp, [of[k] for k in ks if k in of])  # noqa: E731
+    # 0 fixed_cost, 1 no_overlap, 2 slower_engine (cause_of's rules, in its order)
+    cause = np.where(is_("dma", "tensor") & (kp != rc), 1,
+                     np.where(is_("vector", "scalar", "gpsimd"), 2,
+                              np.where(is_("dma") & (ref == "dma"), 0, 1)))
     vals = np.empty(2 * len(at))
     vals[0::2], vals[1::2] = fixed, rest
-    which = np.empty(2 * len(at), dtype=object)
-    which[0::2], which[1::2] = "fixed_cost", cause
+    which = np.zeros(2 * len(at), np.int64)
+    which[1::2] = cause
     idle: dict[str, float] = {}
-    for c in dict.fromkeys(which.tolist()):
-        idle[c] = float(np.cumsum(vals[which == c])[-1])
+    met, first_at = np.unique(which, return_index=True)
+    for c in met[np.argsort(first_at)].tolist():
+        idle[("fixed_cost", "no_overlap", "slower_engine")[c]] = float(np.cumsum(vals[which == c])[-1])
     return _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core)
 
 
@@ -1013,11 +1015,15 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     T_best = max(W_P, Q_BW)
     gap = tuple((k, fig.get("gap." + k, 0.0)) for k in CAUSES if abs(fig.get("gap." + k, 0.0)) > T * 1e-9) \
         if T >= T_best else ()
-    cp = biggest.sched.critical_path()
-    share: dict[str, float] = {}
-    for i in cp:
-        share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
-            biggest.sched.end[i] - biggest.sched.start[i]
+    if biggest.sched.arrays is not None:  # a compiled run: its path compiled too
+        from loopsim.targets.neuron import walk
+
+        share = walk.path_share(biggest.sched)
+    else:
+        share: dict[str, float] = {}
+        for i in biggest.sched.critical_path():
+            share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
+                biggest.sched.end[i] - biggest.sched.start[i]
     critical = max(share, key=share.get) if share else ref
     if clamped:  # the run's critical path is the cut run's; the whole kernel's is the busiest engine
         critical = max(busy, key=lambda b: b[1])[0]

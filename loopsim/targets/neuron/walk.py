@@ -407,3 +407,18 @@ class _Prep:
         run.latency = float(lat)
         run.dma_bytes = int(dma_bytes.sum())
         run.dma_bytes_core = {c: int(b) for c, b in enumerate(dma_bytes) if b}
+
+
+def path_share(sched) -> dict[str, float]:
+    """Seconds of each engine kind on a compiled run's critical path, kinds in the order the path
+    meets them (as timeline() sums them along Scheduler.critical_path)."""
+    from loopsim.targets.neuron import _walk_kernel as wk
+
+    a = sched.arrays
+    if not len(a["end"]):
+        return {}
+    kinds = list(dict.fromkeys(sched.kinds))
+    code = np.array([kinds.index(k) for k in sched.kinds], np.int64)[a["queue"]]
+    path, share, _ = wk.critical_path(a["pred"], a["end"], code, a["start"], len(kinds))
+    met, first = np.unique(code[path], return_index=True)
+    return {kinds[k]: float(share[k]) for k in met[np.argsort(first)].tolist()}
