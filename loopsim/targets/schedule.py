@@ -23,10 +23,8 @@ a fixed latency before it is part of the time).
 
 from __future__ import annotations
 
-from array import array
 import bisect
 from collections import Counter
-from itertools import chain
 import math
 from dataclasses import dataclass
 
@@ -35,10 +33,9 @@ DEP, QUEUE, PIPE, FREE = 0, 1, 2, 3
 
 
 class Scheduler:
-    """Instructions added in program order. Immediate (the default): times are computed as they
-    are added. ``deferred``: :meth:`add` records the instruction (waits as instruction indices),
-    :meth:`finish` schedules them all at once in the compiled walk
-    (:mod:`loopsim.targets._schedule_kernel`, numba), with the same rules and the same results.
+    """Instructions added in program order, their times computed as they are added (the timeline's
+    compiled walk, :mod:`loopsim.targets.neuron._walk_kernel`, schedules by the same rules and
+    fills a Scheduler with its results).
 
     A wait is ``(by, lag)``: it may not start before ``by``'s end plus ``lag`` (``by`` -1: at
     ``lag``), or a :meth:`slot_wait` (the last of several readers). PSUM-like *bank pools*: an
@@ -47,10 +44,10 @@ class Scheduler:
     ``release`` = the index of the one that took them frees them at its end."""
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
-                 "_qfree", "_qlast", "_pipes", "label", "_pools", "_groups", "shared", "_rec", "_pipe_ids",
+                 "_qfree", "_qlast", "_pipes", "label", "_pools", "_groups", "shared",
                  "banks", "arrays")
 
-    def __init__(self, banks: int = 0, deferred: bool = False) -> None:
+    def __init__(self, banks: int = 0) -> None:
         self.queues: list[str] = []  # queue names, by id
         self.kinds: list[str] = []  # the engine kind of each queue ("dma", "tensor", "vector", ...)
         self.queue: list[int] = []
@@ -67,14 +64,10 @@ class Scheduler:
         self._pools: dict[int, tuple[list, list]] = {}  # pool -> (bank -> (free from, by), held)
         self._groups: dict[int, list[int]] = {}  # instruction that took banks -> the banks
         self.shared = False  # an instruction needed more banks than were free (they were shared)
-        self._pipe_ids: dict[str, int] = {}
         self.banks = banks  # banks in each pool
         # numpy copies of queue, start, end, pred, why, lag where a compiled walk filled the lists
         # (the figures read them vectorised: union_of, idle_of)
         self.arrays: dict | None = None
-        # deferred: [(q, duration, pipe, its waits' end in the next list, need, pool, release)],
-        # [waits (by, lag)], [group ends], [group readers]
-        self._rec = (array("d"), [], array("q", [0]), array("q")) if deferred else None
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -93,11 +86,6 @@ class Scheduler:
     def slot_wait(self, readers: list[int], lag: float = 0.0) -> tuple[int, float]:
         """The wait for the last of ``readers`` to end (the first of them to end that late), plus
         ``lag``; a time of 0 when none ends after 0."""
-        rec = self._rec
-        if rec is not None:
-            rec[3].extend(readers)
-            rec[2].append(len(rec[3]))
-            return (-len(rec[2]), lag)  # -2 - (the group's index)
         end = self.end
         t, h = 0.0, -1
         for r in readers:
@@ -114,17 +102,6 @@ class Scheduler:
         self.queue.append(q)
         self.kind.append(self.kinds[q])
         self.label.append(label)
-        rec = self._rec
-        if rec is not None:
-            p = -1
-            if pipe is not None and duration > 0:
-                p = self._pipe_ids.get(pipe)
-                if p is None:
-                    p = self._pipe_ids[pipe] = len(self._pipe_ids)
-            w = rec[1]
-            w.extend(waits)
-            rec[0].extend((q, duration, p, len(w), need, pool, release))
-            return i
         end = self.end
         ready, by, why, lag = 0.0, -1, FREE, 0.0
         for b, lg in waits:
@@ -170,33 +147,6 @@ class Scheduler:
                 free_at[b] = (end_, i)
                 held[b] = False
         return i
-
-    def finish(self) -> None:
-        """Schedule the recorded instructions (deferred; nothing to do when immediate)."""
-        rec = self._rec
-        if rec is None:
-            return
-        self._rec = None
-        import numpy as np
-
-        from loopsim.targets import _schedule_kernel as k
-
-        # integers < 2^53 (indices, counts) pass through float64 exactly
-        ins = np.frombuffer(rec[0], dtype=np.float64).reshape(-1, 7)
-        ws = np.fromiter(chain.from_iterable(rec[1]), np.float64, 2 * len(rec[1])).reshape(-1, 2)
-        col = [ins[:, c].astype(np.int64) for c in range(7)]
-        wptr = np.concatenate((np.zeros(1, np.int64), col[3]))
-        npool = int(col[5].max()) + 1 if len(ins) else 1
-        start, end, pred, why, lag, ps, pe, po, pn, shared = k.schedule(
-            col[0], ins[:, 1].copy(), col[2], wptr, ws[:, 0].astype(np.int64), ws[:, 1].copy(),
-            np.frombuffer(rec[2], np.int64), np.frombuffer(rec[3], np.int64), col[4], col[5], col[6],
-            len(self.queues), max(1, len(self._pipe_ids)), npool, max(1, self.banks))
-        self.start, self.end = start.tolist(), end.tolist()
-        self.pred, self.why, self.lag = pred.tolist(), why.tolist(), lag.tolist()
-        self.shared = bool(shared)
-        for name, p in self._pipe_ids.items():
-            n = int(pn[p])
-            self._pipes[name] = (ps[p, :n].tolist(), pe[p, :n].tolist(), po[p, :n].tolist())
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------
     def _fit(self, pipe: str, t: float, d: float) -> tuple[list[tuple[float, float]], int]:
