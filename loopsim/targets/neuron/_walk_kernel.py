@@ -21,7 +21,7 @@ LOAD, STORE, MATMUL, ACC, OP = 0, 1, 2, 3, 4  # statement kinds
 NRING = 32  # writes of a tensor its readers scan (the Python walk's last 32)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _region(a, env, ax_ptr, ax_off, ax_ext, ax_dim, tm_ptr, t_var, t_coef, s_out, e_out):
     """Starts and ends of access ``a`` at loop values ``env`` into s_out/e_out (the axes past its
     rank 0); False when it starts past the tensor's edge."""
@@ -44,7 +44,7 @@ def _region(a, env, ax_ptr, ax_off, ax_ext, ax_dim, tm_ptr, t_var, t_coef, s_out
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _hfind(hk, hused, key):
     """The position of ``key`` in the open-addressing table (its own or the free one it would
     take) and whether it is there."""
@@ -68,7 +68,7 @@ def _hfind(hk, hused, key):
     return p, False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _overlaps(s1, e1, s2, e2, rank):
     for a in range(rank):
         if s1[a] >= e2[a] or s2[a] >= e1[a]:
@@ -76,7 +76,7 @@ def _overlaps(s1, e1, s2, e2, rank):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _writers(core, t, rank, s, e, hk, hv, hused, key, wr_s, wr_e, wr_i, wr_slot, wr_n, ent_i,
              ent_s, ne):
     """_Run._writers: append the newest writer of exactly (s, e), else the newest writer of each
@@ -118,7 +118,7 @@ def _writers(core, t, rank, s, e, hk, hv, hused, key, wr_s, wr_e, wr_i, wr_slot,
     return ne
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _write(core, t, s, e, instr, slot, hk, hv, hused, key, wr_s, wr_e, wr_i, wr_slot, wr_n):
     """_Run._write; False when the table is half full (the caller starts again larger)."""
     R = s.shape[0]
@@ -257,7 +257,7 @@ def _add(i, q, dur, pipe, wb, wl, nw, need, pool, release, lab, queue, label, st
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _dma_dur(lab, n, rows, dk_lo, dk_n, dk_rows, dk_dur, miss, nmiss):
     """The seconds of a transfer of ``n`` elements over ``rows`` partitions of statement ``lab``
     (its table); a miss is recorded (label, n, rows) and costs 0."""
@@ -273,7 +273,7 @@ def _dma_dur(lab, n, rows, dk_lo, dk_n, dk_rows, dk_dur, miss, nmiss):
     return 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _eng_dur(tab, n, ek_lo, ek_n, ek_dur, miss, nmiss):
     """The seconds of an engine instruction over ``n`` elements by table ``tab`` (-1: none, 0 s)."""
     if tab < 0:
@@ -764,7 +764,7 @@ def _nq(qcore, qid):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _read_done(core, ent_s, ne, i, end, sf_t, sf_h):
     """_Run._read_done with the slot's wait kept as the running last reader (slot_wait's choice:
     the first reader to end latest, after 0)."""
