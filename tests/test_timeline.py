@@ -433,6 +433,8 @@ def test_a_dma_transpose_moves_its_bytes_at_90_percent_of_the_dma_rate():
     assert a.times["dma"] == pytest.approx((B * 1000 / 900 + B) / DMA, rel=1e-12)
     assert p.stages[0].timeline.T == pytest.approx(2 * (F + d), rel=1e-12)
     assert a.stages[0].timeline.T == pytest.approx(2 * F + d + d * 1000 / 900, rel=1e-12)
+    compiled = ntl.timeline(k, HW, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000, compiled=True)
+    assert compiled.sched.arrays is not None and compiled.T == pytest.approx(2 * F + d + d * 1000 / 900, rel=1e-12)
     assert "vector" not in a.times
     secs, line = HW.dma_time(k, a.counts, exact=True)
     assert secs == a.times["dma"] and f"{B:,} bytes by DMA transpose at 90% of the DMA rate" in line

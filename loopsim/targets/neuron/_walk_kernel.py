@@ -148,8 +148,8 @@ def _write(core, t, s, e, instr, slot, hk, hv, hused, key, wr_s, wr_e, wr_i, wr_
 @njit(cache=True)
 def _add(i, q, dur, pipe, wb, wl, nw, need, pool, release, lab, queue, label, start, end, pred,
          why, lag, qfree, qlast, bft, bfb, held, bmask, ps, pe, po, pn, pa, pb, flags):
-    """Scheduler.add with immediate times (the rules and operations of _schedule_kernel.schedule);
-    False when the pipe's stretches fill their arrays."""
+    """Scheduler.add (its rules and floating-point operations: waits, banks, queue, the pipe's
+    free stretches) for instruction ``i``; False when the pipe's stretches fill their arrays."""
     ready, by, wy, lg = 0.0, -1, 3, 0.0
     for w in range(nw):
         b = wb[w]
@@ -294,21 +294,23 @@ def _eng_dur(tab, n, ek_lo, ek_n, ek_dur, miss, nmiss):
 @njit(cache=True)
 def walk(nest, its, root, st, st_acc, st_chunk, work, batch, ac_t, ax_ptr, tm_ptr, ax_off, ax_ext,
          ax_dim, t_var, t_coef, tn, dk_lo, dk_n, dk_rows, dk_dur, ek_lo, ek_n, ek_dur, names, fc, ic, caps):
-    """Expand and schedule a run of the nest. Arguments (:func:`loopsim.targets.neuron.walk.prepare`):
+    """Expand and schedule a run of the nest. Arguments (:class:`loopsim.targets.neuron.walk._Prep`):
 
     - ``nest`` [node, 7]: kind (0 loop, 1 statement), env slot / label, spmd, iterations lo, hi
       (rows of ``its``: index, value), body lo, hi (rows of ``nest``); ``root``: (lo, hi)
     - ``st`` [label, 16]: kind, accesses lo, hi (in ``st_acc``), queue name, buffers, first slot,
-      chunks per execution, work lo, hi (rows of ``work``: queue name, table), per output,
-      moving N axis, batch lo, hi (in ``batch``), rows of ``st_acc`` that read a matmul output
-      (bit mask), with loops (1/0), drain table; ``st_chunk`` [label, R]
-    - ``acc`` [access, 3]: tensor, axes lo, hi (rows of ``ax``: terms lo, hi, extent, size;
-      ``ax_off``; ``terms``: env slot, coefficient); ``tn`` [tensor, 2]: rank, partition axis
+      chunks per execution, work lo, hi (rows of ``work``: queue name, table (-2: the Tensor
+      Engine's formula), 0, the table of a PSUM read on that engine), per output, moving N axis,
+      batch lo, hi (in ``batch``), a store of a matmul output, with loops, the inputs that read
+      a matmul output (bit mask); ``st_chunk`` [label, R]
+    - per access ``ac_t`` (tensor) and its axes ``ax_ptr``; per axis its terms ``tm_ptr``,
+      ``ax_off``, ``ax_ext``, ``ax_dim`` (the tensor's size); per term ``t_var`` (env slot),
+      ``t_coef``; ``tn`` [tensor, 3]: rank, partition axis, bytes per element
     - duration tables: per label (n, rows) -> s, per engine table sorted n -> s
     - ``names`` [name, 2]: kind code, is DMA; ``fc``: dma_fixed, te_fill, te_cycle, te_slow;
-      ``ic``: ncores, nvars, R, mm_init, psum_banks, bank_bytes, tensor kind, evac name, evac
-      table, nslots, elem bytes unused; ``caps``: instructions, table, pipe stretches, open
-      groups.
+      ``ic``: ncores, nvars, R (the largest rank), mm_init, psum_banks, bank_bytes, the tensor
+      kind's code, the PSUM read-out queue name and table, slots; ``caps``: instructions,
+      hash table, pipe stretches, open groups.
 
     Returns the status, the instruction count and the arrays the Scheduler and _Run keep."""
     ncores, nvars, R = ic[0], ic[1], ic[2]
