@@ -23,6 +23,9 @@ from loopsim.targets import schedule as tl
 from loopsim.targets import hardware
 from loopsim.targets.neuron import timeline as ntl
 
+# the compiled walk is compiled in the background from the start of the session (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("walk_warm")
+
 HW = hardware.load("trn2-core")
 F = 1300e-9
 DMA = 368e9
