@@ -827,6 +827,8 @@ class Buffer:
                     self.nki_dtype)
         nb.origin = root
         nb.pax = 0
+        # the same storage: allocated in the same iterations, read after them with it
+        nb.homes, nb.escaped = getattr(root, "homes", []), getattr(root, "escaped", set())
         return nb
 
 
