@@ -13,6 +13,7 @@ from loopsim.targets import hardware
 
 KERNELS = Path(__file__).parent / "nki_kernels" / "other_corpora"
 TRN2 = hardware.load("trn2-core")
+F32 = ((128, 128), "fp32")
 
 
 def counts_of(file, func, **args):
@@ -28,3 +29,23 @@ def test_an_optional_package_probe_finds_nothing_instead_of_a_stub():
     c, rec = counts_of("probed.py", "probed_copy", x=((128, 512), "bf16"))
     assert c.Q == 2 * 128 * 512 * 2 == 262_144
     assert not any("loopsim_test_fastcopy_missing" in n for n in rec.notes)
+
+
+def test_a_matmul_result_copied_to_sbuf_is_the_next_matmuls_operand():
+    """(a.T @ b) copied out of PSUM, then the stationary operand of a second matmul with c;
+    128 x 128 fp32 each. W = 2 matmuls x 2 x 128^3 = 8,388,608 FLOPs; Q = a, b, c read and
+    out written once = 4 x 128 x 128 x 4 B = 262,144 (the intermediate never leaves the chip)."""
+    c, _ = counts_of("chained.py", "chained_matmul", a=F32, b=F32, c=F32)
+    assert c.flops == 2 * 2 * 128 ** 3 == 8_388_608
+    assert c.Q == 4 * 128 * 128 * 4 == 262_144
+
+
+def test_a_matmul_recurrence_in_a_loop_is_charged_per_round_and_listed():
+    """p = a.T @ p three times (the loop indexes none of the matmul's tiles: a loop-carried
+    value, not a K reduction): W = 3 rounds x 2 x 128^3 = 12,582,912 FLOPs, charged from the
+    instruction's shapes and listed as assumed; Q = a read, out written = 2 x 128^2 x 4 B."""
+    c, rec = counts_of("chained.py", "matmul_recurrence", a=F32)
+    assert c.flops == 3 * 2 * 128 ** 3 == 12_582_912
+    assert c.Q == 2 * 128 * 128 * 4 == 131_072
+    assert any("recurrence" in n and "chained.py:43" in n for n in rec.notes)
+    assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed] == ["43"]

@@ -259,6 +259,13 @@ def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.K
         if isinstance(s, ir.Matmul):
             try:
                 matmul_roles(s, kernel)
+                used = {v for a in (s.out, s.stationary, s.moving) for terms in a.index for v in terms}
+                idle = [lp.var for lp in loops if lp.trips > 1 and lp.var not in used]
+                if idle:
+                    # the same (m, n, k) every iteration of a loop that indexes none of its
+                    # tiles: a recurrence (x = x @ y, a loop-carried value), not a reduction
+                    raise SpecError(f"x: the matmul repeats the same tiles every iteration of "
+                                    f"loop {', '.join(idle)} (a recurrence through on-chip values)")
             except SpecError as e:
                 ev = matmul_ev[id(s)]
                 m, n = ev.stationary.sizes[ev.free_dims[0]], ev.moving.sizes[ev.free_dims[1]]

@@ -515,6 +515,12 @@ class Recorder:
 
     def matmul(self, dst: Tile, stationary: Tile, moving: Tile, *, transpose_x: bool = False) -> None:
         line = self.line()
+        for t in (stationary, moving):
+            b = t.buf.binding
+            if b is not None and t.buf.space == "sbuf" and b.logical.find().kind == "acc":
+                # another matmul's result, copied out of PSUM and read as an operand (chained
+                # matmuls, A @ B then (A @ B) @ C): the copy is the op that makes the operand
+                self.op("copy", "vector", t, [t])
         sref, s_axes = self.resolve(stationary, "matmul stationary operand")
         mref, m_axes = self.resolve(moving, "matmul moving operand")
         if transpose_x:
@@ -806,7 +812,8 @@ class Recorder:
             acc = lg.sources[0].logical.find()
             lg.parent = acc
             return TileRef(acc, ref.starts, ref.sizes)
-        if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1:
+        if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1 and not (
+                by == "matmul" and lg.sources[0].logical.find().kind == "acc"):
             src = lg.sources[0].logical.find()
             lg.parent = src
             return TileRef(src, ref.starts, ref.sizes)
