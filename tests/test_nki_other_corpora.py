@@ -49,3 +49,11 @@ def test_a_matmul_recurrence_in_a_loop_is_charged_per_round_and_listed():
     assert c.Q == 2 * 128 * 128 * 4 == 131_072
     assert any("recurrence" in n and "chained.py:43" in n for n in rec.notes)
     assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed] == ["43"]
+
+
+def test_a_column_taken_by_an_integer_index_is_a_unit_axis_a_helper_indexes_again():
+    """``stat[:, i]`` passed to a helper that writes ``col[:, 0]`` (NKI keeps the column as
+    [128, 1]). x 128 x 2048 fp32 read once, out 128 x 4 fp32 written once:
+    Q = 128 x 2048 x 4 + 128 x 4 x 4 = 1,048,576 + 2,048 = 1,050,624 B."""
+    c, _ = counts_of("columns.py", "column_stats", x=((128, 2048), "fp32"))
+    assert c.Q == 128 * 2048 * 4 + 128 * 4 * 4 == 1_050_624

@@ -575,6 +575,13 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
         key = key[:i] + (slice(None),) * (n_kept - len(key) + 1) + key[i + 1:]
     out = [(a, s, k) for a, s, k in zip(starts, sizes, kept)]
     positions = [i for i, k in enumerate(kept) if k]
+    if len(key) > len(positions) and not hbm and positions:
+        # a free axis an integer index took (``l[:, i]``) is still a unit axis of the tile in
+        # NKI ([P, 1]): ``l[:, i][:, 0]`` indexes it again
+        units = sorted(positions + [i for i, (k, n) in enumerate(zip(kept, sizes))
+                                    if not k and n == 1 and i > positions[0]])
+        if len(units) == len(key):
+            positions = units
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
