@@ -57,3 +57,14 @@ def test_a_column_taken_by_an_integer_index_is_a_unit_axis_a_helper_indexes_agai
     Q = 128 x 2048 x 4 + 128 x 4 x 4 = 1,048,576 + 2,048 = 1,050,624 B."""
     c, _ = counts_of("columns.py", "column_stats", x=((128, 2048), "fp32"))
     assert c.Q == 128 * 2048 * 4 + 128 * 4 * 4 == 1_050_624
+
+
+def test_a_value_stored_over_part_of_another_layouts_output_reads_as_one_nest():
+    """x [128, 512] (tokens, 2 heads x 256) -> out [2, 128, 256] (heads first): per head the
+    doubled row is stored, then out[h, :, 0:32] again from a rotation op (another layout than
+    the output's, so no op graph reads it). Q = x 128*512*2 + c 2 heads x 128*32*2 + out
+    2*128*256*2 + rewrites 2 x 128*32*2 = 131,072 + 16,384 + 131,072 + 16,384 = 294,912 B."""
+    c, rec = counts_of("overwrite.py", "store_then_rewrite", x=((128, 512), "bf16"),
+                       c=((128, 32), "bf16"))
+    assert c.Q == 131_072 + 16_384 + 131_072 + 16_384 == 294_912
+    assert any("r is made by an op no other op reads" in n and "ASSUMED" in n for n in rec.notes)

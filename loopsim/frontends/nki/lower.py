@@ -646,6 +646,14 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
                     f"{'is' if len(names) == 1 else 'are'} read only by {by}: read as one nest "
                     f"without an op graph; W and Q are {tail} (per-op engine ceilings not drawn: "
                     "ASSUMED)")
+    if dead:
+        # an op's value no op reads: stored over part of a tile another op's value was stored to
+        # (RoPE halves rewritten over a normalised row), or not used at all; its op's work
+        # stays in the nest, which the op graph cannot hold
+        return (f"{rec.shown}: kernel {rec.func}: {', '.join(dead)} "
+                f"{'is' if len(dead) == 1 else 'are'} made by an op no other op reads (stored "
+                "into another tensor's tile, or unused): read as one nest without an op graph; "
+                "W and Q are the nest's (per-op engine ceilings not drawn: ASSUMED)")
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
     g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)
