@@ -68,3 +68,15 @@ def test_a_value_stored_over_part_of_another_layouts_output_reads_as_one_nest():
                        c=((128, 32), "bf16"))
     assert c.Q == 131_072 + 16_384 + 131_072 + 16_384 == 294_912
     assert any("r is made by an op no other op reads" in n and "ASSUMED" in n for n in rec.notes)
+
+
+def test_a_matmul_on_data_placed_by_a_reshaping_copy_does_the_kernels_flops():
+    """xs: x's [128, 4, 32] tile copied through a [128, 128] view (its element order not
+    followed, once read as a constant and its matmul left out of W). out = xs.T @ w:
+    W = 2 x 128 x 128 x 256 = 8,388,608 FLOPs (charged from the instruction's shapes, listed);
+    Q = x 128*128*2 + w 128*256*2 + out 128*256*2 = 32,768 + 65,536 + 65,536 = 163,840 B."""
+    c, rec = counts_of("permuted.py", "permuted_operand_matmul", x=((128, 4, 32), "bf16"),
+                       w=((128, 256), "bf16"))
+    assert c.flops == 2 * 128 * 128 * 256 == 8_388_608
+    assert c.Q == 32_768 + 65_536 + 65_536 == 163_840
+    assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed and "matmul" in str(w)] == ["21"]
