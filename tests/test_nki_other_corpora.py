@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from loopsim.base.errors import LoopsimError
 from loopsim.frontends import program
 from loopsim.frontends.nki.load import trace_kernel
 from loopsim.model import pipeline
@@ -80,3 +83,16 @@ def test_a_matmul_on_data_placed_by_a_reshaping_copy_does_the_kernels_flops():
     assert c.flops == 2 * 128 * 128 * 256 == 8_388_608
     assert c.Q == 32_768 + 65_536 + 65_536 == 163_840
     assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed and "matmul" in str(w)] == ["21"]
+
+
+def test_a_chain_of_matmuls_deeper_than_the_counts_hold_is_refused_in_one_line():
+    """Two chained matmuls count (W = 2 x 2 x 128^3 = 8,388,608; Q = a and out, 2 x 128^2 x 4 B);
+    forty give a nest of 120 whole-tile loops, past numpy's 64 axes: one clear line naming the
+    depth, not a crash in the counts."""
+    k, _ = trace_kernel(str(KERNELS / "chained.py"), "long_chain", args={"a": F32},
+                        kwargs={"rounds": 2})
+    c = pipeline.analyze(program.Program.single(k) if not isinstance(k, program.Program) else k,
+                         TRN2).counts
+    assert (c.flops, c.Q) == (2 * 2 * 128 ** 3, 2 * 128 * 128 * 4)
+    with pytest.raises(LoopsimError, match=r"chained.py: kernel long_chain: its nest is 120 loops deep"):
+        trace_kernel(str(KERNELS / "chained.py"), "long_chain", args={"a": F32}, kwargs={"rounds": 40})

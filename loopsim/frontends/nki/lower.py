@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from loopsim.base import limits
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
 from loopsim.frontends.nki.errors import TraceError
@@ -224,6 +225,14 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
     if not body:
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
+    depth = _depth(body)
+    rank = max((len(t.shape) for t in tensors.values()), default=0)
+    if depth + rank > limits.NUMPY_AXES:
+        # the counts broadcast one array axis per loop and one per tensor dimension
+        raise TraceError(f"{_where(rec, 0)}: its nest is {depth} loops deep ({len(whole)} of them "
+                         "whole-tile loops, one per M or N dimension of its matmuls) over tensors "
+                         f"of up to {rank} dimensions; loopsim's counts hold {limits.NUMPY_AXES} "
+                         "loops and dimensions together: trace a part of the kernel at a time")
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
@@ -284,6 +293,11 @@ def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.K
     rec.notes.extend(notes)
     return replace(kernel, tensors=tuple(t for t in kernel.tensors if t.name in used),
                    body=body, work=kernel.work + tuple(out), notes=kernel.notes + notes)
+
+
+def _depth(body) -> int:
+    """The deepest loop nesting of ``body``."""
+    return max((1 + _depth(n.body) for n in body if isinstance(n, ir.Loop)), default=0)
 
 
 def _without(body: tuple, drop: set) -> tuple:

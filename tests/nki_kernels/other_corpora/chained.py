@@ -44,3 +44,20 @@ def matmul_recurrence(a):
         nisa.tensor_copy(dst=p, src=p_psum)
     nisa.dma_copy(dst=out, src=p)
     return out
+
+
+@nki.jit
+def long_chain(a, rounds=40):
+    """p = a, then ``rounds`` times p = a.T @ p, unrolled by Python (a list, not a range): each
+    matmul a statement of its own. a: [128, 128] fp32."""
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=a)
+    p = at
+    for _ in [0] * rounds:
+        ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=at, moving=p)
+        p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=p, src=ps)
+    nisa.dma_copy(dst=out, src=p)
+    return out
