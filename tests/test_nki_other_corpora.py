@@ -70,7 +70,7 @@ def test_a_value_stored_over_part_of_another_layouts_output_reads_as_one_nest():
     c, rec = counts_of("overwrite.py", "store_then_rewrite", x=((128, 512), "bf16"),
                        c=((128, 32), "bf16"))
     assert c.Q == 131_072 + 16_384 + 131_072 + 16_384 == 294_912
-    assert any("r is made by an op no other op reads" in n and "ASSUMED" in n for n in rec.notes)
+    assert any("r is read by no op the op graph holds" in n and "ASSUMED" in n for n in rec.notes)
 
 
 def test_a_matmul_on_data_placed_by_a_reshaping_copy_does_the_kernels_flops():

@@ -236,7 +236,9 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
-                       notes=tuple(getattr(rec, "notes", ())))
+                       notes=tuple(getattr(rec, "notes", ())),
+                       buffers=tuple((n, k) for n, k in getattr(rec, "stream_slots", {}).items()
+                                     if n in tensors))
     kernel = _outside_the_nest(rec, kernel, matmul_ev)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)
@@ -660,14 +662,13 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
                     f"{'is' if len(names) == 1 else 'are'} read only by {by}: read as one nest "
                     f"without an op graph; W and Q are {tail} (per-op engine ceilings not drawn: "
                     "ASSUMED)")
-    if dead:
-        # an op's value no op reads: stored over part of a tile another op's value was stored to
-        # (RoPE halves rewritten over a normalised row), or not used at all; its op's work
-        # stays in the nest, which the op graph cannot hold
+    if dead:  # read by nothing the op graph holds (an instruction costed as engine work, a copy
+        # whose elements are not followed): the nest is exact, the graph would not be
         return (f"{rec.shown}: kernel {rec.func}: {', '.join(dead)} "
-                f"{'is' if len(dead) == 1 else 'are'} made by an op no other op reads (stored "
-                "into another tensor's tile, or unused): read as one nest without an op graph; "
-                "W and Q are the nest's (per-op engine ceilings not drawn: ASSUMED)")
+                f"{'is' if len(dead) == 1 else 'are'} read by no op the op graph holds (an "
+                "instruction costed as engine work, a copy or store whose elements are not "
+                "followed): read as one nest without an op graph; W and Q are the nest's (per-op "
+                "engine ceilings not drawn: ASSUMED)")
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
     g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)

@@ -1,6 +1,7 @@
 """The recording stand-in for the NKI modules (``nki``, ``nki.language``, ``nki.isa``,
-``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler`` and the
-``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each modelled call counts.
+``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler``,
+``nki.experimental`` and the ``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each
+modelled call counts.
 
 Each call records into the active :class:`loopsim.frontends.nki.record.Recorder`; nothing computes a value.
 A name the shim does not model is an :class:`Unmodelled` placeholder: called on tiles whose output
@@ -14,10 +15,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 import math
+import numbers
 import sys
 import types
 
 from loopsim.base.limits import check_int
+from loopsim.frontends.nki import grids as grids_mod
 from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
@@ -59,6 +62,8 @@ class Unmodelled:
             return None
         if _active and self._name.startswith(("nki.isa", "nki.language")):
             return _assumed(self._name, short, a, k)
+        if self._name.startswith("nki.compiler.") and "." not in self._name[len("nki.compiler."):]:
+            return Config(self._name, *a, **k)  # a compile option class the shim does not list
         raise TraceError(f"{self._name} is not modelled by loopsim's NKI shim")
 
     def _use(self, *_):
@@ -74,6 +79,12 @@ class Unmodelled:
 _SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cumulative",
                "tensor_copy_predicated", "range_select", "gelu_apprx_sigmoid", "silu_dx", "erf_dx",
                "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
+
+
+#: unmodelled instructions whose output has N elements per partition of their data input (NKI
+#: ISA reference: bn_stats "The output tile of the instruction has 6 elements per partition";
+#: bn_aggr "an output tile with two elements per partition: a mean followed by a variance")
+_PER_PARTITION = {"bn_stats": 6, "bn_aggr": 2}
 
 
 #: keyword arguments of an instruction that it writes (never its data input)
@@ -105,6 +116,7 @@ def _holds_input(rec, dst: Tile, ins: list) -> None:
 
 def _assumed(name: str, short: str, args, kwargs):
     rec = _rec()
+    _no_grids(name, args, kwargs)
     dst = kwargs.get("dst")
     if dst is None and args and isinstance(args[0], Tile) and "dst" not in kwargs and \
             any(isinstance(x, Tile) for x in list(args[1:]) + list(kwargs.values())) and \
@@ -120,13 +132,17 @@ def _assumed(name: str, short: str, args, kwargs):
         # nki.language calls without an axis= are elementwise (the language reference's math
         # functions): the output has the largest input's shape
         elementwise = name.startswith("nki.language.") and "axis" not in kwargs
-        if short not in _SAME_SHAPE and not elementwise:
+        if short in _PER_PARTITION:  # [partitions, N] of the data tile, its dtype by default
+            dst = rec.alloc((ins[0].shape[0], _PER_PARTITION[short]),
+                            kwargs.get("dtype") or ins[0].dtype, "sbuf", rec.assigned_name(short))
+        elif short not in _SAME_SHAPE and not elementwise:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
                              f"not known: pass dst= (an output tile) so it can be costed as generic "
                              "work, or rewrite it with modelled calls")
-        big = max(ins, key=lambda t: t.size)
-        dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
-                        rec.assigned_name(short))
+        else:
+            big = max(ins, key=lambda t: t.size)
+            dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
+                            rec.assigned_name(short))
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
                          "on-chip tile: its cost is not known")
@@ -134,13 +150,15 @@ def _assumed(name: str, short: str, args, kwargs):
     for kk, v in kwargs.items():  # further outputs (dst_scale=, reduce_res=): written, not read
         if kk != "dst" and kk.startswith(_OUTPUTS) and isinstance(v, Tile) and v.buf.binding is None:
             rec.memset(v)
-    passes = 1
+    passes, elements = 1, dst.size
+    if short in _PER_PARTITION and ins:  # statistics over the data: one element-op per input element
+        elements = ins[0].size
     st = kwargs.get("stationary")
     if short == "nc_matmul_mx" and isinstance(st, Tile):
         # a Tensor Engine matmul: per output element one multiply-add per contraction value; each
         # x4 element of the stationary packs 4 values of K along its partitions
         passes = 4 * st.shape[0]
-    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, passes, assumed=True)
+    work_mod.charge(rec, name, work_mod.engine_of(short), elements, passes, assumed=True)
     return dst
 
 
@@ -162,6 +180,9 @@ def _range(kind):
     def r(start, stop=None, step=1, **_):
         if stop is None:
             start, stop = 0, start
+        # numpy integers (bounds computed from a numpy array of the kernel's) are integers
+        start, stop, step = (int(x) if isinstance(x, numbers.Integral) and not isinstance(x, (bool, int))
+                             else x for x in (start, stop, step))
         for x in (start, stop, step):
             if isinstance(x, Sym) or isinstance(x, bool) or not isinstance(x, int):
                 raise TraceError(f"{kind}({start}, {stop}, {step}): bounds must be integers "
@@ -245,6 +266,10 @@ class _Grid(tuple):
     @property
     def y(self):
         return self[2]
+
+    @property
+    def z(self):
+        return self[3]
 
 
 mgrid = _MGrid()
@@ -431,6 +456,34 @@ def load(src, mask=None, dtype=None, **_):
     return t
 
 
+def load_transpose2d(src, mask=None, dtype=None, **_):
+    """``nl.load_transpose2d``: "Load a tensor from device memory (HBM) and 2D-transpose the data
+    before storing into on-chip memory (SBUF)", an HBM [F, P] access landing as a [P, F] tile
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.load_transpose2d.html):
+    the DMA transpose :func:`dma_transpose` models."""
+    if isinstance(src, HbmSplit) and len(src.shape) == 2:
+        # an access pattern that is no box (rows of a 1-D tensor by an index expression): its
+        # pieces' DMAs land as the pattern's shape, then the tile is transposed on landing
+        rec = _rec()
+        landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+        _split_dma(landed, src, src)
+        out = rec.alloc(tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", rec.assigned_name("transposed"))
+        rec.copy(out, landed, transpose=True, engine_work=False)
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.load_transpose2d of an access pattern "
+                         "split into DMAs: costed as those DMAs, not at the DMA transpose rate (ASSUMED)")
+        return out
+    if not isinstance(src, (HbmView, HbmTensor)):
+        raise TraceError(f"nl.load_transpose2d of {src!r}: expected an HBM tensor or a slice of one")
+    if isinstance(src, HbmView) and src.order is not None and not isinstance(src.order[0], tuple) \
+            and src.indirect is None and src._shape is None:
+        # index tiles that name the tile's axes (x[i_f, i_p], the tensor's [F, P] block): the
+        # view is the landed tile's layout, its block in the tensor's order is what is transposed
+        block = HbmView(src.tensor, src.dims)
+        if tuple(block.shape[::-1]) == tuple(src.shape):
+            return dma_transpose(block, dtype=dtype)
+    return dma_transpose(src, dtype=dtype)
+
+
 def _hbm_name(x) -> str:
     t = x.tensor if isinstance(x, (HbmView, HbmSplit)) else x
     return f"{t.logical.name}_tile"
@@ -522,15 +575,16 @@ def dynamic_range(*args, **kw):
     start/stop "Can be Python int literals or VirtualRegister objects"). A bound in a register
     takes the register's value: moved in (exact), or read at run time and stated by the user
     (``--register-value``, :mod:`.registers`: the trip count noted ASSUMED), else refused."""
+    kind = kw.pop("kind", "dynamic_range")
     if not kw and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("dynamic_range")(*args)
+        return _range(kind)(*args)
     names = ("start", "stop", "step")
     given = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
     if "stop" not in given:
         given = {"start": 0, "stop": given.get("start"), "step": given.get("step", 1)}
     bounds = {"start": 0, "step": 1, **given}
     rec = _rec()
-    call = "nl.dynamic_range(" + ", ".join(
+    call = f"nl.{kind}(" + ", ".join(
         "<register>" if isinstance(bounds[n], Register) else repr(bounds[n]) for n in names) + ")"
     stated = []
     for n in names:
@@ -540,17 +594,166 @@ def dynamic_range(*args, **kw):
             if reg.stated is not None:
                 stated.append(f"its {n} is {reg.describe()}, {bounds[n]} (ASSUMED: the register's "
                               f"value given by the user, {reg.stated.text})")
-    loop = _range("dynamic_range")(bounds["start"], bounds["stop"], bounds["step"])
+    loop = _range(kind)(bounds["start"], bounds["stop"], bounds["step"])
     if stated:
         trips = len(builtins.range(bounds["start"], bounds["stop"], bounds["step"]))
-        rec.notes.append(f"{work_mod.call_site(rec)}: nl.dynamic_range runs {trips} iteration"
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.{kind} runs {trips} iteration"
                          f"{'s' * (trips != 1)}: " + ", ".join(stated))
     return loop
+
+
+def fori_loop(lower, upper, body_fun, step=1, unroll=False, **_):
+    """``nl.fori_loop(lower, upper, body_fun, step=1)``: ``body_fun(i)`` for ``i`` in
+    ``range(lower, upper, step)``, a compiled loop
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.fori_loop.html).
+    Integer bounds trace as a loop like ``nl.affine_range`` (``unroll=True`` changes where the
+    compiler unrolls it, not what it moves); a bound in a register takes the register's value as
+    :func:`dynamic_range` does (moved in, or stated with ``--register-value``, else refused)."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.fori_loop: body_fun {body_fun!r} is not a function (i) -> None")
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise TraceError(f"nl.fori_loop: step={step!r} must be a compile-time positive integer")
+    for i in dynamic_range(lower, upper, step, kind="fori_loop"):
+        body_fun(i)
+    return None
+
+
+def while_loop(init, body_fun=None, **_):
+    """``nl.while_loop(init, body_fun)``: ``r = init; while r != 0: r = body_fun(r)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.while_loop.html),
+    run as Python runs it, the condition a register's known value or the one stated for the line
+    that read it (``--register-value FILE:LINE=N``, noted ASSUMED), else refused naming the
+    option. A condition true twice running with the value read at the same line never ends, and
+    is refused."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.while_loop: body_fun {body_fun!r} is not a function (r) -> register")
+    r, last = init, None
+    while True:
+        if isinstance(r, Register):
+            value = r.resolve("nl.while_loop: its condition")
+            if r.stated is not None:
+                _rec().notes.append(f"{_site()[2]}: nl.while_loop tests {r.describe()}, {value}: "
+                                    f"{'true' if value else 'false'} (ASSUMED: the register's value "
+                                    f"given by the user, {r.stated.text})")
+            origin = (r.read_at or r.site, value)
+        elif isinstance(r, int) and not isinstance(r, bool):
+            value, origin = r, ("constant", r)
+        else:
+            raise TraceError(f"nl.while_loop: the condition {r!r} is not a register "
+                             "(nisa.register_alloc) or an integer")
+        if not value:
+            return None
+        if origin == last:
+            raise TraceError(f"nl.while_loop: its condition is {value} again from the same line: "
+                             "with the values stated it never ends; give the line that reads the "
+                             f"next condition in the body its own {registers_mod.OPTION} "
+                             "FILE:LINE=0")
+        last = origin
+        r = body_fun(r)
+
+
+def if_else(cond, then_fn=None, else_fn=None, **_):
+    """``nl.if_else(cond, then_fn, else_fn=None)``: a Python bool or int chooses at trace time
+    (as NKI does); a register's value is its known or stated value (``--register-value``, noted
+    ASSUMED), else the trace stops naming it
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html)."""
+    fn = then_fn if cond else else_fn
+    if fn is not None:
+        fn()
+    return None
 
 
 def softmax(x, axis=-1, dtype=None, **_):
     _tile(x, "nl.softmax")
     return _rec().elementwise("softmax", [x], dtype)
+
+
+# -- tile grids, block grids, stream buffers (loopsim.frontends.nki.grids) ----------------
+
+
+def _new_tensor(shape, dtype, buffer, name=""):
+    return ndarray(shape, dtype, buffer=str(buffer) if buffer is not None else "sbuf", name=name)
+
+
+def tiles(src, tile_shape=None, **_):
+    """``nl.tiles(src, tile_shape=...)``: ``src`` in tile coordinates (:mod:`.grids`)."""
+    return grids_mod.grid(src, tile_shape)
+
+
+def blocks(src, tile_shape=None, block_shape=None, **_):
+    """``nl.blocks(src, tile_shape=..., block_shape=...)``: tiles grouped into blocks."""
+    if block_shape is None:
+        raise TraceError("nl.blocks: block_shape= (tiles per block) is required")
+    return grids_mod.grid(src, tile_shape, block_shape)
+
+
+def alloc_tiles(tile_shape=None, element_shape=None, buffer="sbuf", dtype=None, name="", **_):
+    """``nl.alloc_tiles(tile_shape=, element_shape=, buffer=, dtype=)``: new storage as a grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name)
+
+
+def alloc_blocks(tile_shape=None, block_shape=None, element_shape=None, buffer="sbuf", dtype=None,
+                 name="", **_):
+    """``nl.alloc_blocks(...)``: new storage as a block grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name,
+                                block_shape)
+
+
+def empty_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.empty_like(x, buffer=, dtype=)``: storage of ``x``'s geometry (a grid stays a grid)."""
+    return grids_mod.like(_new_tensor, x, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.zeros_like(x)``: as :func:`empty_like`, filled with zeros (a memset, no HBM bytes)."""
+    t = empty_like(x, dtype, buffer, name)
+    data = t.data if isinstance(t, grids_mod.NkiGrid) else t
+    if not isinstance(data, Tile):
+        raise TraceError("nl.zeros_like in HBM is not modelled (on chip it is)")
+    _rec().memset(data)
+    return t
+
+
+def alloc_stream_buffers(view, buffer="sbuf", dim=0, num_slots=2, dtype=None, transpose_axes=None,
+                         name="", **_):
+    """``nl.alloc_stream_buffers(view, buffer=, dim=, num_slots=)``: ``num_slots`` rotating
+    on-chip slots of one step of ``view`` along ``dim``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.alloc_stream_buffers.html).
+    The slot count reaches the timeline as the buffers the source tensor's loads rotate through
+    (:class:`.grids.NkiStreamBuffers`)."""
+    rec = _rec()
+    pool = grids_mod.stream_buffers(_new_tensor, view, str(buffer), dim, num_slots, dtype,
+                                    transpose_axes, name)
+    site = work_mod.call_site(rec)
+    if pool.source_name is None:
+        rec.note(f"{site}: nl.alloc_stream_buffers over an on-chip view: its {num_slots} slots "
+                 "are not a load rotation (ASSUMED: the timeline rotates its loads only)")
+    else:
+        slots = rec.__dict__.setdefault("stream_slots", {})
+        slots[pool.source_name] = max(num_slots, slots.get(pool.source_name, 0))
+        rec.note(f"{site}: stream buffers of {pool.source_name}: loads of it rotate through "
+                 f"{slots[pool.source_name]} slot{'s' * (slots[pool.source_name] != 1)} "
+                 "(execution j fills slot j mod that and waits for the readers of j minus it)")
+    return pool
+
+
+def broadcast_to(x, shape, **_):
+    """``nl.broadcast_to(t, shape)``: ``t.broadcast_to(shape)``."""
+    if not hasattr(x, "broadcast_to"):
+        raise TraceError(f"nl.broadcast_to of {x!r}: expected a tensor")
+    return x.broadcast_to(shape)
+
+
+def expand_dims(x, axis, **_):
+    """``nl.expand_dims(t, axis)``: a size-1 dimension inserted at ``axis`` (numpy's meaning)."""
+    if not hasattr(x, "expand_dim"):
+        raise TraceError(f"nl.expand_dims of {x!r}: expected a tensor")
+    return x.expand_dim(axis)
+
+
+class MemoryRegion:
+    """``nl.MemoryRegion``: the memory names ``nl.ndarray(buffer=...)`` takes."""
+    sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"
 
 
 class _TileSize:
@@ -587,10 +790,36 @@ def _language() -> dict:
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
               static_cast=_static_cast, dynamic_range=dynamic_range,
-              range=_range("range"))
+              range=_range("range"), finfo=finfo, fori_loop=fori_loop, while_loop=while_loop, if_else=if_else,
+              tiles=tiles, blocks=blocks, alloc_tiles=alloc_tiles, alloc_blocks=alloc_blocks,
+              empty_like=empty_like, zeros_like=zeros_like,
+              alloc_stream_buffers=alloc_stream_buffers, MemoryRegion=MemoryRegion,
+              load_transpose2d=load_transpose2d, broadcast_to=broadcast_to,
+              expand_dims=expand_dims,
+              NkiGrid=grids_mod.NkiGrid, NkiTileGrid=grids_mod.NkiTileGrid,
+              NkiBlockGrid=grids_mod.NkiBlockGrid, NkiStreamBuffers=grids_mod.NkiStreamBuffers)
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
+
+
+#: the largest finite value of each float format, from its bits: (2 - 2^-m) x 2^E for m mantissa
+#: bits and largest exponent E (IEEE fp32, bfloat16 and fp16); the OCP fp8 formats as NKI names
+#: them: e4m3 1.75 x 2^8 = 448 (no infinities), e5m2 1.75 x 2^15 = 57,344
+_FLOAT_MAX = {"float32": (2 - 2 ** -23) * 2.0 ** 127, "tfloat32": (2 - 2 ** -23) * 2.0 ** 127,
+              "bfloat16": (2 - 2 ** -7) * 2.0 ** 127, "float16": (2 - 2 ** -10) * 2.0 ** 15,
+              "float8_e4m3": 448.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+
+
+class finfo:
+    """``nl.finfo(dtype)``: ``max`` and ``min`` (= -max) of a float dtype, as numpy's finfo (a
+    fill value: nothing loopsim counts depends on it)."""
+
+    def __init__(self, dtype):
+        name = str(getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or dtype)
+        if name not in _FLOAT_MAX:
+            raise TraceError(f"nl.finfo({name}): not a float dtype loopsim knows the range of")
+        self.dtype, self.max, self.min = name, _FLOAT_MAX[name], -_FLOAT_MAX[name]
 
 
 def _named(name):
@@ -608,6 +837,7 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
     """Decorator: bind a call in either style to ``params`` (+ ``dst``)."""
     def deco(impl):
         def call(*args, **kwargs):
+            _no_grids(f"nisa.{impl.__name__}", args, kwargs)
             for style in (("dst",) + params, params) if "dst" in kwargs else (params, ("dst",) + params):
                 bound = _bind(style, args, kwargs)
                 if bound is None:
@@ -622,6 +852,14 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
         call.__name__ = impl.__name__
         return call
     return deco
+
+
+def _no_grids(what: str, args, kwargs) -> None:
+    """An instruction given a tile grid itself (not its ``.data``) is refused, naming the fix
+    (NKI's instructions take tensors: "NkiGrid.data exposes the exact NkiTensor operand")."""
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, grids_mod.NkiGrid):
+            raise TraceError(f"{what} given {v!r}: instructions take tensors; pass its .data")
 
 
 #: parameters that name an operator or an axis, never a tile
@@ -819,6 +1057,7 @@ def dma_copy(dst=None, src=None, **_):
     (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements. A strided or
     overlapping HBM access pattern (:class:`loopsim.frontends.nki.views.HbmSplit`) runs as one
     DMA per element of its split entry, each into or out of that slice of the tile."""
+    _no_grids("nisa.dma_copy", (), {"dst": dst, "src": src})
     split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
     if split is not None:
         return _split_dma(dst, src, split)
@@ -938,6 +1177,58 @@ class TracedRegister(Register):
                              f"{registers_mod.OPTION} FILE:LINE=0")
         tests[(path, line)] = origin
         return True
+
+
+def _compare(op: str):
+    import operator
+
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]
+
+    def cmp(self, other):
+        """``reg > 0`` (a scalar comparison, the condition ``nl.if_else`` takes): a register of
+        the result, from the register's known or stated value (noted ASSUMED when stated)."""
+        if isinstance(other, Register):
+            b = other.resolve(f"a comparison ({op}) of registers: its right side")
+        elif isinstance(other, int) and not isinstance(other, bool):
+            b = other
+        else:
+            raise TraceError(f"a comparison of {self.describe()} with {other!r}: an integer or a "
+                             "register is modelled")
+        a = self.resolve(f"a comparison ({op} {b}): its left side")
+        rec = _rec()
+        if self.stated is not None:
+            rec.note(f"{_site()[2]}: {self.describe()} {op} {b} is {fn(a, b)} with its value {a} "
+                     f"(ASSUMED: the register's value given by the user, {self.stated.text})")
+        return TracedRegister(_site()[2], int(fn(a, b)))
+    return cmp
+
+
+for _op, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__")):
+    setattr(TracedRegister, _name, _compare(_op))
+
+
+def _equality(op: str):
+    cmp = _compare(op)
+
+    def eq(self, other):  # with an integer: a register of the result; else identity, as Python's
+        if isinstance(other, int) and not isinstance(other, bool):
+            return cmp(self, other)
+        return NotImplemented
+    return eq
+
+
+TracedRegister.__eq__, TracedRegister.__ne__ = _equality("=="), _equality("!=")
+TracedRegister.__hash__ = object.__hash__
+
+
+def scalar_load(src=None, *a, **_):
+    """``nisa.scalar_load(t)``: a scalar read from a tensor at run time (an ``NkiScalar``), as a
+    register read there: its value stated with ``--register-value FILE:LINE=N`` (noted ASSUMED),
+    else a use that needs it is refused naming the option
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html
+    compares one to choose a branch). The on-chip read moves no HBM bytes."""
+    return _read()
 
 
 def _read() -> Register:
@@ -1151,7 +1442,8 @@ def _isa() -> dict:
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
-                register_move=register_move,
+                register_move=register_move, scalar_load=scalar_load,
+                VirtualRegister=TracedRegister,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
@@ -1245,7 +1537,7 @@ def _arrived(dst, src=None) -> None:
         t.logical.output = True
 
 
-def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
+def all_gather(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
     """Each rank receives every other rank's shard: (C - 1) x its source's bytes over the link,
     C = destination elements / source elements (ring all-gather)."""
     rec = _rec()
@@ -1256,17 +1548,48 @@ def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
         _arrived(dst, src)
 
 
-def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
+def all_reduce(srcs=None, dsts=None, replica_group=None, op=None, **_):
     """Ring all-reduce over C ranks (C from ``replica_group``): 2 (C - 1) / C x the buffer's
     bytes over the link per rank."""
     rec = _rec()
-    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
-    if not c:
-        raise TraceError("ncc.all_reduce needs replica_group=ReplicaGroup([[ranks...]]) to know "
-                         "how many ranks take part")
+    c = _ranks(replica_group, "ncc.all_reduce")
     for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
         work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
                         link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def _ranks(replica_group, what: str) -> int:
+    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
+    if not c:
+        raise TraceError(f"{what} needs replica_group=ReplicaGroup([[ranks...]]) to know how many "
+                         "ranks take part")
+    return c
+
+
+def reduce_scatter(srcs=None, dsts=None, replica_group=None, collective_dim=0, op=None, **_):
+    """``ncc.reduce_scatter(srcs, dsts, replica_group, collective_dim, op)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.collectives.reduce_scatter.html):
+    a ring reduce-scatter over C ranks, the first half of the ring all-reduce above: (C - 1) / C x
+    the source's bytes over the link per rank (ASSUMED: the ring algorithm, as all_reduce)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.reduce_scatter")
+    for dst, src in _pairs(dsts, srcs, "ncc.reduce_scatter"):
+        work_mod.charge(rec, "nki.collectives.reduce_scatter", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def all_to_all(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
+    """``ncc.all_to_all(srcs, dsts, replica_group, ...)``: each rank keeps 1/C of its source and
+    sends the other (C - 1) / C, one block to each other rank: (C - 1) / C x the source's bytes
+    over the link per rank
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.collectives.html)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.all_to_all")
+    for dst, src in _pairs(dsts, srcs, "ncc.all_to_all"):
+        work_mod.charge(rec, "nki.collectives.all_to_all", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
         _arrived(dst, src)
 
 
@@ -1289,6 +1612,7 @@ def rank_id(*a, **k):
 
 def _collectives() -> dict:
     return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                reduce_scatter=reduce_scatter, all_to_all=all_to_all,
                 collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
                 collective_permute_implicit_current_processing_rank_id=rank_id)
 
@@ -1298,10 +1622,12 @@ def _collectives() -> dict:
 
 
 class Jit:
-    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works."""
+    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works;
+    ``options``: the decorator's keyword arguments (``compile_config=``, ...)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, options=None):
         self.fn = fn
+        self.options = dict(options or {})
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__wrapped__ = fn
 
@@ -1315,7 +1641,54 @@ class Jit:
 def _decorator(fn=None, *a, **k):
     if callable(fn) and not a and not k:
         return Jit(fn)
-    return lambda f: Jit(f)
+    return lambda f: Jit(f, k)
+
+
+class Config:
+    """``nki.compiler.CompileConfig(...)`` / ``SpecializationConfig(...)`` (and any other
+    ``nki.compiler`` class called): its options kept as attributes
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.CompileConfig.html).
+    They choose how the compiler allocates and schedules, not what the kernel computes or moves:
+    W and Q are unchanged; the timeline keeps the buffers the kernel writes (ASSUMED, see
+    :func:`config_note`)."""
+
+    def __init__(self, _name="nki.compiler.CompileConfig", *a, **options):
+        self._name, self.options = _name, dict(options)
+        for k, v in options.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return None  # an option not given: its default
+
+    def __repr__(self):
+        return f"{self._name.rsplit('.', 1)[-1]}(" + ", ".join(
+            f"{k}={v}" for k, v in self.options.items()) + ")"
+
+
+def _config_class(name):
+    def make(*a, **k):
+        return Config(f"nki.compiler.{name}", *a, **k)
+    make.__name__ = name
+    return make
+
+
+def config_note(jit: "Jit") -> str | None:
+    """The note a kernel compiled with ``@nki.jit(compile_config=...)`` gets: its options, and
+    that the timeline does not follow them. The Neuron docs say what they change qualitatively
+    (AllocationMode.RING: "a DMA into a new tile seldom waits for compute that reads an earlier
+    tile"; prefetch_auto: "reserves a fixed prefetch ring + slack band in SBUF",
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.AllocationMode.html),
+    not how many buffers a load gets, so the loads rotate through the buffers the kernel writes
+    (stream buffers' slots, else one; ``--buffers`` to try others)."""
+    cfgs = [v for v in jit.options.values() if isinstance(v, Config)]
+    if not cfgs:
+        return None
+    return (f"@nki.jit({', '.join(map(repr, cfgs))}): compiler allocation and scheduling options; "
+            "W and Q do not depend on them; the timeline keeps the buffers the kernel writes "
+            "(ASSUMED: the docs do not say how many buffers these options give a load; try "
+            "--buffers N)")
 
 
 def _passthrough(fn=None, *a, **k):
@@ -1379,16 +1752,30 @@ def modules() -> dict[str, types.ModuleType]:
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
     compiler = _module("nki.compiler", {**{n: _passthrough for n in (
         "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
-        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive,
+        # a loop's directives= (neuronxcc: multi_buffer(n) buffers a loop's tiles n ways)
+        "multi_buffer": _Directive,
+        **{n: _config_class(n) for n in ("CompileConfig", "SpecializationConfig")},
+        **{n: _Enum(n) for n in (
+            "Allocation", "AllocationMode", "OptLevel", "SchedulingHeuristic", "AddressRotation")}})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
+    # neuronxcc's nki.language.constants: sizeinbytes(dtype), the bytes of one element
+    from loopsim.frontends.nki import dtypes
+
+    lang.__dict__["constants"] = _module("nki.language.constants", {"sizeinbytes": dtypes.itemsize})
     coll = _module("nki.collectives", _collectives())
     nki.__dict__["collectives"] = coll
+    # nki.experimental.while_loop: the tracer front end's data-dependent loop
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.VirtualRegister.html)
+    experimental = _module("nki.experimental", {"while_loop": while_loop})
+    nki.__dict__["experimental"] = experimental
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
            "nki.compiler": compiler, "nki.isa.constants": isa.constants,
-           "nki.collectives": coll, "neuronxcc": nx}
+           "nki.language.constants": lang.constants,
+           "nki.collectives": coll, "nki.experimental": experimental, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):
             out["neuronxcc." + k] = v
