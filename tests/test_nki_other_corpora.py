@@ -50,8 +50,8 @@ def test_a_matmul_recurrence_in_a_loop_is_charged_per_round_and_listed():
     c, rec = counts_of("chained.py", "matmul_recurrence", a=F32)
     assert c.flops == 3 * 2 * 128 ** 3 == 12_582_912
     assert c.Q == 2 * 128 * 128 * 4 == 131_072
-    assert any("recurrence" in n and "chained.py:43" in n for n in rec.notes)
-    assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed] == ["43"]
+    assert any("recurrence" in n and "chained.py:44" in n for n in rec.notes)
+    assert [w.where.rsplit(":", 1)[-1] for w in rec.work if w.assumed] == ["44"]
 
 
 def test_a_column_taken_by_an_integer_index_is_a_unit_axis_a_helper_indexes_again():
