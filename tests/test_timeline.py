@@ -23,6 +23,9 @@ from loopsim.targets import schedule as tl
 from loopsim.targets import hardware
 from loopsim.targets.neuron import timeline as ntl
 
+# the compiled walk is compiled in the background from the start of the session (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("walk_warm")
+
 HW = hardware.load("trn2-core")
 F = 1300e-9
 DMA = 368e9
@@ -538,3 +541,22 @@ def test_a_written_out_region_is_the_general_one(geom, env):
     # (ntl._region): starts, ends clipped at the tensor's edge, None past it
     geom = tuple((tuple(terms), off, ext, dim) for terms, off, ext, dim in geom)
     assert ntl._regioner(geom)(env) == ntl._region(geom, env)
+
+
+def test_model_exact_walks_every_instruction(capsys):
+    """`--model exact`: the timeline with no loop cut. The bundled matmul at 4096^3 has 25,088
+    instructions, over BUDGET = 24,000: the default cuts loops and extrapolates (its summary says
+    so); exact walks them all: the T of the timeline called with no budget limit."""
+    k = pipeline.load("matmul", {"M": 4096, "N": 4096, "K": 4096}).stages[0].kernel
+    assert ntl._size(k, {}) == 25_088 > ntl.BUDGET
+    full = ntl.timeline(k, HW, dtype="bf16", W_P=0.0, Q_BW=0.0, Q=0, budget=ntl.EXACT)
+    argv = ["entitle", "matmul", "-H", "trn2-core", "--set", "M=4096", "--set", "N=4096",
+            "--set", "K=4096", "--json"]
+    assert main(argv + ["--model", "exact"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["times"]["timeline"] == pytest.approx(full.T, rel=1e-12)
+    assert d["limit"] == "timeline" and "extrapolated" not in d["limit_detail"]
+    assert main(argv) == 0
+    assert "extrapolated from" in json.loads(capsys.readouterr().out)["limit_detail"]
+    assert main(["timeline", "matmul", "-H", "trn2-core", "--set", "M=4096", "--model", "exact",
+                 "--json"]) == 0

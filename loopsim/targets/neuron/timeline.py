@@ -57,6 +57,8 @@ from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 
 #: instructions one run of the (cut) nest may have, over all corner runs
 BUDGET = 24_000
+#: the budget of ``--model exact``: no loop is cut (every instruction walked)
+EXACT = 2 ** 62
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
 #: runs again with one more
 KEEP = 4
@@ -1070,13 +1072,14 @@ def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
 
 
 def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
-           run: bool = True) -> Timeline | None:
+           run: bool = True, exact: bool = False) -> Timeline | None:
     """The timeline of one kernel of a program, added to a verdict's ``times``/``details`` as
     ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
     (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
     when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
     so), and with measured roofs (a calibrated sheet's roofs are the achieved times; the
-    timeline's constants are not fitted)."""
+    timeline's constants are not fitted). ``exact``: every instruction walked (:data:`EXACT`
+    budget; compiled past :data:`COMPILED_FROM`), no loop cut and extrapolated."""
     kernel = stage.kernel
     if hw.roofs == "measured":  # measured roofs already are the kernel's time as achieved (the
         return None             # DMA ceiling steps aside too); the timeline's constants are not fitted
@@ -1087,7 +1090,8 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
         return None
     try:
         t = timeline(kernel, hw, dtype=dtype, W_P=counts.flops / hw.P(dtype),
-                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of_stage(stage, op_map))
+                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of_stage(stage, op_map),
+                     budget=EXACT if exact else BUDGET)
     except HardwareError:
         return None
     # to 12 significant digits: the same schedule summed in another order must tie, not rank
