@@ -653,10 +653,7 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
     # reader, the kernel is one nest without an op graph
     dead = [t for t in sorted(produced - read) if not tm[t].output]
     drained = {s.src.tensor for s, _ in kernel.statements() if isinstance(s, ir.Accumulate)}
-    stored = {lg.find().name for lg in rec.stored_apart if lg.find().kind != "hbm"}
     for readers, by, tail in (
-            (stored, "a store at another place or layout (a scatter, a reshaping store), which "
-             "the op graph does not hold", "the nest's"),
             (getattr(rec, "read_outside", ()), "matmuls kept as Tensor Engine work outside the nest",
              "the nest's and that work's"),
             (drained, "an SBUF accumulation of a PSUM tile, which the op graph does not hold",

@@ -68,7 +68,6 @@ class Recorder:
         self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
         self.gathers: dict = {}  # (site, tensor, dimension, loops) -> its gathered tensor
         self.registers = Values()  # the run-time register values the user stated (--register-value)
-        self.stored_apart: list = []  # on-chip values stored at another place or layout (a scatter)
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -457,8 +456,6 @@ class Recorder:
                         lg.pa_weak = src_lg.pa_weak
                     if src_lg.pa_strong is not None:
                         lg.pa_strong = src_lg.pa_strong
-                else:  # the op graph cannot hold this reader (lowering's fallback to one nest)
-                    self.stored_apart.append(src_lg)
         if lg.pa_weak is None and not pieces:
             kept = [a for a in range(len(src.offsets)) if src.kept[a]]
             if src.buf.pax in kept:
