@@ -135,3 +135,14 @@ def test_scratch_allocated_per_block_is_one_tensor_per_block(nb: int, n: int):
     assert got["x"] == (32_768 * nb, 0) and got["w"] == (256 * n * nb, 0)
     assert got["out"] == (0, 256 * n * nb)
     assert got["Q"] == 32_768 * nb + 2 * 256 * n * nb + 2 * 32_768 * nb
+
+
+def test_shuffle_of_a_one_element_pattern_is_generic_work():
+    """shuffle_scalar_ap: the id, 4 bytes, read; [128, 1] int32, 512 bytes, written. The source
+    is an access pattern of no partition axis the shim follows: costed as generic work (before
+    this test, an IndexError from the shim)."""
+    k, _ = trace_kernel(str(KERNELS), "shuffle_scalar_ap", args={"expert": ((1, 1), "int32")})
+    got = bytes_of(k)
+    assert got["expert"] == (4, 0) and got["out"] == (0, 512) and got["Q"] == 516
+    shuffles = [w for w in k.work if w.call == "nki.isa.nc_stream_shuffle"]
+    assert shuffles and all(w.assumed and w.engine == "vector" for w in shuffles)

@@ -149,3 +149,18 @@ def block_scratch_matmul(x, w):
         nisa.tensor_copy(dst=res, src=ps)
         nisa.dma_copy(dst=out[nl.ds(b * 128, 128), :], src=res)
     return out
+
+
+@nki.jit
+def shuffle_scalar_ap(expert):
+    """expert [1, 1] int32 broadcast onto 128 partitions 32 at a time from a one-element access
+    pattern of its tile (``.ap([[1, 1], [1, 1]])``), stored."""
+    out = nl.ndarray((128, 1), dtype=expert.dtype, buffer=nl.shared_hbm)
+    e = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=e, src=expert)
+    v = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+    for q in range(4):
+        nisa.nc_stream_shuffle(dst=v[32 * q:32 * (q + 1), 0:1], src=e.ap(pattern=[[1, 1], [1, 1]]),
+                               shuffle_mask=[0] * 32)
+    nisa.dma_copy(dst=out, src=v)
+    return out

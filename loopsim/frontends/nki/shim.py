@@ -818,7 +818,8 @@ def nc_stream_shuffle(*args, **kwargs):
     as dst's elements x 1 pass on the Vector Engine (ASSUMED: one pass per element)."""
     src, dst, mask = kwargs.get("src"), kwargs.get("dst"), kwargs.get("shuffle_mask")
     if args or not isinstance(src, Tile) or not isinstance(dst, Tile) or \
-            not isinstance(mask, (list, tuple)) or src.buf.binding is None:
+            not isinstance(mask, (list, tuple)) or src.buf.binding is None or \
+            len(src.shape) < 2 or len(dst.shape) < 2:
         return _assumed("nki.isa.nc_stream_shuffle", "nc_stream_shuffle", args, kwargs)
     rec = _rec()
     mask = [int(m) for m in mask]
