@@ -233,3 +233,23 @@ def test_a_chain_of_n_instructions_costs_n_passes(n_ops):
     # n_ops instructions, each over the whole 128 x 256 = 32,768-element tile
     assert vector_element_ops(k) == n_ops * 32_768 and not k.notes
     assert op.kind == ("mul" if n_ops == 1 else f"chain{n_ops}")
+
+
+def test_a_chain_lines_time_is_the_timelines_busy_time(tmp_path, capsys):
+    # the per-source-line table (engine_lines, as `entitle --measured` prints it) costs a chain
+    # over its output, as the timeline does: 512 / TB = 4 executions, each 3 passes over the
+    # 128 x 128 = 16,384-element output tile ([S2] Vector 512 bf16 elements/cycle at 0.96 GHz =
+    # 491.52e9/s): 49,152 / 491.52e9 = 100 ns, above MIN_II = 64 cycles = 66.7 ns; 4 x 100 ns.
+    # Counting the first input (cos, 128 elements) would give 4 x MIN_II = 266.7 ns.
+    import json
+
+    from loopsim.cli.main import main
+
+    f = tmp_path / "rope.toml"
+    f.write_text(ROPE_SPEC)
+    kernel = pipeline.load(str(f)).stages[0].kernel
+    rows = [r for r in TRN2.engine_lines(kernel, "bf16") if r[1].startswith("chain3")]
+    assert [(r[3], round(r[2] * 1e9, 6)) for r in rows] == [("vector", 400.0)]
+    assert main(["timeline", str(f), "-H", "trn2-core", "--json"]) == 0
+    eng = json.loads(capsys.readouterr().out)["stages"][0]["engines"]
+    assert eng["vector"]["busy_s"] == pytest.approx(4 * 49_152 / 491.52e9, rel=1e-12)

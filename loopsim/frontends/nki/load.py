@@ -43,7 +43,7 @@ from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.record import Recorder, user_frame
 from loopsim.frontends.nki.symbolic import NeedsConcrete
 from loopsim.frontends.nki.views import DTYPE_OF, NKI_OF
-from loopsim.frontends.nki.shim import Jit, installed, py_range
+from loopsim.frontends.nki.shim import Jit, config_note, installed, py_range
 
 #: traces of one kernel at most (each retry makes more loops concrete)
 MAX_TRACES = 48
@@ -571,6 +571,9 @@ class _Imports:
                            and v.__module__ == name)
             raise SpecError(f"{shown}: no function {func}; functions here: {', '.join(known) or 'none'}")
         if isinstance(fn, Jit):
+            note = config_note(fn)
+            if note is not None:
+                self.notes.append(f"{shown}: {func}: {note}")
             fn = fn.fn
         if not callable(fn):
             raise SpecError(f"{shown}::{func} is not a function")

@@ -227,7 +227,9 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
-                       notes=tuple(getattr(rec, "notes", ())))
+                       notes=tuple(getattr(rec, "notes", ())),
+                       buffers=tuple((n, k) for n, k in getattr(rec, "stream_slots", {}).items()
+                                     if n in tensors))
     kernel = _outside_the_nest(rec, kernel, matmul_ev)
     # an op graph is needed when a tensor made on chip is read by a matmul or an op (an SBUF
     # accumulation of a PSUM tile is part of the one kernel's nest)

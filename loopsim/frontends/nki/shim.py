@@ -1,6 +1,7 @@
 """The recording stand-in for the NKI modules (``nki``, ``nki.language``, ``nki.isa``,
-``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler`` and the
-``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each modelled call counts.
+``nki.isa.constants``, ``nki.collectives``, ``nki.typing``, ``nki.compiler``,
+``nki.experimental`` and the ``neuronxcc.nki...`` spellings); docs/nki.md tabulates what each
+modelled call counts.
 
 Each call records into the active :class:`loopsim.frontends.nki.record.Recorder`; nothing computes a value.
 A name the shim does not model is an :class:`Unmodelled` placeholder: called on tiles whose output
@@ -18,6 +19,7 @@ import sys
 import types
 
 from loopsim.base.limits import check_int
+from loopsim.frontends.nki import grids as grids_mod
 from loopsim.frontends.nki import work as work_mod
 from loopsim.frontends.nki.access import Index
 from loopsim.frontends.nki.dtypes import NkiDType, all_dtypes
@@ -60,6 +62,8 @@ class Unmodelled:
             return None
         if _active and self._name.startswith(("nki.isa", "nki.language")):
             return _assumed(self._name, short, a, k)
+        if self._name.startswith("nki.compiler.") and "." not in self._name[len("nki.compiler."):]:
+            return Config(self._name, *a, **k)  # a compile option class the shim does not list
         raise TraceError(f"{self._name} is not modelled by loopsim's NKI shim")
 
     def _use(self, *_):
@@ -106,6 +110,7 @@ def _holds_input(rec, dst: Tile, ins: list) -> None:
 
 def _assumed(name: str, short: str, args, kwargs):
     rec = _rec()
+    _no_grids(name, args, kwargs)
     dst = kwargs.get("dst")
     if dst is None and args and isinstance(args[0], Tile) and "dst" not in kwargs and \
             any(isinstance(x, Tile) for x in list(args[1:]) + list(kwargs.values())) and \
@@ -529,15 +534,16 @@ def dynamic_range(*args, **kw):
     start/stop "Can be Python int literals or VirtualRegister objects"). A bound in a register
     takes the register's value: moved in (exact), or read at run time and stated by the user
     (``--register-value``, :mod:`.registers`: the trip count noted ASSUMED), else refused."""
+    kind = kw.pop("kind", "dynamic_range")
     if not kw and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _range("dynamic_range")(*args)
+        return _range(kind)(*args)
     names = ("start", "stop", "step")
     given = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
     if "stop" not in given:
         given = {"start": 0, "stop": given.get("start"), "step": given.get("step", 1)}
     bounds = {"start": 0, "step": 1, **given}
     rec = _rec()
-    call = "nl.dynamic_range(" + ", ".join(
+    call = f"nl.{kind}(" + ", ".join(
         "<register>" if isinstance(bounds[n], Register) else repr(bounds[n]) for n in names) + ")"
     stated = []
     for n in names:
@@ -547,17 +553,173 @@ def dynamic_range(*args, **kw):
             if reg.stated is not None:
                 stated.append(f"its {n} is {reg.describe()}, {bounds[n]} (ASSUMED: the register's "
                               f"value given by the user, {reg.stated.text})")
-    loop = _range("dynamic_range")(bounds["start"], bounds["stop"], bounds["step"])
+    loop = _range(kind)(bounds["start"], bounds["stop"], bounds["step"])
     if stated:
         trips = len(builtins.range(bounds["start"], bounds["stop"], bounds["step"]))
-        rec.notes.append(f"{work_mod.call_site(rec)}: nl.dynamic_range runs {trips} iteration"
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.{kind} runs {trips} iteration"
                          f"{'s' * (trips != 1)}: " + ", ".join(stated))
     return loop
+
+
+def fori_loop(lower, upper, body_fun, step=1, unroll=False, **_):
+    """``nl.fori_loop(lower, upper, body_fun, step=1)``: ``body_fun(i)`` for ``i`` in
+    ``range(lower, upper, step)``, a compiled loop
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.fori_loop.html).
+    Integer bounds trace as a loop like ``nl.affine_range`` (``unroll=True`` changes where the
+    compiler unrolls it, not what it moves); a bound in a register takes the register's value as
+    :func:`dynamic_range` does (moved in, or stated with ``--register-value``, else refused)."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.fori_loop: body_fun {body_fun!r} is not a function (i) -> None")
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise TraceError(f"nl.fori_loop: step={step!r} must be a compile-time positive integer")
+    for i in dynamic_range(lower, upper, step, kind="fori_loop"):
+        body_fun(i)
+    return None
+
+
+def while_loop(init, body_fun=None, **_):
+    """``nl.while_loop(init, body_fun)``: ``r = init; while r != 0: r = body_fun(r)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.while_loop.html),
+    run as Python runs it, the condition a register's known value or the one stated for the line
+    that read it (``--register-value FILE:LINE=N``, noted ASSUMED), else refused naming the
+    option. A condition true twice running with the value read at the same line never ends, and
+    is refused."""
+    if not callable(body_fun):
+        raise TraceError(f"nl.while_loop: body_fun {body_fun!r} is not a function (r) -> register")
+    r, last = init, None
+    while True:
+        if isinstance(r, Register):
+            value = r.resolve("nl.while_loop: its condition")
+            if r.stated is not None:
+                _rec().notes.append(f"{_site()[2]}: nl.while_loop tests {r.describe()}, {value}: "
+                                    f"{'true' if value else 'false'} (ASSUMED: the register's value "
+                                    f"given by the user, {r.stated.text})")
+            origin = (r.read_at or r.site, value)
+        elif isinstance(r, int) and not isinstance(r, bool):
+            value, origin = r, ("constant", r)
+        else:
+            raise TraceError(f"nl.while_loop: the condition {r!r} is not a register "
+                             "(nisa.register_alloc) or an integer")
+        if not value:
+            return None
+        if origin == last:
+            raise TraceError(f"nl.while_loop: its condition is {value} again from the same line: "
+                             "with the values stated it never ends; give the line that reads the "
+                             f"next condition in the body its own {registers_mod.OPTION} "
+                             "FILE:LINE=0")
+        last = origin
+        r = body_fun(r)
+
+
+def if_else(cond, then_fn=None, else_fn=None, **_):
+    """``nl.if_else(cond, then_fn, else_fn=None)``: a Python bool or int chooses at trace time
+    (as NKI does); a register's value is its known or stated value (``--register-value``, noted
+    ASSUMED), else the trace stops naming it
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html)."""
+    fn = then_fn if cond else else_fn
+    if fn is not None:
+        fn()
+    return None
 
 
 def softmax(x, axis=-1, dtype=None, **_):
     _tile(x, "nl.softmax")
     return _rec().elementwise("softmax", [x], dtype)
+
+
+# -- tile grids, block grids, stream buffers (loopsim.frontends.nki.grids) ----------------
+
+
+def _new_tensor(shape, dtype, buffer, name=""):
+    return ndarray(shape, dtype, buffer=str(buffer) if buffer is not None else "sbuf", name=name)
+
+
+def tiles(src, tile_shape=None, **_):
+    """``nl.tiles(src, tile_shape=...)``: ``src`` in tile coordinates (:mod:`.grids`)."""
+    return grids_mod.grid(src, tile_shape)
+
+
+def blocks(src, tile_shape=None, block_shape=None, **_):
+    """``nl.blocks(src, tile_shape=..., block_shape=...)``: tiles grouped into blocks."""
+    if block_shape is None:
+        raise TraceError("nl.blocks: block_shape= (tiles per block) is required")
+    return grids_mod.grid(src, tile_shape, block_shape)
+
+
+def alloc_tiles(tile_shape=None, element_shape=None, buffer="sbuf", dtype=None, name="", **_):
+    """``nl.alloc_tiles(tile_shape=, element_shape=, buffer=, dtype=)``: new storage as a grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name)
+
+
+def alloc_blocks(tile_shape=None, block_shape=None, element_shape=None, buffer="sbuf", dtype=None,
+                 name="", **_):
+    """``nl.alloc_blocks(...)``: new storage as a block grid."""
+    return grids_mod.alloc_grid(_new_tensor, tile_shape, element_shape, buffer, dtype, name,
+                                block_shape)
+
+
+def empty_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.empty_like(x, buffer=, dtype=)``: storage of ``x``'s geometry (a grid stays a grid)."""
+    return grids_mod.like(_new_tensor, x, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name="", **_):
+    """``nl.zeros_like(x)``: as :func:`empty_like`, filled with zeros (a memset, no HBM bytes)."""
+    t = empty_like(x, dtype, buffer, name)
+    data = t.data if isinstance(t, grids_mod.NkiGrid) else t
+    if not isinstance(data, Tile):
+        raise TraceError("nl.zeros_like in HBM is not modelled (on chip it is)")
+    _rec().memset(data)
+    return t
+
+
+def alloc_stream_buffers(view, buffer="sbuf", dim=0, num_slots=2, dtype=None, transpose_axes=None,
+                         name="", **_):
+    """``nl.alloc_stream_buffers(view, buffer=, dim=, num_slots=)``: ``num_slots`` rotating
+    on-chip slots of one step of ``view`` along ``dim``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.alloc_stream_buffers.html).
+    The slot count reaches the timeline as the buffers the source tensor's loads rotate through
+    (:class:`.grids.NkiStreamBuffers`)."""
+    rec = _rec()
+    pool = grids_mod.stream_buffers(_new_tensor, view, str(buffer), dim, num_slots, dtype,
+                                    transpose_axes, name)
+    site = work_mod.call_site(rec)
+    if pool.source_name is None:
+        rec.note(f"{site}: nl.alloc_stream_buffers over an on-chip view: its {num_slots} slots "
+                 "are not a load rotation (ASSUMED: the timeline rotates its loads only)")
+    else:
+        slots = rec.__dict__.setdefault("stream_slots", {})
+        slots[pool.source_name] = max(num_slots, slots.get(pool.source_name, 0))
+        rec.note(f"{site}: stream buffers of {pool.source_name}: loads of it rotate through "
+                 f"{slots[pool.source_name]} slot{'s' * (slots[pool.source_name] != 1)} "
+                 "(execution j fills slot j mod that and waits for the readers of j minus it)")
+    return pool
+
+
+def load_transpose2d(src, dtype=None, mask=None, **_):
+    """``nl.load_transpose2d(src)``: "Load a tensor from device memory (HBM) and 2D-transpose the
+    data before storing into on-chip memory (SBUF)" (nki.language reference): a DMA transpose,
+    its bytes read once (:func:`dma_transpose`)."""
+    return dma_transpose(src=src, dtype=dtype)
+
+
+def broadcast_to(x, shape, **_):
+    """``nl.broadcast_to(t, shape)``: ``t.broadcast_to(shape)``."""
+    if not hasattr(x, "broadcast_to"):
+        raise TraceError(f"nl.broadcast_to of {x!r}: expected a tensor")
+    return x.broadcast_to(shape)
+
+
+def expand_dims(x, axis, **_):
+    """``nl.expand_dims(t, axis)``: a size-1 dimension inserted at ``axis`` (numpy's meaning)."""
+    if not hasattr(x, "expand_dim"):
+        raise TraceError(f"nl.expand_dims of {x!r}: expected a tensor")
+    return x.expand_dim(axis)
+
+
+class MemoryRegion:
+    """``nl.MemoryRegion``: the memory names ``nl.ndarray(buffer=...)`` takes."""
+    sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"
 
 
 class _TileSize:
@@ -594,7 +756,14 @@ def _language() -> dict:
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
               static_cast=_static_cast, dynamic_range=dynamic_range,
-              range=_range("range"))
+              range=_range("range"), fori_loop=fori_loop, while_loop=while_loop, if_else=if_else,
+              tiles=tiles, blocks=blocks, alloc_tiles=alloc_tiles, alloc_blocks=alloc_blocks,
+              empty_like=empty_like, zeros_like=zeros_like,
+              alloc_stream_buffers=alloc_stream_buffers, MemoryRegion=MemoryRegion,
+              load_transpose2d=load_transpose2d, broadcast_to=broadcast_to,
+              expand_dims=expand_dims,
+              NkiGrid=grids_mod.NkiGrid, NkiTileGrid=grids_mod.NkiTileGrid,
+              NkiBlockGrid=grids_mod.NkiBlockGrid, NkiStreamBuffers=grids_mod.NkiStreamBuffers)
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
@@ -615,6 +784,7 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
     """Decorator: bind a call in either style to ``params`` (+ ``dst``)."""
     def deco(impl):
         def call(*args, **kwargs):
+            _no_grids(f"nisa.{impl.__name__}", args, kwargs)
             for style in (("dst",) + params, params) if "dst" in kwargs else (params, ("dst",) + params):
                 bound = _bind(style, args, kwargs)
                 if bound is None:
@@ -629,6 +799,14 @@ def _styled(params: tuple[str, ...], tiles: tuple[str, ...]):
         call.__name__ = impl.__name__
         return call
     return deco
+
+
+def _no_grids(what: str, args, kwargs) -> None:
+    """An instruction given a tile grid itself (not its ``.data``) is refused, naming the fix
+    (NKI's instructions take tensors: "NkiGrid.data exposes the exact NkiTensor operand")."""
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, grids_mod.NkiGrid):
+            raise TraceError(f"{what} given {v!r}: instructions take tensors; pass its .data")
 
 
 #: parameters that name an operator or an axis, never a tile
@@ -856,6 +1034,7 @@ def dma_copy(dst=None, src=None, **_):
     (``(128, 8)`` into ``(128, 1, 8)``), as the DMA moves the same elements. A strided or
     overlapping HBM access pattern (:class:`loopsim.frontends.nki.views.HbmSplit`) runs as one
     DMA per element of its split entry, each into or out of that slice of the tile."""
+    _no_grids("nisa.dma_copy", (), {"dst": dst, "src": src})
     split = src if isinstance(src, HbmSplit) else dst if isinstance(dst, HbmSplit) else None
     if split is not None:
         return _split_dma(dst, src, split)
@@ -975,6 +1154,58 @@ class TracedRegister(Register):
                              f"{registers_mod.OPTION} FILE:LINE=0")
         tests[(path, line)] = origin
         return True
+
+
+def _compare(op: str):
+    import operator
+
+    fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}[op]
+
+    def cmp(self, other):
+        """``reg > 0`` (a scalar comparison, the condition ``nl.if_else`` takes): a register of
+        the result, from the register's known or stated value (noted ASSUMED when stated)."""
+        if isinstance(other, Register):
+            b = other.resolve(f"a comparison ({op}) of registers: its right side")
+        elif isinstance(other, int) and not isinstance(other, bool):
+            b = other
+        else:
+            raise TraceError(f"a comparison of {self.describe()} with {other!r}: an integer or a "
+                             "register is modelled")
+        a = self.resolve(f"a comparison ({op} {b}): its left side")
+        rec = _rec()
+        if self.stated is not None:
+            rec.note(f"{_site()[2]}: {self.describe()} {op} {b} is {fn(a, b)} with its value {a} "
+                     f"(ASSUMED: the register's value given by the user, {self.stated.text})")
+        return TracedRegister(_site()[2], int(fn(a, b)))
+    return cmp
+
+
+for _op, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"), (">=", "__ge__")):
+    setattr(TracedRegister, _name, _compare(_op))
+
+
+def _equality(op: str):
+    cmp = _compare(op)
+
+    def eq(self, other):  # with an integer: a register of the result; else identity, as Python's
+        if isinstance(other, int) and not isinstance(other, bool):
+            return cmp(self, other)
+        return NotImplemented
+    return eq
+
+
+TracedRegister.__eq__, TracedRegister.__ne__ = _equality("=="), _equality("!=")
+TracedRegister.__hash__ = object.__hash__
+
+
+def scalar_load(src=None, *a, **_):
+    """``nisa.scalar_load(t)``: a scalar read from a tensor at run time (an ``NkiScalar``), as a
+    register read there: its value stated with ``--register-value FILE:LINE=N`` (noted ASSUMED),
+    else a use that needs it is refused naming the option
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.if_else.html
+    compares one to choose a branch). The on-chip read moves no HBM bytes."""
+    return _read()
 
 
 def _read() -> Register:
@@ -1189,7 +1420,8 @@ def _isa() -> dict:
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,
-                register_move=register_move,
+                register_move=register_move, scalar_load=scalar_load,
+                VirtualRegister=TracedRegister,
                 nc_version=NcVersion, constants=_constants_module(), **_ENGINES, **_ENUMS)
 
 
@@ -1283,7 +1515,7 @@ def _arrived(dst, src=None) -> None:
         t.logical.output = True
 
 
-def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
+def all_gather(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
     """Each rank receives every other rank's shard: (C - 1) x its source's bytes over the link,
     C = destination elements / source elements (ring all-gather)."""
     rec = _rec()
@@ -1294,17 +1526,48 @@ def all_gather(dsts=None, srcs=None, replica_group=None, collective_dim=0, **_):
         _arrived(dst, src)
 
 
-def all_reduce(dsts=None, srcs=None, op=None, replica_group=None, **_):
+def all_reduce(srcs=None, dsts=None, replica_group=None, op=None, **_):
     """Ring all-reduce over C ranks (C from ``replica_group``): 2 (C - 1) / C x the buffer's
     bytes over the link per rank."""
     rec = _rec()
-    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
-    if not c:
-        raise TraceError("ncc.all_reduce needs replica_group=ReplicaGroup([[ranks...]]) to know "
-                         "how many ranks take part")
+    c = _ranks(replica_group, "ncc.all_reduce")
     for dst, src in _pairs(dsts, srcs, "ncc.all_reduce"):
         work_mod.charge(rec, "nki.collectives.all_reduce", "link", 0, 0,
                         link_bytes=-(-2 * (c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def _ranks(replica_group, what: str) -> int:
+    c = replica_group.size if isinstance(replica_group, ReplicaGroup) else None
+    if not c:
+        raise TraceError(f"{what} needs replica_group=ReplicaGroup([[ranks...]]) to know how many "
+                         "ranks take part")
+    return c
+
+
+def reduce_scatter(srcs=None, dsts=None, replica_group=None, collective_dim=0, op=None, **_):
+    """``ncc.reduce_scatter(srcs, dsts, replica_group, collective_dim, op)``
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.collectives.reduce_scatter.html):
+    a ring reduce-scatter over C ranks, the first half of the ring all-reduce above: (C - 1) / C x
+    the source's bytes over the link per rank (ASSUMED: the ring algorithm, as all_reduce)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.reduce_scatter")
+    for dst, src in _pairs(dsts, srcs, "ncc.reduce_scatter"):
+        work_mod.charge(rec, "nki.collectives.reduce_scatter", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
+        _arrived(dst, src)
+
+
+def all_to_all(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
+    """``ncc.all_to_all(srcs, dsts, replica_group, ...)``: each rank keeps 1/C of its source and
+    sends the other (C - 1) / C, one block to each other rank: (C - 1) / C x the source's bytes
+    over the link per rank
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.collectives.html)."""
+    rec = _rec()
+    c = _ranks(replica_group, "ncc.all_to_all")
+    for dst, src in _pairs(dsts, srcs, "ncc.all_to_all"):
+        work_mod.charge(rec, "nki.collectives.all_to_all", "link", 0, 0,
+                        link_bytes=-(-(c - 1) * _bytes(src) // c))
         _arrived(dst, src)
 
 
@@ -1327,6 +1590,7 @@ def rank_id(*a, **k):
 
 def _collectives() -> dict:
     return dict(all_gather=all_gather, all_reduce=all_reduce, ReplicaGroup=ReplicaGroup,
+                reduce_scatter=reduce_scatter, all_to_all=all_to_all,
                 collective_permute_implicit=collective_permute_implicit, rank_id=rank_id,
                 collective_permute_implicit_current_processing_rank_id=rank_id)
 
@@ -1336,10 +1600,12 @@ def _collectives() -> dict:
 
 
 class Jit:
-    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works."""
+    """``@nki.jit`` (and baremetal/benchmark/...): keeps the function; ``kernel[grid]`` works;
+    ``options``: the decorator's keyword arguments (``compile_config=``, ...)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, options=None):
         self.fn = fn
+        self.options = dict(options or {})
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__wrapped__ = fn
 
@@ -1353,7 +1619,54 @@ class Jit:
 def _decorator(fn=None, *a, **k):
     if callable(fn) and not a and not k:
         return Jit(fn)
-    return lambda f: Jit(f)
+    return lambda f: Jit(f, k)
+
+
+class Config:
+    """``nki.compiler.CompileConfig(...)`` / ``SpecializationConfig(...)`` (and any other
+    ``nki.compiler`` class called): its options kept as attributes
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.CompileConfig.html).
+    They choose how the compiler allocates and schedules, not what the kernel computes or moves:
+    W and Q are unchanged; the timeline keeps the buffers the kernel writes (ASSUMED, see
+    :func:`config_note`)."""
+
+    def __init__(self, _name="nki.compiler.CompileConfig", *a, **options):
+        self._name, self.options = _name, dict(options)
+        for k, v in options.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return None  # an option not given: its default
+
+    def __repr__(self):
+        return f"{self._name.rsplit('.', 1)[-1]}(" + ", ".join(
+            f"{k}={v}" for k, v in self.options.items()) + ")"
+
+
+def _config_class(name):
+    def make(*a, **k):
+        return Config(f"nki.compiler.{name}", *a, **k)
+    make.__name__ = name
+    return make
+
+
+def config_note(jit: "Jit") -> str | None:
+    """The note a kernel compiled with ``@nki.jit(compile_config=...)`` gets: its options, and
+    that the timeline does not follow them. The Neuron docs say what they change qualitatively
+    (AllocationMode.RING: "a DMA into a new tile seldom waits for compute that reads an earlier
+    tile"; prefetch_auto: "reserves a fixed prefetch ring + slack band in SBUF",
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.compiler.AllocationMode.html),
+    not how many buffers a load gets, so the loads rotate through the buffers the kernel writes
+    (stream buffers' slots, else one; ``--buffers`` to try others)."""
+    cfgs = [v for v in jit.options.values() if isinstance(v, Config)]
+    if not cfgs:
+        return None
+    return (f"@nki.jit({', '.join(map(repr, cfgs))}): compiler allocation and scheduling options; "
+            "W and Q do not depend on them; the timeline keeps the buffers the kernel writes "
+            "(ASSUMED: the docs do not say how many buffers these options give a load; try "
+            "--buffers N)")
 
 
 def _passthrough(fn=None, *a, **k):
@@ -1417,16 +1730,23 @@ def modules() -> dict[str, types.ModuleType]:
     typing = _module("nki.typing", {"tensor": _Typed(), "mutable_tensor": _Typed()})
     compiler = _module("nki.compiler", {**{n: _passthrough for n in (
         "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
-        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive})
+        "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive,
+        **{n: _config_class(n) for n in ("CompileConfig", "SpecializationConfig")},
+        **{n: _Enum(n) for n in (
+            "Allocation", "AllocationMode", "OptLevel", "SchedulingHeuristic", "AddressRotation")}})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
     coll = _module("nki.collectives", _collectives())
     nki.__dict__["collectives"] = coll
+    # nki.experimental.while_loop: the tracer front end's data-dependent loop
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.VirtualRegister.html)
+    experimental = _module("nki.experimental", {"while_loop": while_loop})
+    nki.__dict__["experimental"] = experimental
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
            "nki.compiler": compiler, "nki.isa.constants": isa.constants,
-           "nki.collectives": coll, "neuronxcc": nx}
+           "nki.collectives": coll, "nki.experimental": experimental, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):
             out["neuronxcc." + k] = v

@@ -58,6 +58,55 @@ class _Viewable:
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
+    # NkiTensor's per-dimension views, as indexing writes them. The signatures are ASSUMED from
+    # the NKI library's TensorView utility, which documents ``slice(dim, start, end, step=1)``
+    # (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/library/kernel-utils/tensor-view.html);
+    # the NkiTensor reference lists the names, not their parameters.
+    def _dim(self, dim, what: str) -> int:
+        n = len(self.shape)
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -n <= dim < n:
+            raise TraceError(f"{what}: dim {dim!r} is not a dimension of a {n}-D tensor")
+        return dim % n
+
+    def slice(self, dim, start, end, step=1):
+        """``t.slice(dim, start, end, step=1)``: ``t[..., start:end:step, ...]`` along ``dim``."""
+        d = self._dim(dim, "slice")
+        return self[(slice(None),) * d + (slice(start, end, step),)]
+
+    def select(self, dim, index):
+        """``t.select(dim, index)``: ``t[..., index, ...]``, the dimension dropped."""
+        d = self._dim(dim, "select")
+        return self[(slice(None),) * d + (index,)]
+
+    def squeeze_dim(self, dim):
+        """``t.squeeze_dim(dim)``: the size-1 dimension ``dim`` dropped (a reshape)."""
+        d = self._dim(dim, "squeeze_dim")
+        if self.shape[d] != 1:
+            raise TraceError(f"squeeze_dim({dim}) of a tensor of shape {tuple(self.shape)}: that "
+                             "dimension is not of size 1")
+        return self.reshape(tuple(self.shape[:d]) + tuple(self.shape[d + 1:]))
+
+    def expand_dim(self, dim):
+        """``t.expand_dim(dim)``: a size-1 dimension inserted at ``dim`` (a reshape)."""
+        n = len(self.shape)
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -n - 1 <= dim <= n:
+            raise TraceError(f"expand_dim: dim {dim!r} is no position in a {n}-D tensor")
+        d = dim % (n + 1)
+        return self.reshape(tuple(self.shape[:d]) + (1,) + tuple(self.shape[d:]))
+
+    def expand_dims(self, axis):
+        """``t.expand_dims(axis)`` (nki.tensor): as :meth:`expand_dim`."""
+        return self.expand_dim(axis)
+
+    def assert_shape(self, shape):
+        """``t.assert_shape(shape)`` (nki.tensor,
+        https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.tensor.html):
+        the tensor, or a refusal naming both shapes."""
+        if tuple(self.shape) != tuple(shape):
+            raise TraceError(f"assert_shape: the tensor's shape is {tuple(self.shape)}, not "
+                             f"{tuple(shape)}")
+        return self
+
 
 class HbmTensor(_Viewable):
     """An HBM tensor argument (or one the kernel allocates in HBM for its result).

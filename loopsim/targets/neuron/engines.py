@@ -203,7 +203,8 @@ def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], 
     per engine it runs on (``work_of(stmt)``: its (engine, passes) pairs): the busy time the
     engine timeline charges that engine for it (:mod:`.timeline`), per execution
     max(MIN_II cycles, passes x elements / the core's roof) on Vector/Scalar/GpSimd (elements: the
-    first input's tile, ragged tiles as they are; MIN_II ``timeline.engine_min_cycles``, 0 when
+    first input's tile, or the output's for a kind that works per output element (a broadcast
+    such as ``chainN``), as the timeline counts them; ragged tiles as they are; MIN_II ``timeline.engine_min_cycles``, 0 when
     the sheet has none), max(MM_INIT, 128) cycles per 128 x 128 block on the Tensor Engine,
     summed over every execution and shared evenly by the kernel's cores. Reading PSUM (the copy
     a matmul's result needs) is not an op statement's and is not included. An engine the sheet
@@ -212,6 +213,7 @@ def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], 
 
     from loopsim.count.executions import row_blocks
     from loopsim.count.lnc import kernel_cores, split_loop
+    from loopsim.ir.ops import get as op_kind
 
     min_c = hw.timeline_value("engine_min_cycles") or 0
     cores = kernel_cores(kernel)
@@ -220,7 +222,8 @@ def op_lines(kernel: Kernel, hw, work_of) -> tuple[tuple[int, str, float, str], 
     for stmt, loops in kernel.statements():
         if isinstance(stmt, Matmul) or not hasattr(stmt, "inputs") or not stmt.line:
             continue
-        acc = stmt.inputs[0]
+        k = op_kind(stmt.kind)
+        acc = stmt.out if k is not None and k.per_output else stmt.inputs[0]
         ext, exists, weight, _, shape = executions(stmt, loops, (acc,), kernel, split, grouped=True)
         dtype = kernel.tensor_map[stmt.out.tensor].dtype
         for engine, passes in work_of(stmt):
