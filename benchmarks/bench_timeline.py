@@ -11,7 +11,11 @@
    instructions, instructions simulated, runs, seconds. Past the budget the nest is cut and
    extrapolated, so the time grows with the loop structure, not the trip count.
 3. An exact run's rate: matmul 4096 x 4096 x 2048 (12,800 instructions) and, without --quick,
-   16384 x 16384 x 10240 (991,232 instructions, the issue's 10^6), in CPU and wall seconds.
+   16384 x 16384 x 10240 (991,232 instructions, the issue's 10^6), in CPU and wall seconds, with
+   the Python walk and the compiled walk (``timeline(compiled=True)``), the compiled one twice:
+   the first compiled run in the process includes numba's import and compiling the walk (an
+   empty ``NUMBA_CACHE_DIR``: cold) or loading it from the cache (warm); the second is the walk
+   alone.
 """
 
 from __future__ import annotations
@@ -100,15 +104,21 @@ def cost(quick: bool) -> None:
         print(f"| {n} | {t.count:,} | {t.simulated:,} | {t.runs} | {t.exact} | {fmt_time(t.T)} | {dt:.2f} |")
     # an exact run's rate: CPU seconds (the box is shared), wall beside them
     exact = [(4096, 4096, 2048)] + ([] if quick else [(16384, 16384, 10240)])
-    print("\n| exact run of matmul M x N x K | instructions | CPU s | wall s | instructions / CPU s |")
-    print("|---|---|---|---|---|")
+    # compiled: its first use in the process pays numba's import and the compile (empty cache) or
+    # the load from its cache; then the walk alone
+    print("\n| exact run of matmul M x N x K | walk | instructions | CPU s | wall s | instructions / CPU s |")
+    print("|---|---|---|---|---|---|")
+    first = True
     for m, n, kk in exact:
         k = spec.load_kernel("matmul", dict(M=m, N=n, K=kk))
-        c0, t0 = time.process_time(), time.perf_counter()
-        t = ntl.timeline(k, hw, dtype="bf16", W_P=1.0, Q_BW=1.0, Q=1, budget=10 ** 7)
-        cpu, dt = time.process_time() - c0, time.perf_counter() - t0
-        assert t.exact
-        print(f"| {m} x {n} x {kk} | {t.count:,} | {cpu:.2f} | {dt:.2f} | {t.count / cpu:,.0f} |")
+        for compiled in (False, True, True):
+            c0, t0 = time.process_time(), time.perf_counter()
+            t = ntl.timeline(k, hw, dtype="bf16", W_P=1.0, Q_BW=1.0, Q=1, budget=10 ** 7, compiled=compiled)
+            cpu, dt = time.process_time() - c0, time.perf_counter() - t0
+            assert t.exact
+            how = "Python" if not compiled else "compiled, first in the process" if first else "compiled"
+            first = first and not compiled
+            print(f"| {m} x {n} x {kk} | {how} | {t.count:,} | {cpu:.2f} | {dt:.2f} | {t.count / cpu:,.0f} |")
 
 
 def main() -> int:

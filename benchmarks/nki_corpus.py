@@ -10,6 +10,8 @@ the trn2-core sheet. One line per kernel:
   assumed  they ran, with something assumed (an unmodelled call costed as generic work, a loop
            whose iterations differ in engine ops, a stubbed import): the notes say what
   refused  the reason, as loopsim's one-line error gives it
+  helper   not tried: a function without shapes in the table that another ``@nki.jit``
+           function of the corpus calls (a subkernel taking its caller's tiles); its callers named
 
 Run: python benchmarks/nki_corpus.py DIR [DIR ...] [--only SUBSTRING] [-v]
 """
@@ -448,17 +450,34 @@ LAUNCH_REGISTERS: dict[str, tuple[str, ...]] = {
     "_all_expert_mx_dynamic": ("all_expert_mx_impl.py:311=1", "all_expert_mx_impl.py:347=0")}
 
 
+# the older nki-samples snapshot's kernels (benchmarks/nki_corpus_samples_2025.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nki_corpus_samples_2025 import LAUNCHERS as _LAUNCH_2025, SHAPES as _SAMPLES_2025  # noqa: E402
+
+SHAPES.update(_SAMPLES_2025)
+LAUNCHERS.update(_LAUNCH_2025)
+
+
+def lookup(table: dict, path: Path, func: str):
+    """The entry of ``func`` in ``path``: a ``FILE.py::FUNCTION`` key whose file is a suffix of
+    ``path`` first, else ``FUNCTION``; None when neither is there."""
+    for key, entry in table.items():
+        file, sep, name = key.partition("::")
+        if sep and name == func and path.as_posix().endswith("/" + file):
+            return entry
+    return table.get(func)
+
+
 def _launcher(path: Path, func: str, scratch: Path):
     """(launcher file, import root) for a kernel in LAUNCHERS, written to ``scratch``."""
-    p, parts = path.resolve(), []
-    d = p.parent
-    while (d / "__init__.py").is_file():
-        parts.insert(0, d.name)
-        d = d.parent
-    module = ".".join(parts + [p.stem])
+    from loopsim.frontends.nki.load import package_of
+
+    root, module = package_of(str(path.resolve()))
+    module = module or path.stem
     f = scratch / f"launch_{func}.py"
-    f.write_text(LAUNCHERS[func].format(module=module, package=".".join(parts)))
-    return f, str(d)
+    f.write_text(lookup(LAUNCHERS, path, func).format(module=module,
+                                                      package=module.rpartition(".")[0]))
+    return f, root
 
 
 def kernels_in(path: Path):
@@ -470,14 +489,30 @@ def kernels_in(path: Path):
         if "jit" in path.read_text(encoding="utf-8", errors="replace"):
             return [f"?  (the file does not parse: {type(e).__name__} line {getattr(e, 'lineno', '?')})"]
         return []
-    out = []
-    for n in tree.body:
-        if isinstance(n, ast.FunctionDef):
-            for d in n.decorator_list:
-                text = ast.unparse(d)
-                if text.split("(")[0].split(".")[-1] in ("jit", "baremetal", "trace"):
-                    out.append(n.name)
-                    break
+    return [n.name for n in _jit_functions(tree)]
+
+
+def _jit_functions(tree: ast.Module):
+    """The module's top-level functions decorated ``@nki.jit`` (or baremetal, trace)."""
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and any(
+        ast.unparse(d).split("(")[0].split(".")[-1] in ("jit", "baremetal", "trace")
+        for d in n.decorator_list)]
+
+
+def jit_callers(path: Path) -> dict[str, set[str]]:
+    """{called name: the ``@nki.jit`` functions of ``path`` calling it}, read without running
+    the file (a call ``f(...)`` or ``m.f(...)``)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError):
+        return {}
+    out: dict[str, set[str]] = {}
+    for fn in _jit_functions(tree):
+        for c in ast.walk(fn):
+            if isinstance(c, ast.Call):
+                name = getattr(c.func, "id", None) or getattr(c.func, "attr", None)
+                if name and name != fn.name:
+                    out.setdefault(name, set()).add(fn.name)
     return out
 
 
@@ -492,9 +527,9 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
     import tempfile
 
     t0 = time.perf_counter()
-    entry = table.get(func)
+    entry = lookup(table, path, func)
     try:
-        if func in LAUNCHERS:
+        if lookup(LAUNCHERS, path, func) is not None:
             with tempfile.TemporaryDirectory() as scratch:
                 launcher, root = _launcher(path, func, Path(scratch))
                 k, rec = trace_kernel(str(launcher), "launch", paths=(root,),
@@ -509,7 +544,7 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
         a = pipeline.analyze(prog, hardware.load("trn2-core"))
     except LoopsimError as e:
         why = str(e)
-        if entry is None and func not in LAUNCHERS:
+        if entry is None and lookup(LAUNCHERS, path, func) is None:
             why = "(no shapes in the table) " + why
         return "refused", why, time.perf_counter() - t0
     except Exception as e:  # a loopsim bug, shown as such
@@ -530,16 +565,25 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows = []
     for d in a.dirs:
-        files = sorted(d.rglob("*.py")) if d.is_dir() else [d]
+        files = [f for f in (sorted(d.rglob("*.py")) if d.is_dir() else [d])
+                 if "/test" not in str(f.relative_to(d)) and not f.name.startswith("test_")]
+        callers: dict[str, set[str]] = {}
         for f in files:
-            if "/test" in str(f.relative_to(d)) or f.name.startswith("test_"):
-                continue
+            for name, by in jit_callers(f).items():
+                callers.setdefault(name, set()).update(by)
+        for f in files:
             for func in kernels_in(f):
                 if a.only and a.only not in str(f) and a.only not in func:
                     continue
                 if func.startswith("?"):
                     rows.append((f, func, "refused"))
                     print(f"refused  {f.relative_to(d)}::{func}", flush=True)
+                    continue
+                if func in callers and lookup(SHAPES, f, func) is None and \
+                        lookup(LAUNCHERS, f, func) is None:
+                    rows.append((f, func, "helper"))
+                    print(f"helper   {f.relative_to(d)}::{func}  (called by "
+                          f"{', '.join(sorted(callers[func]))})", flush=True)
                     continue
                 with contextlib.redirect_stdout(io.StringIO()):  # kernels that print
                     status, detail, dt = classify(f, func, SHAPES)
@@ -548,7 +592,7 @@ def main(argv=None) -> int:
                 print(f"{status:8} {f.relative_to(d)}::{func}  ({dt:.2f} s)  {shown}", flush=True)
     c = Counter(s for *_, s in rows)
     print(f"\n{len(rows)} kernels: traced {c['traced']}, assumed {c['assumed']}, "
-          f"refused {c['refused']}")
+          f"refused {c['refused']}" + (f", helper {c['helper']}" if c["helper"] else ""))
     return 0
 
 

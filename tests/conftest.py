@@ -5,6 +5,7 @@ would trip hypothesis's default per-example deadline.
 """
 
 import os
+import subprocess
 import sys
 
 from hypothesis import HealthCheck, settings
@@ -58,3 +59,31 @@ def pytest_terminal_summary(terminalreporter):
     fuzz = sys.modules.get("tests.fuzzgen")
     if fuzz is not None and fuzz.SUMMARY:
         terminalreporter.write_line(f"loopsim fuzz (seed {os.environ['LOOPSIM_FUZZ_SEED']}): " + "; ".join(fuzz.SUMMARY))
+
+
+# The engine timeline's compiled walk takes ~40 s CPU to compile on a cold numba cache (a fresh
+# clone, CI). It compiles in a process of its own from the start of the session, on another core
+# while the other tests run; the tests that walk compiled wait for it (``walk_warm``).
+_WARM: list = []
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("LOOPSIM_NO_WARM") or hasattr(session.config, "workerinput"):
+        return
+    _WARM.append(subprocess.Popen([sys.executable, "-m", "tests._warm_walk"], cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+
+
+@pytest.fixture(scope="session")
+def walk_warm():
+    """Waits for the session's background compile of the compiled walk (its failure is the
+    test's: the stderr is shown)."""
+    for proc in _WARM:
+        _, err = proc.communicate()
+        assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+
+
+def pytest_sessionfinish(session):
+    for proc in _WARM:
+        if proc.poll() is None:
+            proc.kill()

@@ -23,6 +23,9 @@ from loopsim.targets import schedule as tl
 from loopsim.targets import hardware
 from loopsim.targets.neuron import timeline as ntl
 
+# the compiled walk is compiled in the background from the start of the session (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("walk_warm")
+
 HW = hardware.load("trn2-core")
 F = 1300e-9
 DMA = 368e9
@@ -166,8 +169,8 @@ def test_pipe_fills_earlier_gaps():
     s = tl.Scheduler()
     q1, q2, q3 = s.queue_id("a", "dma"), s.queue_id("b", "dma"), s.queue_id("c", "dma")
     s.add(q1, 1.0, pipe="p")
-    s.add(q2, 1.0, [(3.0, -1, 0.0)], pipe="p")
-    i = s.add(q3, 1.5, [(1.0, -1, 0.0)], pipe="p")
+    s.add(q2, 1.0, [(-1, 3.0)], pipe="p")  # (by, lag): from 3 s on
+    i = s.add(q3, 1.5, [(-1, 1.0)], pipe="p")
     assert (s.start[i], s.end[i]) == (1.0, 2.5)
     assert s.pipe_busy("p") == [(0.0, 2.5), (3.0, 4.0)]
 
@@ -180,14 +183,70 @@ def test_schedule_respects_every_wait_and_queue_order(ops):
     s = tl.Scheduler()
     qs = [s.queue_id(str(i), "dma" if i else "tensor") for i in range(3)]
     for q, d, dep in ops:
-        waits = [(s.end[dep] + 0.5, dep, 0.5)] if 0 <= dep < len(s.start) else []
+        waits = [(dep, 0.5)] if 0 <= dep < len(s.start) else []
         i = s.add(qs[q], d, waits, pipe="p" if q else None)
-        for t, _, _ in waits:
-            assert s.start[i] >= t
+        for b, lag in waits:
+            assert s.start[i] >= s.end[b] + lag
     for q in qs:
         mine = [i for i in range(len(s.start)) if s.queue[i] == q]
         assert all(s.start[b] >= s.end[a] for a, b in zip(mine, mine[1:]))
     assert s.makespan <= sum(d for _, d, _ in ops) + 0.5 * len(ops) + 1e-9
+
+
+# the compiled walk (loopsim/targets/neuron/walk.py) against the Python walk, on kernels with ragged
+# edges, chunked loads, ops reading PSUM, accumulations, several buffers, LNC cores and cut runs
+_WALKED = ("matmul", "copy", "gqa_decode", "nki_tutorial/4_fully_optimized", "matmul_small_tiles",
+           "matmul_kouter", "projection")
+
+
+@given(st.sampled_from(_WALKED), st.lists(st.integers(1, 700), min_size=3, max_size=3),
+       st.integers(1, 3), st.sampled_from([0, 2]), st.sampled_from([200, 3000, 10**6]),
+       st.sampled_from(["trn2-core", "trn1-core"]))
+@settings(max_examples=25, deadline=None)
+def test_the_compiled_walk_schedules_as_the_python_walk(name, sizes, b, lnc, budget, sheet):
+    """Every instruction's queue, statement, start, end, pred, why and lag, the pipe's stretches
+    and every figure: the same from both walks (the reference: the Python walk), exactly."""
+    from loopsim.base.errors import LoopsimError
+
+    ref = name
+    params = pipeline.read(ref).params
+    big = [k for k, v in params.items() if isinstance(v, int) and not k.startswith("T") and
+           not k.startswith("TILE")][:3]
+    sets = {k: max(1, params[k] * n // 256) for k, n in zip(big, sizes)}  # ragged sizes too
+    try:
+        prog = pipeline.load(ref, sets, buffers=(("*", b),), **({"lnc_cores": lnc} if lnc else {}))
+    except LoopsimError:
+        return
+    hw = hardware.load(sheet)
+    for stage in prog.stages:
+        runs = {}
+        for compiled in (False, True):
+            try:
+                runs[compiled] = ntl.timeline(stage.kernel, hw, dtype="bf16", W_P=1e-6, Q_BW=2e-6,
+                                              Q=1000, budget=budget, compiled=compiled)
+            except LoopsimError:  # sizes an LNC split refuses (both walks: before either runs)
+                assert not runs
+                return
+        a, c = runs[False], runs[True]
+        assert c.sched.arrays is not None and a.sched.arrays is None  # each walk ran
+        sa, sc = a.sched, c.sched
+        assert (sa.queues, sa.kinds, sa.queue, sa.label) == (sc.queues, sc.kinds, sc.queue, sc.label)
+        assert (sa.start, sa.end, sa.pred, sa.why, sa.lag) == (sc.start, sc.end, sc.pred, sc.why, sc.lag)
+        assert {k: sa.pipe_busy(k) for k in sa._pipes} == {k: sc.pipe_busy(k) for k in sc._pipes}
+        assert sa.shared == sc.shared
+        _same(c.as_dict(), a.as_dict(), f"{name} {sets} buffers {b} lnc {lnc} budget {budget} {sheet}")
+
+
+def test_the_compiled_walk_runs_past_its_threshold(monkeypatch):
+    # below ntl.COMPILED_FROM instructions a run walks in Python (numba not imported for it),
+    # from it compiled; the same answer
+    k = spec.load_kernel("matmul", dict(M=512, N=512, K=512))
+    hw = hardware.load("trn2-core")
+    small = ntl.timeline(k, hw, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000)
+    assert small.sched.arrays is None and ntl._size(k, {}) < ntl.COMPILED_FROM
+    monkeypatch.setattr(ntl, "COMPILED_FROM", 0)
+    big = ntl.timeline(k, hw, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000)
+    assert big.sched.arrays is not None and (big.T, big.busy, big.gap) == (small.T, small.busy, small.gap)
 
 
 def test_multilinear_is_exact_on_multilinear_values():
@@ -377,6 +436,8 @@ def test_a_dma_transpose_moves_its_bytes_at_90_percent_of_the_dma_rate():
     assert a.times["dma"] == pytest.approx((B * 1000 / 900 + B) / DMA, rel=1e-12)
     assert p.stages[0].timeline.T == pytest.approx(2 * (F + d), rel=1e-12)
     assert a.stages[0].timeline.T == pytest.approx(2 * F + d + d * 1000 / 900, rel=1e-12)
+    compiled = ntl.timeline(k, HW, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000, compiled=True)
+    assert compiled.sched.arrays is not None and compiled.T == pytest.approx(2 * F + d + d * 1000 / 900, rel=1e-12)
     assert "vector" not in a.times
     secs, line = HW.dma_time(k, a.counts, exact=True)
     assert secs == a.times["dma"] and f"{B:,} bytes by DMA transpose at 90% of the DMA rate" in line
@@ -439,22 +500,29 @@ def _same(got, want, where):
         assert got == want, where
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "compiled"])
 @pytest.mark.parametrize("name", spec.bundled_names() + ["random"])
-def test_the_timeline_gives_main_walkers_schedule(name):
+def test_the_timeline_gives_main_walkers_schedule(name, compiled, monkeypatch):
     # every bundled spec on two sheets and two budgets (cut runs too), two buffers, LNC 2, and
     # seeded random sizes (ragged edges, 1-3 buffers): makespan, serial sum, busy per engine and
     # per queue, counts, gap causes, the critical path (length, per queue, CRC of its sequence)
-    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12
+    # as the walker of main at 8610324 computed them (tests/timeline_golden.py), to 1e-12; both
+    # the Python walk and the compiled walk (numba; past ntl.COMPILED_FROM by default)
     from tests import timeline_golden as g
+    from loopsim.targets.neuron import walk
+    ran = []  # whether each run walked compiled (none may fall back to Python)
+    real = walk.run_compiled
+    monkeypatch.setattr(walk, "run_compiled", lambda run, geom: ran.append(real(run, geom)) or ran[-1])
     rows = [r for r in _golden() if (r["case"]["sets"] != {}) == (name == "random")
             and (name == "random" or r["case"]["name"] == name)]
     assert rows
     for r in rows:
         hw = hardware.load(r["case"]["sheet"])
         k = g.kernels(r["case"])[r["stage"]]
-        _same(g.figures(k, hw, r["case"]["budget"]), r["figures"],
+        _same(g.figures(k, hw, r["case"]["budget"], compiled), r["figures"],
               f"{r['case']} stage {r['stage']} (a bundled spec or the timeline's model changed on "
               "purpose? `python -m tests.timeline_golden --write`, and say so in the commit)")
+    assert all(ran) and bool(ran) == compiled
 
 
 def test_the_golden_cases_are_the_generators():
@@ -473,3 +541,22 @@ def test_a_written_out_region_is_the_general_one(geom, env):
     # (ntl._region): starts, ends clipped at the tensor's edge, None past it
     geom = tuple((tuple(terms), off, ext, dim) for terms, off, ext, dim in geom)
     assert ntl._regioner(geom)(env) == ntl._region(geom, env)
+
+
+def test_model_exact_walks_every_instruction(capsys):
+    """`--model exact`: the timeline with no loop cut. The bundled matmul at 4096^3 has 25,088
+    instructions, over BUDGET = 24,000: the default cuts loops and extrapolates (its summary says
+    so); exact walks them all: the T of the timeline called with no budget limit."""
+    k = pipeline.load("matmul", {"M": 4096, "N": 4096, "K": 4096}).stages[0].kernel
+    assert ntl._size(k, {}) == 25_088 > ntl.BUDGET
+    full = ntl.timeline(k, HW, dtype="bf16", W_P=0.0, Q_BW=0.0, Q=0, budget=ntl.EXACT)
+    argv = ["entitle", "matmul", "-H", "trn2-core", "--set", "M=4096", "--set", "N=4096",
+            "--set", "K=4096", "--json"]
+    assert main(argv + ["--model", "exact"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["times"]["timeline"] == pytest.approx(full.T, rel=1e-12)
+    assert d["limit"] == "timeline" and "extrapolated" not in d["limit_detail"]
+    assert main(argv) == 0
+    assert "extrapolated from" in json.loads(capsys.readouterr().out)["limit_detail"]
+    assert main(["timeline", "matmul", "-H", "trn2-core", "--set", "M=4096", "--model", "exact",
+                 "--json"]) == 0

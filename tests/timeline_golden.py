@@ -79,13 +79,14 @@ def kernels(case: dict) -> list:
     return [st.kernel for st in prog.stages]
 
 
-def figures(kernel, hw, budget: int) -> dict:
+def figures(kernel, hw, budget: int, compiled: bool | None = None) -> dict:
     """What the timeline says of ``kernel``, with ``W_P`` = 1 us and ``Q_BW`` = 2 us (the gap's
     reference engine and its parts follow them), every figure as the run computed it."""
     from loopsim.targets import schedule as tl
     from loopsim.targets.neuron import timeline as ntl
 
-    t = ntl.timeline(kernel, hw, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000, budget=budget)
+    t = ntl.timeline(kernel, hw, dtype="bf16", W_P=1e-6, Q_BW=2e-6, Q=1000, budget=budget,
+                     compiled=compiled)
     s = t.sched
     per_q: dict[str, list] = {}
     for q, a, b in zip(s.queue, s.start, s.end):

@@ -296,8 +296,9 @@ def _stage(prog: Program, st: Stage, hw, *, policy, capacity, dtype, allow, link
     dma = hw.dma_time(k, c, exact=prog.is_single and policy == "as-written")
     added: tuple[dict, dict] = ({}, {})
     tline = None
-    if model in ("timeline", "floor") and policy == "as-written":  # the predicted time
-        tline = hw.predict(st, prog.op_map, c, dtype, *added, run=model == "timeline")
+    if model in ("timeline", "exact", "floor") and policy == "as-written":  # the predicted time
+        tline = hw.predict(st, prog.op_map, c, dtype, *added, run=model != "floor",
+                           exact=model == "exact")
     res = c.residency
     if not res.fits:
         unit = " per partition" if res.lanes else ""

@@ -86,7 +86,7 @@ class FlatMachine(Roofs):
         return ()  # no transfer engines: no per-statement transfer time
 
     def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
-                run: bool = True):
+                run: bool = True, exact: bool = False):
         return None  # one rate P and one BW: nothing to schedule, T is the roofline's
 
     def engine_lines(self, kernel, dtype: str, work_of=None):

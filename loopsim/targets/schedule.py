@@ -33,12 +33,21 @@ DEP, QUEUE, PIPE, FREE = 0, 1, 2, 3
 
 
 class Scheduler:
-    """Instructions added in program order; times are computed as they are added."""
+    """Instructions added in program order, their times computed as they are added (the timeline's
+    compiled walk, :mod:`loopsim.targets.neuron._walk_kernel`, schedules by the same rules and
+    fills a Scheduler with its results).
+
+    A wait is ``(by, lag)``: it may not start before ``by``'s end plus ``lag`` (``by`` -1: at
+    ``lag``), or a :meth:`slot_wait` (the last of several readers). PSUM-like *bank pools*: an
+    instruction with ``need`` takes that many of its pool's free banks (those freed earliest,
+    every bank when too few are free) and waits until they are freed; an instruction with
+    ``release`` = the index of the one that took them frees them at its end."""
 
     __slots__ = ("queues", "kinds", "queue", "kind", "start", "end", "pred", "why", "lag",
-                 "_qfree", "_qlast", "_pipes", "label")
+                 "_qfree", "_qlast", "_pipes", "label", "_pools", "_groups", "shared",
+                 "banks", "arrays")
 
-    def __init__(self) -> None:
+    def __init__(self, banks: int = 0) -> None:
         self.queues: list[str] = []  # queue names, by id
         self.kinds: list[str] = []  # the engine kind of each queue ("dma", "tensor", "vector", ...)
         self.queue: list[int] = []
@@ -52,6 +61,13 @@ class Scheduler:
         self._qfree: list[float] = []
         self._qlast: list[int] = []
         self._pipes: dict[str, tuple[list[float], list[float], list[int]]] = {}
+        self._pools: dict[int, tuple[list, list]] = {}  # pool -> (bank -> (free from, by), held)
+        self._groups: dict[int, list[int]] = {}  # instruction that took banks -> the banks
+        self.shared = False  # an instruction needed more banks than were free (they were shared)
+        self.banks = banks  # banks in each pool
+        # numpy copies of queue, start, end, pred, why, lag where a compiled walk filled the lists
+        # (the figures read them vectorised: union_of, idle_of)
+        self.arrays: dict | None = None
 
     def queue_id(self, name: str, kind: str) -> int:
         """The id of queue ``name`` (created on first use) running instructions of ``kind``."""
@@ -65,39 +81,71 @@ class Scheduler:
             return len(self.queues) - 1
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.queue)
 
-    def add(self, q: int, duration: float, waits=(), pipe: str | None = None, label: int = -1) -> int:
-        """Schedule one instruction on queue ``q`` lasting ``duration`` s. ``waits``: (time, by,
-        lag) triples — it may not start before ``time`` (``by``: the instruction that sets it, -1
-        for none; ``lag``: the latency included in ``time`` after ``by``'s end). Returns its index."""
+    def slot_wait(self, readers: list[int], lag: float = 0.0) -> tuple[int, float]:
+        """The wait for the last of ``readers`` to end (the first of them to end that late), plus
+        ``lag``; a time of 0 when none ends after 0."""
+        end = self.end
+        t, h = 0.0, -1
+        for r in readers:
+            if end[r] > t:
+                t, h = end[r], r
+        return (h, lag)
+
+    def add(self, q: int, duration: float, waits=(), pipe: str | None = None, label: int = -1,
+            need: int = 0, pool: int = 0, release: int = -1) -> int:
+        """Schedule one instruction on queue ``q`` lasting ``duration`` s after its ``waits`` (see
+        the class); ``need`` banks of ``pool``; ``release``: free the banks instruction
+        ``release`` took when this one ends. Returns its index."""
+        i = len(self.queue)
+        self.queue.append(q)
+        self.kind.append(self.kinds[q])
+        self.label.append(label)
+        end = self.end
         ready, by, why, lag = 0.0, -1, FREE, 0.0
-        for t, b, lg in waits:
+        for b, lg in waits:
+            t = (end[b] if b >= 0 else 0.0) + lg
             if t > ready:
                 ready, by, why, lag = t, b, DEP, lg
+        if need:
+            free_at, held = self._pools.get(pool) or self._pools.setdefault(
+                pool, ([(0.0, -1)] * self.banks, [False] * self.banks))
+            free = [b for b in range(self.banks) if not held[b]]
+            if len(free) < need:
+                self.shared = True
+                free = list(range(self.banks))
+            free.sort(key=lambda b: free_at[b][0])
+            banks = self._groups[i] = free[:need]
+            for b in banks:
+                t, bb = free_at[b]
+                if t > ready:
+                    ready, by, why, lag = t, bb, DEP, 0.0
+                held[b] = True
         qf = self._qfree[q]
         if qf > ready:
             ready, by, why, lag = qf, self._qlast[q], QUEUE, 0.0
-        i = len(self.start)
         if pipe is not None and duration > 0:
             pieces, owner = self._fit(pipe, ready, duration)
-            start, end = pieces[0][0], pieces[-1][1]
+            start, end_ = pieces[0][0], pieces[-1][1]
             if start > ready:
                 by, why, lag = owner, PIPE, 0.0
             for a, b in pieces:
                 self._occupy(pipe, a, b, i)
         else:
-            start, end = ready, ready + duration
-        self.queue.append(q)
-        self.kind.append(self.kinds[q])
+            start, end_ = ready, ready + duration
         self.start.append(start)
-        self.end.append(end)
+        end.append(end_)
         self.pred.append(by)
         self.why.append(why)
         self.lag.append(lag)
-        self.label.append(label)
-        self._qfree[q] = end
+        self._qfree[q] = end_
         self._qlast[q] = i
+        if release >= 0:
+            free_at, held = self._pools[pool]
+            for b in self._groups.pop(release):
+                free_at[b] = (end_, i)
+                held[b] = False
         return i
 
     # -- pipes: merged busy stretches, sorted ------------------------------------------------
@@ -160,7 +208,8 @@ class Scheduler:
         """Instructions from the first to the last to finish, each the one its successor waited for."""
         if not self.end:
             return []
-        i = self.end.index(max(self.end))  # the first to end last
+        a = self.arrays
+        i = int(a["end"].argmax()) if a is not None else self.end.index(max(self.end))  # the first to end last
         out = []
         seen = set()
         while i >= 0 and i not in seen:
@@ -195,6 +244,48 @@ def union_length(intervals) -> float:
     if cur_e is not None:
         total += cur_e - cur_s
     return total
+
+
+def union_of(start, end) -> float:
+    """:func:`union_length` of the intervals (start[i], end[i]) (numpy arrays): the same merged
+    stretches summed in the same order (a sequential cumulative sum), so the same float."""
+    import numpy as np
+
+    if not len(start):
+        return 0.0
+    o = np.lexsort((end, start))
+    _, first, reach = _stretches(start[o], end[o])
+    return float(np.cumsum(reach - start[o][first])[-1])
+
+
+def _stretches(s, e):
+    """For intervals sorted by (start, end): the running latest end, the index of each merged
+    stretch's first interval and each stretch's end."""
+    import numpy as np
+
+    run = np.maximum.accumulate(e)
+    new = np.empty(len(s), bool)
+    new[0] = True
+    new[1:] = s[1:] > run[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return run, first, run[last]
+
+
+def idle_of(start, end, idx, makespan: float):
+    """:func:`idle_causes` of instructions ``idx`` (numpy arrays) before the causes: (first start,
+    busy seconds, seconds after its last end, the instructions that start an idle stretch, the
+    stretches' lengths), in the order idle_causes visits them."""
+    import numpy as np
+
+    if not len(idx):
+        return 0.0, 0.0, makespan, idx[:0], np.zeros(0)
+    o = idx[np.lexsort((idx, end[idx], start[idx]))]  # by (start, end), ties in program order
+    s = start[o]
+    run, first, reach = _stretches(s, end[o])
+    busy = float(np.cumsum(reach - s[first])[-1])
+    gap_at = first[1:]
+    return float(s[0]), busy, makespan - float(run[-1]), o[gap_at], s[gap_at] - run[gap_at - 1]
 
 
 def idle_causes(sched: Scheduler, kind: str, cause_of) -> tuple[float, float, float, dict[str, float]]:

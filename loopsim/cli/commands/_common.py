@@ -31,9 +31,12 @@ def add_kernel_options(p: argparse.ArgumentParser, *, many: bool = False, scope:
     p.add_argument("--dtype", default=None,
                    help="dtype whose Tensor Engine roof applies (default: the kernel's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--model", choices=("timeline", "roofline"), default="timeline",
+    p.add_argument("--model", choices=("timeline", "exact", "roofline"), default="timeline",
                    help="timeline (default): T is the engine timeline's predicted time (never below "
-                        "the roofline's); roofline: T is the slowest roof or ceiling alone")
+                        "the roofline's; a kernel over 24,000 instructions runs its loops cut and "
+                        "extrapolated); exact: the same timeline walking every instruction "
+                        "(compiled past 100,000, ~1 s CPU per 10^6 instructions plus a one-time "
+                        "compile); roofline: T is the slowest roof or ceiling alone")
     p.add_argument("--replay", action="store_true",
                    help="as written: replay the trace even where the closed form gives Q (slower; "
                         "the two agree)")

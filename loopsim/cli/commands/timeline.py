@@ -30,8 +30,9 @@ def run(args) -> int:
         from loopsim.base.outfile import figure_format
 
         figure_format(args.output)  # refuse a bad extension before any work
-    if getattr(args, "model", "timeline") != "timeline":
-        raise InputError("--model roofline: the timeline command shows the timeline model")
+    if getattr(args, "model", "timeline") not in ("timeline", "exact"):
+        raise InputError("--model roofline: the timeline command shows the timeline model "
+                         "(--model exact: every instruction walked)")
     if args.policy != "as-written":
         raise InputError(f"--policy {args.policy}: the timeline runs the nest as written; "
                          "drop --policy (or use entitle for what lru/opt reach)")

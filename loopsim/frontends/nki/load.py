@@ -379,18 +379,32 @@ _INSTALLED = tuple(dict.fromkeys(
 # imports as Python does them
 
 
-def _package_of(src: str) -> tuple[str, str]:
-    """(import root, dotted module name) of a file: the folder above its ``__init__.py`` chain
-    and the dotted path below it ('' when the file is in no package)."""
+def package_of(src: str) -> tuple[str, str]:
+    """(import root, dotted module name) of a file: the folder above its package and the dotted
+    path below it ('' when the file is in no package). The package is found as Python resolves
+    it: its ``__init__.py`` chain, and, for a file whose relative imports climb N levels
+    (``from ..util import x``: 2), at least N folders, a folder without ``__init__.py`` being a
+    namespace package (PEP 420) of the regular one above it."""
     p = Path(src)
+    depth = _relative_depth(p)
     parts = []
     d = p.parent
-    while (d / "__init__.py").is_file():
+    while ((d / "__init__.py").is_file() or len(parts) < depth) and d.parent != d:
         parts.insert(0, d.name)
         d = d.parent
     if not parts or not all(x.isidentifier() for x in parts) or not p.stem.isidentifier():
         return str(p.parent), ""
     return str(d), ".".join(parts + [p.stem])
+
+
+def _relative_depth(p: Path) -> int:
+    """The most levels a relative import of the file climbs (``from ..a import b``: 2; 0 when it
+    has none or does not parse)."""
+    try:
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return 0
+    return max((n.level for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), default=0)
 
 
 class _RangeLoader(importlib.abc.Loader):
@@ -510,7 +524,7 @@ class _Imports:
 
     def __init__(self, src: str, paths, rec: Recorder):
         self.src, self.rec = src, rec
-        root, self.modname = _package_of(src)
+        root, self.modname = package_of(src)
         here = str(Path(src).parent)
         self.roots = list(dict.fromkeys([here, root, *paths]))
         self.notes: list[str] = []
@@ -527,12 +541,22 @@ class _Imports:
 
     def __exit__(self, *exc):
         sys.path[:], sys.meta_path[:] = self.saved_path, self.saved_meta
-        for name in set(sys.modules) - self.before:
-            m = sys.modules.get(name)
-            if isinstance(m, _StubModule) or self.user.mine(getattr(m, "__file__", None)) or \
-                    name.startswith("_loopsim_nki_kernel_"):
-                sys.modules.pop(name, None)
+        # chosen before any is dropped: a namespace package's path is recomputed from its parent
+        drop = [name for name in set(sys.modules) - self.before if self._mine(name, sys.modules.get(name))]
+        for name in drop:
+            sys.modules.pop(name, None)
         return False
+
+    def _mine(self, name: str, m) -> bool:
+        """Whether module ``m`` came from the kernel's roots (or is a stub): a file under them, or
+        a namespace package (no file) whose folders are under them."""
+        if isinstance(m, _StubModule) or self.user.mine(getattr(m, "__file__", None)) or \
+                name.startswith("_loopsim_nki_kernel_"):
+            return True
+        try:
+            return any(self.user.mine(d) for d in list(getattr(m, "__path__", None) or ()))
+        except Exception:  # a namespace path whose parent is gone: not one to keep either
+            return True
 
     def function(self, func: str, shown: str):
         """The kernel module imported (as its package's module when it is in one) and ``func``."""

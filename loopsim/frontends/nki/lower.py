@@ -641,6 +641,13 @@ def _program(rec: Recorder, kernel: ir.Kernel, params):
                     f"{'is' if len(names) == 1 else 'are'} read only by {by}: read as one nest "
                     f"without an op graph; W and Q are {tail} (per-op engine ceilings not drawn: "
                     "ASSUMED)")
+    if dead:  # read by nothing the op graph holds (an instruction costed as engine work, a copy
+        # whose elements are not followed): the nest is exact, the graph would not be
+        return (f"{rec.shown}: kernel {rec.func}: {', '.join(dead)} "
+                f"{'is' if len(dead) == 1 else 'are'} read by no op the op graph holds (an "
+                "instruction costed as engine work, a copy or store whose elements are not "
+                "followed): read as one nest without an op graph; W and Q are the nest's (per-op "
+                "engine ceilings not drawn: ASSUMED)")
     inputs = tuple(t.name for t in kernel.tensors if t.name not in produced and t.name in
                    {i for o in ops for i in o.inputs})
     g = graph_mod.build(rec.shown, tuple(ops), inputs, tm)

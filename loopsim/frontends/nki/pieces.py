@@ -249,10 +249,15 @@ def lookup(buf, offsets, sizes) -> Binding | None:
     if b is None:
         lg = g.pieces[0].binding.logical.find()
         where = ", ".join(f"{o}:+{n}" for o, n in zip(offsets, sizes))
-        raise TraceError(f"a read of buffer {buf.name}[{where}] spans pieces written one by one "
-                         f"that hold tiles of {lg.name} in an order no affine map follows (a "
-                         "permuted layout): not modelled; read it piece by piece")
+        raise PermutedPieces(f"a read of buffer {buf.name}[{where}] spans pieces written one by "
+                             f"one that hold tiles of {lg.name} in an order no affine map follows "
+                             "(a permuted layout)")
     return b
+
+
+class PermutedPieces(TraceError):
+    """A read spanning pieces of a buffer whose tiles no one affine map places (the recorder
+    reads the buffer from there on as data it does not follow)."""
 
 
 def _subst(x: Sym, v, e: Sym) -> Sym:

@@ -179,7 +179,16 @@ class Recorder:
         b = t.buf.binding
         if b is None:
             raise TraceError(f"{what} reads buffer {t.buf.name} before anything was written to it")
-        b = pieces.lookup(t.buf, t.offsets, t.sizes) or b
+        try:
+            b = pieces.lookup(t.buf, t.offsets, t.sizes) or b
+        except pieces.PermutedPieces as e:
+            from loopsim.frontends.nki import work
+
+            self.note(f"{work.call_site(self)}: {e}: the buffer is read from here on as data "
+                      "loopsim does not follow (ASSUMED: its bytes count where they were loaded; an "
+                      "op reading it reads no tensor, a matmul's work is charged to the Tensor "
+                      "Engine, not to W)")
+            t.buf.binding = b = Binding(self._const(), ())
         homes = getattr(t.buf, "homes", None)
         if homes:
             live = {id(f) for f in self.stack}
@@ -208,8 +217,9 @@ class Recorder:
         # tensor axis in pieces); a plain d steps one
         scale_of = [dd[1] if isinstance(dd, tuple) else 1 for dd in axis_of]
         axis_of = [dd[0] if isinstance(dd, tuple) else dd for dd in axis_of]
-        if axis_of and all(d is None for d in axis_of) and len(kept) != len(axis_of):
-            # a value along no tensor axis (a per-row statistic) into a slot of another shape
+        if all(d is None for d in axis_of) and len(kept) != len(axis_of):
+            # a value along no tensor axis (a per-row statistic, a one-element tile broadcast)
+            # into a slot of another shape
             dst.buf.binding = Binding(ref.logical, tuple(DimMap(s, n, ()) for s, n in
                                                          zip(ref.starts, ref.sizes)))
             return set()
@@ -524,7 +534,8 @@ class Recorder:
             axis_of = axis_of[::-1]
         kept = sum(1 for k in dst.kept if k)
         if ref is not None and _squeezed(src.shape) != _squeezed(dst.shape) and \
-                math.prod(src.shape) == math.prod(dst.shape) and len(_squeezed(axis_of)) != kept:
+                math.prod(src.shape) == math.prod(dst.shape) and \
+                sum(1 for d in axis_of if d is not None) != kept:
             # a copy that permutes elements through index patterns (an SBUF-to-SBUF transpose):
             # on-chip movement only; the copy's work is charged and dst holds a fresh tile
             from loopsim.frontends.nki import work

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import math
+import numbers
 import sys
 import types
 
@@ -81,6 +82,12 @@ _SAME_SHAPE = {"dropout", "exponential", "tensor_tensor_scan", "tensor_scalar_cu
                "sign", "floor", "ceil", "trunc", "logical_not", "bitwise_not", "invert"}
 
 
+#: unmodelled instructions whose output has N elements per partition of their data input (NKI
+#: ISA reference: bn_stats "The output tile of the instruction has 6 elements per partition";
+#: bn_aggr "an output tile with two elements per partition: a mean followed by a variance")
+_PER_PARTITION = {"bn_stats": 6, "bn_aggr": 2}
+
+
 #: keyword arguments of an instruction that it writes (never its data input)
 _OUTPUTS = ("dst", "out", "reduce_res", "res")
 
@@ -126,13 +133,17 @@ def _assumed(name: str, short: str, args, kwargs):
         # nki.language calls without an axis= are elementwise (the language reference's math
         # functions): the output has the largest input's shape
         elementwise = name.startswith("nki.language.") and "axis" not in kwargs
-        if short not in _SAME_SHAPE and not elementwise:
+        if short in _PER_PARTITION:  # [partitions, N] of the data tile, its dtype by default
+            dst = rec.alloc((ins[0].shape[0], _PER_PARTITION[short]),
+                            kwargs.get("dtype") or ins[0].dtype, "sbuf", rec.assigned_name(short))
+        elif short not in _SAME_SHAPE and not elementwise:
             raise TraceError(f"{name} is not modelled by loopsim's NKI shim and its output shape is "
                              f"not known: pass dst= (an output tile) so it can be costed as generic "
                              "work, or rewrite it with modelled calls")
-        big = max(ins, key=lambda t: t.size)
-        dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
-                        rec.assigned_name(short))
+        else:
+            big = max(ins, key=lambda t: t.size)
+            dst = rec.alloc(big.shape, kwargs.get("dtype") or big.dtype, "sbuf",
+                            rec.assigned_name(short))
     if not isinstance(dst, Tile):
         raise TraceError(f"{name} is not modelled by loopsim's NKI shim and writes {dst!r}, not an "
                          "on-chip tile: its cost is not known")
@@ -140,13 +151,15 @@ def _assumed(name: str, short: str, args, kwargs):
     for kk, v in kwargs.items():  # further outputs (dst_scale=, reduce_res=): written, not read
         if kk != "dst" and kk.startswith(_OUTPUTS) and isinstance(v, Tile) and v.buf.binding is None:
             rec.memset(v)
-    passes = 1
+    passes, elements = 1, dst.size
+    if short in _PER_PARTITION and ins:  # statistics over the data: one element-op per input element
+        elements = ins[0].size
     st = kwargs.get("stationary")
     if short == "nc_matmul_mx" and isinstance(st, Tile):
         # a Tensor Engine matmul: per output element one multiply-add per contraction value; each
         # x4 element of the stationary packs 4 values of K along its partitions
         passes = 4 * st.shape[0]
-    work_mod.charge(rec, name, work_mod.engine_of(short), dst.size, passes, assumed=True)
+    work_mod.charge(rec, name, work_mod.engine_of(short), elements, passes, assumed=True)
     return dst
 
 
@@ -168,6 +181,9 @@ def _range(kind):
     def r(start, stop=None, step=1, **_):
         if stop is None:
             start, stop = 0, start
+        # numpy integers (bounds computed from a numpy array of the kernel's) are integers
+        start, stop, step = (int(x) if isinstance(x, numbers.Integral) and not isinstance(x, (bool, int))
+                             else x for x in (start, stop, step))
         for x in (start, stop, step):
             if isinstance(x, Sym) or isinstance(x, bool) or not isinstance(x, int):
                 raise TraceError(f"{kind}({start}, {stop}, {step}): bounds must be integers "
@@ -251,6 +267,10 @@ class _Grid(tuple):
     @property
     def y(self):
         return self[2]
+
+    @property
+    def z(self):
+        return self[3]
 
 
 mgrid = _MGrid()
@@ -441,6 +461,34 @@ def load(src, mask=None, dtype=None, **_):
     d, s2 = _squeezed(t, src)
     t.buf.fresh_load = (rec.dma(d, s2), src)
     return t
+
+
+def load_transpose2d(src, mask=None, dtype=None, **_):
+    """``nl.load_transpose2d``: "Load a tensor from device memory (HBM) and 2D-transpose the data
+    before storing into on-chip memory (SBUF)", an HBM [F, P] access landing as a [P, F] tile
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.language.load_transpose2d.html):
+    the DMA transpose :func:`dma_transpose` models."""
+    if isinstance(src, HbmSplit) and len(src.shape) == 2:
+        # an access pattern that is no box (rows of a 1-D tensor by an index expression): its
+        # pieces' DMAs land as the pattern's shape, then the tile is transposed on landing
+        rec = _rec()
+        landed = rec.alloc(src.shape, src.dtype, "sbuf", rec.assigned_name("dma_landed"))
+        _split_dma(landed, src, src)
+        out = rec.alloc(tuple(src.shape[::-1]), dtype or src.dtype, "sbuf", rec.assigned_name("transposed"))
+        rec.copy(out, landed, transpose=True, engine_work=False)
+        rec.notes.append(f"{work_mod.call_site(rec)}: nl.load_transpose2d of an access pattern "
+                         "split into DMAs: costed as those DMAs, not at the DMA transpose rate (ASSUMED)")
+        return out
+    if not isinstance(src, (HbmView, HbmTensor)):
+        raise TraceError(f"nl.load_transpose2d of {src!r}: expected an HBM tensor or a slice of one")
+    if isinstance(src, HbmView) and src.order is not None and not isinstance(src.order[0], tuple) \
+            and src.indirect is None and src._shape is None:
+        # index tiles that name the tile's axes (x[i_f, i_p], the tensor's [F, P] block): the
+        # view is the landed tile's layout, its block in the tensor's order is what is transposed
+        block = HbmView(src.tensor, src.dims)
+        if tuple(block.shape[::-1]) == tuple(src.shape):
+            return dma_transpose(block, dtype=dtype)
+    return dma_transpose(src, dtype=dtype)
 
 
 def _hbm_name(x) -> str:
@@ -696,13 +744,6 @@ def alloc_stream_buffers(view, buffer="sbuf", dim=0, num_slots=2, dtype=None, tr
     return pool
 
 
-def load_transpose2d(src, dtype=None, mask=None, **_):
-    """``nl.load_transpose2d(src)``: "Load a tensor from device memory (HBM) and 2D-transpose the
-    data before storing into on-chip memory (SBUF)" (nki.language reference): a DMA transpose,
-    its bytes read once (:func:`dma_transpose`)."""
-    return dma_transpose(src=src, dtype=dtype)
-
-
 def broadcast_to(x, shape, **_):
     """``nl.broadcast_to(t, shape)``: ``t.broadcast_to(shape)``."""
     if not hasattr(x, "broadcast_to"):
@@ -756,7 +797,7 @@ def _language() -> dict:
     ns.update(shared_constant=shared_constant, shared_identity_matrix=shared_identity_matrix,
               loop_reduce=loop_reduce, NKIObject=NKIObject, NkiTensor=Tile,
               static_cast=_static_cast, dynamic_range=dynamic_range,
-              range=_range("range"), fori_loop=fori_loop, while_loop=while_loop, if_else=if_else,
+              range=_range("range"), finfo=finfo, fori_loop=fori_loop, while_loop=while_loop, if_else=if_else,
               tiles=tiles, blocks=blocks, alloc_tiles=alloc_tiles, alloc_blocks=alloc_blocks,
               empty_like=empty_like, zeros_like=zeros_like,
               alloc_stream_buffers=alloc_stream_buffers, MemoryRegion=MemoryRegion,
@@ -767,6 +808,25 @@ def _language() -> dict:
     ns["identity"] = _named("copy")
     ns["copy_op"] = ns["identity"]
     return ns
+
+
+#: the largest finite value of each float format, from its bits: (2 - 2^-m) x 2^E for m mantissa
+#: bits and largest exponent E (IEEE fp32, bfloat16 and fp16); the OCP fp8 formats as NKI names
+#: them: e4m3 1.75 x 2^8 = 448 (no infinities), e5m2 1.75 x 2^15 = 57,344
+_FLOAT_MAX = {"float32": (2 - 2 ** -23) * 2.0 ** 127, "tfloat32": (2 - 2 ** -23) * 2.0 ** 127,
+              "bfloat16": (2 - 2 ** -7) * 2.0 ** 127, "float16": (2 - 2 ** -10) * 2.0 ** 15,
+              "float8_e4m3": 448.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+
+
+class finfo:
+    """``nl.finfo(dtype)``: ``max`` and ``min`` (= -max) of a float dtype, as numpy's finfo (a
+    fill value: nothing loopsim counts depends on it)."""
+
+    def __init__(self, dtype):
+        name = str(getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or dtype)
+        if name not in _FLOAT_MAX:
+            raise TraceError(f"nl.finfo({name}): not a float dtype loopsim knows the range of")
+        self.dtype, self.max, self.min = name, _FLOAT_MAX[name], -_FLOAT_MAX[name]
 
 
 def _named(name):
@@ -1731,12 +1791,18 @@ def modules() -> dict[str, types.ModuleType]:
     compiler = _module("nki.compiler", {**{n: _passthrough for n in (
         "skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc")},
         "sbuf": _Allocs("sbuf"), "psum": _Allocs("psum"), "no_reorder": _Directive,
+        # a loop's directives= (neuronxcc: multi_buffer(n) buffers a loop's tiles n ways)
+        "multi_buffer": _Directive,
         **{n: _config_class(n) for n in ("CompileConfig", "SpecializationConfig")},
         **{n: _Enum(n) for n in (
             "Allocation", "AllocationMode", "OptLevel", "SchedulingHeuristic", "AddressRotation")}})
     nki = _module("nki", {"language": lang, "isa": isa, "typing": typing, "compiler": compiler,
                           "jit": _decorator, "baremetal": _decorator, "benchmark": _decorator,
                           "profile": _decorator, "trace": _decorator})
+    # neuronxcc's nki.language.constants: sizeinbytes(dtype), the bytes of one element
+    from loopsim.frontends.nki import dtypes
+
+    lang.__dict__["constants"] = _module("nki.language.constants", {"sizeinbytes": dtypes.itemsize})
     coll = _module("nki.collectives", _collectives())
     nki.__dict__["collectives"] = coll
     # nki.experimental.while_loop: the tracer front end's data-dependent loop
@@ -1746,6 +1812,7 @@ def modules() -> dict[str, types.ModuleType]:
     nx = _module("neuronxcc", {"nki": nki})
     out = {"nki": nki, "nki.language": lang, "nki.isa": isa, "nki.typing": typing,
            "nki.compiler": compiler, "nki.isa.constants": isa.constants,
+           "nki.language.constants": lang.constants,
            "nki.collectives": coll, "nki.experimental": experimental, "neuronxcc": nx}
     for k, v in list(out.items()):
         if k.startswith("nki"):

@@ -9,6 +9,8 @@ loops involved: the loader then traces those loops iteration by iteration and re
 
 from __future__ import annotations
 
+import numbers
+
 from loopsim.frontends.nki.errors import TraceError
 
 
@@ -91,9 +93,9 @@ def _as_sym(x) -> "Sym | None":
         return _make(_NO_TERMS, x)
     if isinstance(x, Sym):
         return x
-    if isinstance(x, bool) or not isinstance(x, int):
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         return None
-    return _make(_NO_TERMS, int(x))
+    return _make(_NO_TERMS, int(x))  # an int subclass, or a numpy integer (an index from an array)
 
 
 _NO_TERMS: dict = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from loopsim.frontends.nki import access
 from loopsim.frontends.nki.dtypes import NKI_DTYPES, NkiDType, itemsize, loopsim_dtype
 from loopsim.frontends.nki.errors import TraceError
-from loopsim.frontends.nki.symbolic import IndexTile, Sym
+from loopsim.frontends.nki.symbolic import Cond, IndexTile, Sym
 
 #: NKI dtype names -> loopsim dtypes (bytes per element preserved; see :mod:`.dtypes`)
 DTYPE_OF = {n: v[1] for n, v in NKI_DTYPES.items()}
@@ -206,6 +206,9 @@ class HbmTensor(_Viewable):
         return HbmView(t, tdims, order, shape)
 
     def __getitem__(self, key):
+        gather = _tile_indexed(self, key)
+        if gather is not None:
+            return gather
         try:
             dims = _slice_dims(self.shape, [Sym({}, 0)] * len(self.shape), [True] * len(self.shape),
                                key, hbm=True)
@@ -220,9 +223,11 @@ class HbmTensor(_Viewable):
         dims = [(Sym({}, 0), d, True) for d in self.shape]
         return self._bytes_view(dims) if self._reshaped() else self._view(dims)
 
-    def reshape(self, *shape) -> "HbmTensor":
-        """The same bytes as another row-major shape (NkiTensor.reshape)."""
-        shape = _shape_arg(shape, self.size, f"HBM tensor {self.logical.name}")
+    def reshape(self, *dims, shape=None) -> "HbmTensor":
+        """The same bytes as another row-major shape (NkiTensor.reshape; ``shape=`` as the older
+        neuronxcc.nki spelled it)."""
+        shape = _shape_arg(dims if shape is None else (shape,), self.size,
+                           f"HBM tensor {self.logical.name}")
         lg = self.logical
         if tuple(shape) == tuple(lg.shape):
             return HbmTensor(self._rec, lg, self._dtype, self.buffer)
@@ -356,8 +361,8 @@ class HbmView(_OfTensor, _Viewable):
         kept = [k for _, _, k in self.dims]
         return self.like(_slice_dims([s for _, s, _ in self.dims], starts, kept, key, hbm=True))
 
-    def reshape(self, *shape):
-        shape = _shape_arg(shape, self.size, repr(self))
+    def reshape(self, *dims, shape=None):
+        shape = _shape_arg(dims if shape is None else (shape,), self.size, repr(self))
         if tuple(shape) == self.shape:
             return self
         kept = [d for d, (_, _, k) in enumerate(self.dims) if k]
@@ -533,6 +538,35 @@ def _in_units(pattern, offset, have: int, want: int, what: str):
     return [[1, n // r] if i in unit else [st // r if n > 1 else st, n] for i, (st, n) in enumerate(pat)], off // r
 
 
+def _tile_indexed(t: "HbmTensor", key):
+    """``t[idx, cols]`` with an on-chip tile ``idx`` in the index (the older NKI's indirect DMA:
+    the rows along that dimension are the tile's values, data): the view of as many rows as
+    ``idx`` has partitions, from row 0, its rows chosen by ``idx`` (as ``.ap(vector_offset=idx)``
+    gives); None where no entry of ``key`` is a tile."""
+    key = key if isinstance(key, tuple) else (key,)
+    at = [i for i, k in enumerate(key) if isinstance(k, Tile)]
+    if not at:
+        return None
+    if len(at) > 1:
+        raise TraceError(f"{t!r} indexed by on-chip tiles along {len(at)} dimensions (data indices "
+                         "on several dimensions): not modelled; gather along one")
+    d, idx = at[0], key[at[0]]
+    n = idx.shape[0] if idx.shape else 1  # a one-element tile: one row (a scalar offset)
+    own = _logical_dim(t, t, d) if d < len(t.shape) else None
+    if own is None or n > t.logical.shape[own]:
+        raise TraceError(f"{t!r} indexed by tile {idx!r} along dimension {d}: {n} rows chosen by "
+                         "data where the tensor's own dimensions have no such rows: not modelled")
+    view = t[key[:d] + (slice(0, n) if idx.shape else 0,) + key[d + 1:]]
+    if not isinstance(view, HbmView):
+        raise TraceError(f"{t!r} indexed by tile {idx!r}: its other indices make no box of the "
+                         "tensor: not modelled")
+    _note(t, f"{t!r} indexed by tile {idx!r} along dimension {d} (an indirect DMA: the rows it "
+             f"reads are data): its bytes counted as {n} rows (ASSUMED: which rows, and so their "
+             "reuse, is not known)")
+    view.indirect = ("vector_offset" if idx.shape else "scalar_offset", own, idx)
+    return view
+
+
 def _indirect(kw) -> str | None:
     """``"vector_offset"`` or ``"scalar_offset"`` where an access pattern's rows are chosen by
     data at run time (an index tile, a register), else None (a known int or loop index)."""
@@ -611,6 +645,13 @@ def _ap_dims(t, shape, pattern, offset, dtype, kw, hbm: bool, base=None):
     return dims, (order if hbm or (not split and order == sorted(order)) else tuple(view))
 
 
+def _size_1_entry(k) -> bool:
+    """An index entry naming the one element of a size-1 dimension: 0, ``:`` or ``0:1``."""
+    if isinstance(k, int) and not isinstance(k, bool):
+        return k == 0
+    return isinstance(k, slice) and k.step in (None, 1) and k.start in (None, 0) and k.stop in (None, 1)
+
+
 def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None = None):
     """Apply an index ``key`` to the kept dimensions; returns [(start, size, kept)] per dim.
 
@@ -624,6 +665,15 @@ def _slice_dims(sizes, starts, kept, key, hbm: bool = False, shaped: list | None
         key = key[:i] + (slice(None),) * (n_kept - len(key) + 1) + key[i + 1:]
     out = [(a, s, k) for a, s, k in zip(starts, sizes, kept)]
     positions = [i for i, k in enumerate(kept) if k]
+    if len(key) > len(positions) and not hbm and len(key) == len(kept):
+        # the older NKI kept an integer-indexed tile dimension (t[:, i] then indexed [:, 0]): the
+        # index names every dimension, the dropped ones of size 1
+        positions = list(range(len(kept)))
+    if len(key) > len(positions) and not hbm and all(
+            _size_1_entry(k) for k in key[len(positions):]):
+        # trailing entries for size-1 dimensions the older NKI kept on an op's result (an op of a
+        # tile indexed t[0:128, n] has shape [128, 1] there): [0] or [:] of one element
+        key = key[:len(positions)]
     if len(key) > len(positions):
         raise TraceError(f"index {key!r} has {len(key)} entries for a tile of {len(positions)} "
                          "dimensions")
@@ -853,9 +903,18 @@ class Tile(_Viewable):
             list(self.sizes) == list(self.buf.shape) and all(o.same(Sym({}, 0)) for o in self.offsets)
 
     def __getitem__(self, key):
+        if isinstance(key, Cond):  # the older NKI's masked tile x[i_p, i_f][mask]: as mask= is read
+            return self
+        if self.view_shape is not None and self._rows_retyped():
+            return self._retyped_slice(key)
         if self.view_shape is not None:
             raise TraceError(f"indexing {self!r}, a broadcast or strided view, is not modelled; "
                              "index the tile first, then broadcast")
+        entries = key if isinstance(key, tuple) else (key,)
+        if not any(self.kept) and entries and all(
+                (isinstance(k, int) and not isinstance(k, bool) and k == 0) or k == slice(None)
+                for k in entries):
+            return self  # one element (a loaded scalar, [1, 1] in the older NKI) indexed [0, 0]
         shaped: list = []
         dims = _slice_dims(self.sizes, self.offsets, self.kept, key, shaped=shaped)
         # a slice of a tile is relative to the tile's own start
@@ -864,9 +923,34 @@ class Tile(_Viewable):
         t.grid = shaped[0][1] if shaped else None
         return t
 
-    def reshape(self, *shape) -> "Tile":
+    def _rows_retyped(self) -> bool:
+        """Whether this view is its box read in elements of another size (``t.view(dtype)``):
+        every dimension the same but the last, whose bytes are the same."""
+        v, n = self.view_shape, len(self.sizes)
+        return self.view_dtype is not None and len(v) == n and self.grid is None \
+            and tuple(v[:-1]) == tuple(self.sizes[:-1]) \
+            and v[-1] * self.view_dtype.itemsize == self.sizes[-1] * self.buf.nki_dtype.itemsize
+
+    def _retyped_slice(self, key) -> "Tile":
+        """An index of a :meth:`_rows_retyped` view: the other dimensions as indexed, the last
+        the buffer's elements holding the bytes of the elements indexed."""
+        n = len(self.sizes)
+        dims = _slice_dims(list(self.view_shape), [Sym({}, 0)] * n, [True] * n, key)
+        start, size, kept = dims[-1]
+        if not start.is_const():
+            raise TraceError(f"indexing {self!r} (its bytes read as {self.view_dtype}) at a last-"
+                             f"dimension offset {start} that varies is not modelled")
+        new, old = self.view_dtype.itemsize, self.buf.nki_dtype.itemsize
+        lo, hi = start.const * new // old, -(-(start.const + size) * new // old)
+        offsets = [o + a for o, (a, _, _) in zip(self.offsets[:-1], dims[:-1])] + [self.offsets[-1] + lo]
+        sizes = [m for _, m, _ in dims[:-1]] + [hi - lo]
+        view = tuple(m for _, m, k in dims if k)
+        return Tile(self.buf, offsets, sizes, [k for *_, k in dims[:-1]] + [kept or hi - lo > 1],
+                    view, self.view_dtype)
+
+    def reshape(self, *dims, shape=None) -> "Tile":
         """The whole buffer as another row-major shape (NkiTensor.reshape): the same storage."""
-        shape = _shape_arg(shape, self.size, repr(self))
+        shape = _shape_arg(dims if shape is None else (shape,), self.size, repr(self))
         if tuple(shape) == self.shape and self.view_shape is None:
             return self
         if not self._whole():
@@ -884,6 +968,9 @@ class Tile(_Viewable):
         reading it read this tile."""
         shape = tuple(shape)
         own = self.shape
+        if 0 < len(own) < len(shape) and own == shape[:len(own)] and \
+                any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
+            own = own + (1,) * (len(shape) - len(own))  # the older NKI's [P] tile is [P, 1]
         if len(shape) < len(own) or any(a != b and a != 1 for a, b in zip(own[::-1], shape[::-1])):
             raise TraceError(f"broadcast of {self!r} to {list(shape)}: only size-1 dimensions "
                              "repeat")

@@ -30,7 +30,7 @@ ENGINE_OF: dict[str, tuple[str, str]] = {
     "tensor_scalar_reduce": ("vector", "isa"), "tensor_scalar_cumulative": ("vector", "ASSUMED"),
     "dropout": ("vector", "ASSUMED"), "range_select": ("vector", "ASSUMED"),
     "select_reduce": ("vector", "ASSUMED"), "sequence_bounds": ("gpsimd", "ASSUMED"),
-    "bn_stats": ("vector", "ASSUMED"), "bn_aggr": ("vector", "ASSUMED"),
+    "bn_stats": ("vector", "isa"), "bn_aggr": ("vector", "isa"),
     "local_gather": ("gpsimd", "ASSUMED"), "nc_n_gather": ("gpsimd", "ASSUMED"),
     "max8": ("vector", "ASSUMED"), "nc_find_index8": ("vector", "ASSUMED"),
     "nc_match_replace8": ("vector", "ASSUMED"), "nc_stream_shuffle": ("vector", "isa"),

@@ -289,17 +289,19 @@ class NeuronCore(Roofs):
         return cycles * cycle_s * slow
 
     def predict(self, stage, op_map, counts, dtype: str, times: dict, details: dict, *,
-                run: bool = True):
+                run: bool = True, exact: bool = False):
         """The engine timeline of one stage (:mod:`.timeline`), added to ``times``/``details``.
         Not on measured roofs: the timeline times transfers and instructions from the sheet's
         documented constants, while calibrated roofs already are the machine as achieved (as the
         DMA ceiling, :meth:`dma_time`); added, it would bind a calibrated sheet's prediction for
-        the very kernel it was fitted to above that kernel's measured time."""
+        the very kernel it was fitted to above that kernel's measured time. ``exact``: walk
+        every instruction (no loop cut and extrapolated)."""
         if self.roofs == "measured":
             return None
         from loopsim.targets.neuron import timeline
 
-        return timeline.attach(stage, op_map, counts, self, dtype, times, details, run=run)
+        return timeline.attach(stage, op_map, counts, self, dtype, times, details, run=run,
+                               exact=exact)
 
     def dma_time(self, kernel, counts, *, exact: bool) -> tuple[float, str] | None:
         """The DMA engines' ceiling (:mod:`.dma`): bytes over the scope's aggregate DMA bandwidth,

@@ -57,9 +57,15 @@ from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 
 #: instructions one run of the (cut) nest may have, over all corner runs
 BUDGET = 24_000
+#: the budget of ``--model exact``: no loop is cut (every instruction walked)
+EXACT = 2 ** 62
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
 #: runs again with one more
 KEEP = 4
+#: instructions (:func:`_size`) from which a run walks compiled by default: below, numba's import
+#: and loading the compiled walk from its cache (~0.5 s CPU) cost more than the Python walk
+#: (~4.5 us an instruction); docs/performance.md
+COMPILED_FROM = 100_000
 ENGINE_ORDER = ("dma", "tensor", "vector", "scalar", "gpsimd")
 #: the Day-7 causes of a gap, in the order reports list them
 CAUSES = ("fixed_cost", "no_overlap", "slower_engine", "te_underfill", "small_transfers",
@@ -215,11 +221,10 @@ class _Core:
         self.exact: dict[tuple, tuple] = {}  # (tensor, starts, ends) -> its newest writer
         self.cover: dict[tuple, tuple] = {}  # (tensor, region) -> (version, writers found)
         self.version: dict[str, int] = {}  # tensor -> writes so far
-        self.slot_free: dict = {}  # slot -> (time, instr): readers of its content finish
+        self.slot_free: dict = {}  # slot -> the instructions reading its content (tl.Scheduler.slot_wait)
         self.execs: dict[int, int] = {}  # statement -> executions so far
-        self.bank_free = [(0.0, -1)] * c.psum_banks
-        self.bank_held = [False] * c.psum_banks
-        self.groups: dict[tuple, list] = {}  # (tensor, starts) -> [banks, last matmul, ends]
+        self.groups: dict[tuple, list] = {}  # (tensor, starts) -> [its first matmul (holds its
+        # PSUM banks: the scheduler's pool ``core``), its last matmul, ends]
         self.last_load: tuple | None = None
         self.queues: dict[str, int] = {}
 
@@ -231,7 +236,6 @@ class _Core:
 
 
 _UNKNOWN = object()  # not decided yet
-_NOT_HELD = (0.0, -1)  # a buffer slot no reader holds: (free from, freed by)
 
 #: the tile geometry of an access under its loops (its objects kept, so a reused id never matches)
 _GEOM: dict = {}
@@ -307,7 +311,8 @@ def _overlap(a, b) -> bool:
 
 
 class _Run:
-    def __init__(self, kernel: Kernel, hw, dtype: str, c: Costs, keep: dict, work_of):
+    def __init__(self, kernel: Kernel, hw, dtype: str, c: Costs, keep: dict, work_of,
+                 compiled: bool = False):
         self.k = kernel
         self.hw = hw
         self.dtype = dtype
@@ -315,7 +320,8 @@ class _Run:
         self.keep = keep
         self.work_of = work_of
         self.tm = kernel.tensor_map
-        self.sched = tl.Scheduler()
+        self.sched = tl.Scheduler(c.psum_banks)
+        self.compiled = compiled  # walk and schedule in the compiled walk (walk.py) where it applies
         self.cores: dict[int, _Core] = {}
         self.mm_out = {s.out.tensor for s, _ in kernel.statements() if isinstance(s, Matmul)}
         self.stmt_id: dict[int, int] = {id(s): i for i, (s, _) in enumerate(kernel.statements())}
@@ -345,8 +351,17 @@ class _Run:
 
     # -- walking the nest ---------------------------------------------------------------------
     def run(self):
-        self._walk(self._compile(self.k.body), {}, 0)
+        if not (self.compiled and self._run_compiled()):
+            self._walk(self._compile(self.k.body), {}, 0)
+        if self.sched.shared:
+            self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
+                           "run as written): the timeline lets them share")
         return self
+
+    def _run_compiled(self) -> bool:
+        from loopsim.targets.neuron import walk
+
+        return walk.run_compiled(self, _geometry)
 
     def _compile(self, body) -> list:
         """``body`` as the walk runs it: a loop as (var, (iteration, value) pairs run, spmd, its
@@ -407,8 +422,11 @@ class _Run:
         return hit
 
     def _dma_time(self, shape_ext, t, transpose: bool) -> tuple[float, int, int]:
-        nbytes = math.prod(shape_ext) * t.elem_bytes
-        rows = shape_ext[t.partition_axis]
+        return self._dma_rate(math.prod(shape_ext), shape_ext[t.partition_axis], t, transpose)
+
+    def _dma_rate(self, elements: int, rows: int, t, transpose: bool) -> tuple[float, int, int]:
+        """:meth:`_dma_time` of a transfer of ``elements`` over ``rows`` of the partition axis."""
+        nbytes = elements * t.elem_bytes
         if self.c.partitions:
             ppb = -(-rows // self.c.partitions) * (nbytes // rows)
             e = min(self.c.dma_engines, min(rows, self.c.partitions))
@@ -499,12 +517,15 @@ class _Run:
             del lst[:128]
 
     def _read_done(self, cs: _Core, ents, i: int) -> None:
-        end = self.sched.end[i]
         free = cs.slot_free
         for ent in ents:
             slot = ent[3]
-            if slot is not None and free.get(slot, _NOT_HELD)[0] < end:
-                free[slot] = (end, i)
+            if slot is not None:
+                lst = free.get(slot)
+                if lst is None:
+                    free[slot] = [i]
+                else:
+                    lst.append(i)
 
     def _slot(self, cs: _Core, stmt, tensor: str, loops, sub: int = 0):
         """The buffer this execution of ``stmt`` fills (execution count mod buffers)."""
@@ -527,14 +548,12 @@ class _Run:
         for key, g in self._groups_in(cs, tensor, region):
             waits = list(extra_waits)
             last = g[1]
-            waits.append((self.sched.end[last] + self.c.te_fill, last, self.c.te_fill))
+            waits.append((last, self.c.te_fill))
             n = math.prod(e - s for s, e in zip(key[1], g[2]))
             dur = self._engine_time(engine, n, 1, "fp32") if engine else 0.0
-            i = self.sched.add(cs.q(engine or "vector", engine or "vector"), dur, waits, label=label)
+            i = self.sched.add(cs.q(engine or "vector", engine or "vector"), dur, waits, label=label,
+                               pool=cs.core, release=g[0])
             self.latency += self.c.te_fill
-            for b in g[0]:
-                cs.bank_free[b] = (self.sched.end[i], i)
-                cs.bank_held[b] = False
             del cs.groups[key]
             out.append(i)
         return out
@@ -558,12 +577,11 @@ class _Run:
         done = execs.get(label, 0)
         j = done % nbuf
         add, fixed, free, write = self.sched.add, self.c.dma_fixed, cs.slot_free, self._write
+        slot_wait = self.sched.slot_wait
         for n, (s0, e0) in enumerate(_chunks(reg, chunk) if chunk else (reg,)):
             slot = (label, j, n)
-            free_t, free_by = free.get(slot, _NOT_HELD)
             dur = self._dma_cost(tuple(map(_sub, e0, s0)), t, cs.core, stmt.transpose)[0]
-            i = add(q, dur, ((free_t + fixed, free_by, fixed),), cs.pipe, label)
-            free[slot] = _NOT_HELD
+            i = add(q, dur, (slot_wait(free.pop(slot, ()), fixed),), cs.pipe, label)
             write(cs, t.name, (s0, e0), i, slot)
             cs.last_load = (i, slot)
         execs[label] = done + 1
@@ -580,21 +598,20 @@ class _Run:
         waits = []
         if t.name in self.mm_out:  # PSUM -> SBUF staging copy first
             slot = self._slot(cs, stmt, t.name, loops)
-            free_t, free_by = cs.slot_free.get(slot, (0.0, -1))
             eng = self._evac_engine()
             if eng is None:
                 self.notes.add("no Vector/Scalar roof on the sheet: PSUM evacuation costs nothing")
-            for i in self._drain(cs, t.name, reg, eng, 0, [(free_t, free_by, 0.0)], label):
+            free = self.sched.slot_wait(cs.slot_free.pop(slot, ()))
+            for i in self._drain(cs, t.name, reg, eng, 0, [free], label):
                 self._write(cs, t.name, reg, i, slot)
-            cs.slot_free[slot] = (0.0, -1)
         ents = self._writers(cs, t.name, reg)
         if not ents and cs.last_load is not None:  # the copy idiom: write out the last load's buffer
             i0, slot0 = cs.last_load
             ents = [(None, None, i0, slot0)]
         for ent in ents:
-            waits.append((self.sched.end[ent[2]] + self.c.dma_fixed, ent[2], self.c.dma_fixed))
+            waits.append((ent[2], self.c.dma_fixed))
         if not waits:
-            waits.append((self.c.dma_fixed, -1, self.c.dma_fixed))
+            waits.append((-1, self.c.dma_fixed))
         dur = self._dma_cost(tuple(map(_sub, reg[1], reg[0])), t, cs.core)[0]
         name = self.dma_q.get(id(stmt)) or self.dma_q.setdefault(id(stmt), f"dma:{stmt}")
         i = self.sched.add(cs.q(name, "dma"), dur, waits, pipe=cs.pipe, label=label)
@@ -620,38 +637,27 @@ class _Run:
             return
         ro_key = (to, ro[0])
         waits, ents = [], []
-        end, kind, fill = self.sched.end, self.sched.kind, self.c.te_fill
+        kind, fill = self.sched.kind, self.c.te_fill
         for tensor, r in ((ts, rs), (tmv, rm)):
             for ent in self._writers(cs, tensor, r):
                 ents.append(ent)
                 w = ent[2]
                 lag = fill if kind[w] == "tensor" else 0.0  # ent_lag
-                waits.append((end[w] + lag, w, lag))
+                waits.append((w, lag))
         roles = prep[1]
         n_t = rm[1][roles.n_moving] - rm[0][roles.n_moving]
         batch = math.prod(rs[1][bs] - rs[0][bs] for bs, _, _ in roles.batch) if roles.batch else 1
         g = cs.groups.get(ro_key)
-        if g is None:  # a new accumulation group: PSUM banks
+        need = 0
+        if g is None:  # a new accumulation group: PSUM banks (the scheduler picks the free ones)
             need = min(self.c.psum_banks, max(1, -(-n_t * 4 // self.c.psum_bank_bytes)) * batch)
-            held = cs.bank_held
-            free = [b for b in range(self.c.psum_banks) if not held[b]]
-            if len(free) < need:
-                self.notes.add("more PSUM accumulators open at once than banks (the kernel cannot "
-                               "run as written): the timeline lets them share")
-                free = list(range(self.c.psum_banks))
-            free.sort(key=lambda b: cs.bank_free[b][0])
-            banks = free[:need]
-            for b in banks:
-                t_b, by = cs.bank_free[b]
-                waits.append((t_b, by, 0.0))
-                cs.bank_held[b] = True
-            g = [banks, -1, ro[1]]
-            cs.groups[ro_key] = g
         cyc = max(n_t, self.c.mm_init) * self.c.te_slow * batch
         q = cs.queues.get("tensor")
         if q is None:
             q = cs.q("tensor", "tensor")
-        i = self.sched.add(q, cyc * self.c.te_cycle, waits, None, label)
+        i = self.sched.add(q, cyc * self.c.te_cycle, waits, None, label, need, cs.core)
+        if g is None:
+            g = cs.groups[ro_key] = [i, i, ro[1]]
         g[1] = i
         if ents:
             self._read_done(cs, ents, i)
@@ -666,14 +672,12 @@ class _Run:
         waits = []
         prev = self._writers(cs, t_out.name, ro)
         for ent in prev:
-            waits.append((self.sched.end[ent[2]], ent[2], 0.0))
-        ft, fb = cs.slot_free.get(slot, (0.0, -1))
-        waits.append((ft, fb, 0.0))
+            waits.append((ent[2], 0.0))
+        waits.append(self.sched.slot_wait(cs.slot_free.pop(slot, ())))
         eng = self._evac_engine()
         drained = self._drain(cs, t_src.name, rs, eng, 0, waits, label)
         for i in drained:
             self._write(cs, t_out.name, ro, i, slot)
-        cs.slot_free[slot] = (0.0, -1)
 
     def _op(self, cs, stmt, loops, env, label):
         tm = self.tm
@@ -698,15 +702,14 @@ class _Run:
         for a, r in regs:
             if a.tensor in self.mm_out and self._groups_in(cs, a.tensor, r):
                 for i in self._drain(cs, a.tensor, r, first_engine, 0, [], label):
-                    waits.append((self.sched.end[i], i, 0.0))
+                    waits.append((i, 0.0))
                 continue
             for ent in self._writers(cs, a.tensor, r):
                 ents.append(ent)
                 lag = ent_lag(self, ent)
-                waits.append((self.sched.end[ent[2]] + lag, ent[2], lag))
+                waits.append((ent[2], lag))
         slot = self._slot(cs, stmt, stmt.out.tensor, loops)
-        ft, fb = cs.slot_free.get(slot, (0.0, -1))
-        waits.append((ft, fb, 0.0))
+        waits.append(self.sched.slot_wait(cs.slot_free.get(slot, ())))
         r0 = ro if per_output else regs[0][1]  # the elements a pass covers
         n = math.prod(e - s for s, e in zip(*r0))
         i = -1
@@ -717,9 +720,9 @@ class _Run:
             else:
                 dur = self._engine_time(engine, n, passes, dtype)
             i = self.sched.add(cs.q(engine, engine), dur, waits, label=label)
-            waits = [(self.sched.end[i], i, 0.0)]
+            waits = [(i, 0.0)]
         self._read_done(cs, ents, i)
-        cs.slot_free[slot] = (0.0, -1)
+        cs.slot_free.pop(slot, None)  # after its own reads (an op may read its output's buffer)
         self._write(cs, stmt.out.tensor, ro, i, slot)
         cs.execs[label] = cs.execs.get(label, 0) + 1
 
@@ -753,16 +756,15 @@ def _chunks(reg, chunk):
 def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict[str, float]:
     """Additive figures of one run: makespan, busy per engine (critical core), counts, gap parts."""
     s = run.sched
+    if s.arrays is not None:
+        return _figures_arrays(run, W_P, Q_BW, bw_core)
     out: dict[str, float] = {"T": s.makespan, "serial": sum(map(_sub, s.end, s.start))
                              + run.latency, "dma_bytes": float(run.dma_bytes)}
     for k, n in s.counts().items():
         out["n." + k] = float(n)
     # the busiest core
     by_core: dict[int, list[int]] = {}
-    qcore = {}
-    for cs in run.cores.values():
-        for qid in cs.queues.values():
-            qcore[qid] = cs.core
+    qcore = _queue_cores(run)
     cores_used = {qcore.get(q, 0) for q in range(len(s.queues))}
     if len(cores_used) == 1 and len(s):  # one core: every instruction is on it
         crit, mine = cores_used.pop(), None
@@ -793,6 +795,16 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
         return (("fixed_cost", fixed), (c, rest))
 
     first, busy, post, idle = tl.idle_causes(sub, ref, cause_of)
+    return _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core)
+
+
+def _queue_cores(run: _Run) -> dict[int, int]:
+    """queue id -> the core it runs on."""
+    return {qid: cs.core for cs in run.cores.values() for qid in cs.queues.values()}
+
+
+def _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core) -> dict[str, float]:
+    """The gap's parts into ``out`` from the reference engine's idle time (idle_causes)."""
     gap = {c: 0.0 for c in CAUSES}
     gap["fixed_cost"] = first + post
     for c, t in idle.items():
@@ -808,6 +820,67 @@ def _figures(run: _Run, W_P: float, Q_BW: float, Q: int, bw_core: float) -> dict
     for c, t in gap.items():
         out["gap." + c] = t
     return out
+
+
+def _figures_arrays(run: _Run, W_P: float, Q_BW: float, bw_core: float) -> dict[str, float]:
+    """:func:`_figures` from the Scheduler's numpy arrays (a compiled walk's run): the same
+    figures, the same sums in the same order, vectorised."""
+    import numpy as np
+
+    s = run.sched
+    a = s.arrays
+    start, end, queue = a["start"], a["end"], a["queue"]
+    n = len(queue)
+    kinds = list(dict.fromkeys(s.kinds))
+    qk = np.array([kinds.index(k) for k in s.kinds], np.int64)
+    code = qk[queue]  # the kind of each instruction
+    dur = end - start
+    out: dict[str, float] = {"T": float(end.max()) if n else 0.0,
+                             "serial": (float(np.cumsum(dur)[-1]) if n else 0) + run.latency,
+                             "dma_bytes": float(run.dma_bytes)}
+    for k, m in zip(kinds, np.bincount(code, minlength=len(kinds)).tolist()):
+        if m:
+            out["n." + k] = float(m)
+    qc = _queue_cores(run)
+    core = np.array([qc.get(q, 0) for q in range(len(s.queues))], np.int64)[queue] if n else queue
+    used, first_at = np.unique(core, return_index=True)
+    mine = np.ones(n, bool)
+    crit = int(used[0]) if len(used) else 0
+    if len(used) > 1:  # the first core (by its first instruction) of those ending last
+        order = used[np.argsort(first_at, kind="stable")]
+        last = [float(end[core == c].max()) for c in order]
+        crit = int(order[last.index(max(last))])
+        mine = core == crit
+    span = float(end[mine].max()) if mine.any() else 0.0
+    for j, k in enumerate(kinds):
+        sel = mine & (code == j) & (end > start)
+        if sel.any():
+            out["busy." + k] = tl.union_of(start[sel], end[sel])
+    ref = "tensor" if W_P >= Q_BW and out.get("n.tensor") else "dma"
+    out["ref_tensor"] = 1.0 if ref == "tensor" else 0.0
+    rc = kinds.index(ref) if ref in kinds else -1
+    idx = np.flatnonzero(mine & (code == rc) & (end > start))
+    first, busy, post, at, gaps = tl.idle_of(start, end, idx, span)
+    # the causes of each idle stretch (cause_of of _figures), summed per cause in visiting order
+    p = a["pred"][at]
+    fixed = np.where(a["why"][at] == tl.DEP, np.minimum(gaps, a["lag"][at]), 0.0)
+    rest = gaps - fixed
+    kp = np.where(p >= 0, code[np.maximum(p, 0)], -1)  # the kind the stretch waited for
+    of = {k: j for j, k in enumerate(kinds)}
+    is_ = lambda *ks: np.isin(kp, [of[k] for k in ks if k in of])  # noqa: E731
+    # 0 fixed_cost, 1 no_overlap, 2 slower_engine (cause_of's rules, in its order)
+    cause = np.where(is_("dma", "tensor") & (kp != rc), 1,
+                     np.where(is_("vector", "scalar", "gpsimd"), 2,
+                              np.where(is_("dma") & (ref == "dma"), 0, 1)))
+    vals = np.empty(2 * len(at))
+    vals[0::2], vals[1::2] = fixed, rest
+    which = np.zeros(2 * len(at), np.int64)
+    which[1::2] = cause
+    idle: dict[str, float] = {}
+    met, first_at = np.unique(which, return_index=True)
+    for c in met[np.argsort(first_at)].tolist():
+        idle[("fixed_cost", "no_overlap", "slower_engine")[c]] = float(np.cumsum(vals[which == c])[-1])
+    return _gap(run, out, ref, crit, first, busy, post, idle, W_P, Q_BW, bw_core)
 
 
 class _Sub:
@@ -836,31 +909,33 @@ class _Sub:
         return {k: tl.union_length(v) for k, v in out.items()}
 
 
+def _size(kernel: Kernel, keep: dict) -> int:
+    """Instructions of a run of the nest with loop ``id`` -> iterations ``keep`` (others whole),
+    counting every execution (edge tiles past a tensor's end included: an upper bound)."""
+    total = 0
+    for stmt, ls in kernel.statements():
+        n = 1
+        for l in ls:
+            n *= keep.get(id(l), l.trips)
+        ch = 1
+        if isinstance(stmt, Load) and stmt.chunk:
+            t = kernel.tensor_map[stmt.tile.tensor]
+            for a, c in enumerate(stmt.chunks(t.partition_axis)):
+                if c:
+                    ch *= -(-full_extent(stmt.tile, a, ls, t) // c)
+        total += n * (ch + (1 if isinstance(stmt, Store) else 0))
+    return total
+
+
 def _plan(kernel: Kernel, budget: int) -> list[Loop]:
     """The loops to cut (outermost first, in program order) so the corner runs stay within
     ``budget`` instructions."""
     loops = [n for n, _ in _walk_loops(kernel.body)]
     keep = {id(l): l.trips for l in loops}
-
-    def size() -> int:
-        total = 0
-        for stmt, ls in kernel.statements():
-            n = 1
-            for l in ls:
-                n *= keep[id(l)]
-            ch = 1
-            if isinstance(stmt, Load) and stmt.chunk:
-                t = kernel.tensor_map[stmt.tile.tensor]
-                for a, c in enumerate(stmt.chunks(t.partition_axis)):
-                    if c:
-                        ch *= -(-full_extent(stmt.tile, a, ls, t) // c)
-            total += n * (ch + (1 if isinstance(stmt, Store) else 0))
-        return total
-
     cut: list[Loop] = []
     while True:
         j = len(cut)
-        if size() * (2 ** j) <= budget:
+        if _size(kernel, keep) * (2 ** j) <= budget:
             return cut
         # outermost first: an outer iteration holds the whole inner structure, so cutting it keeps
         # the balance of the stages inside (cutting an inner loop first can move the bottleneck)
@@ -879,11 +954,13 @@ def _walk_loops(body):
 
 
 def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int, work_of=None,
-             budget: int = BUDGET) -> Timeline:
+             budget: int = BUDGET, compiled: bool | None = None) -> Timeline:
     """The predicted run of ``kernel`` on one NeuronCore (each physical core of a split kernel on
     its own engines): see the module docstring. ``W_P``, ``Q_BW``: the roofline's two times (s),
     ``Q``: bytes as written, for the gap's reference; ``work_of(stmt)``: (engine, passes) of an op
-    statement (default its kind's)."""
+    statement (default its kind's); ``compiled``: expand and schedule each run in the compiled
+    walk (:mod:`loopsim.targets.neuron.walk`, numba; the same schedule), True always, False
+    never, None (default) for a run of :data:`COMPILED_FROM` instructions or more."""
     from loopsim.count import lnc
 
     if lnc.split_loop(kernel) is not None:
@@ -899,7 +976,8 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     for mask in range(1 << len(cut)):
         corner = tuple(KEEP + (mask >> i & 1) for i in range(len(cut)))
         keep = {id(l): n for l, n in zip(cut, corner)}
-        run = _Run(kernel, hw, dtype, c, keep, work_of).run()
+        big = compiled if compiled is not None else _size(kernel, keep) >= COMPILED_FROM
+        run = _Run(kernel, hw, dtype, c, keep, work_of, big).run()
         notes += sorted(run.notes - set(notes))
         samples[corner] = _figures(run, W_P, Q_BW, Q, bw_core)
         sim += len(run.sched)
@@ -939,11 +1017,15 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     T_best = max(W_P, Q_BW)
     gap = tuple((k, fig.get("gap." + k, 0.0)) for k in CAUSES if abs(fig.get("gap." + k, 0.0)) > T * 1e-9) \
         if T >= T_best else ()
-    cp = biggest.sched.critical_path()
-    share: dict[str, float] = {}
-    for i in cp:
-        share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
-            biggest.sched.end[i] - biggest.sched.start[i]
+    if biggest.sched.arrays is not None:  # a compiled run: its path compiled too
+        from loopsim.targets.neuron import walk
+
+        share = walk.path_share(biggest.sched)
+    else:
+        share: dict[str, float] = {}
+        for i in biggest.sched.critical_path():
+            share[biggest.sched.kind[i]] = share.get(biggest.sched.kind[i], 0.0) + \
+                biggest.sched.end[i] - biggest.sched.start[i]
     critical = max(share, key=share.get) if share else ref
     if clamped:  # the run's critical path is the cut run's; the whole kernel's is the busiest engine
         critical = max(busy, key=lambda b: b[1])[0]
@@ -990,13 +1072,14 @@ def transfers_floor(kernel: Kernel, hw) -> tuple[float, str] | None:
 
 
 def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
-           run: bool = True) -> Timeline | None:
+           run: bool = True, exact: bool = False) -> Timeline | None:
     """The timeline of one kernel of a program, added to a verdict's ``times``/``details`` as
     ``timeline`` (the pipeline's one call), beside ``dma_transfers``, the floor no timeline beats
     (:func:`transfers_floor`). ``run=False``: the floor only. None, with no ``timeline`` added,
     when the sheet lacks what it needs (an op on an engine without a roof: the op's own step says
     so), and with measured roofs (a calibrated sheet's roofs are the achieved times; the
-    timeline's constants are not fitted)."""
+    timeline's constants are not fitted). ``exact``: every instruction walked (:data:`EXACT`
+    budget; compiled past :data:`COMPILED_FROM`), no loop cut and extrapolated."""
     kernel = stage.kernel
     if hw.roofs == "measured":  # measured roofs already are the kernel's time as achieved (the
         return None             # DMA ceiling steps aside too); the timeline's constants are not fitted
@@ -1007,7 +1090,8 @@ def attach(stage, op_map, counts, hw, dtype: str, times: dict, details: dict, *,
         return None
     try:
         t = timeline(kernel, hw, dtype=dtype, W_P=counts.flops / hw.P(dtype),
-                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of_stage(stage, op_map))
+                     Q_BW=counts.Q / hw.bw, Q=counts.Q, work_of=work_of_stage(stage, op_map),
+                     budget=EXACT if exact else BUDGET)
     except HardwareError:
         return None
     # to 12 significant digits: the same schedule summed in another order must tie, not rank

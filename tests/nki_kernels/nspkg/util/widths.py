@@ -1,0 +1,3 @@
+"""Constants of the namespace-package test kernel (util/ has no __init__.py)."""
+
+COLS = 256
