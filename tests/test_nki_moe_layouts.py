@@ -37,7 +37,8 @@ def test_block_ids_loaded_column_by_column_read_one_row_per_block(nb: int, b: in
     path), NT = B / 128 columns. The block index tile is
     written before the column loop and after it: its NT DMAs read NT pieces of one row, so the
     rows are fresh per block, not per column (before, per column: the [128, NT] tile read whole
-    held the pieces of NT different rows, refused as a permuted layout). Per block: the row,
+    held the pieces of NT different rows, a permuted layout: refused, later read as data not
+    followed, ASSUMED). Per block: the row,
     B int32 = 4 B bytes; the gathered affinities, NT x 128 fp32 = 4 B; out [128, NT] fp32 = 4 B
     written. Q = 12 NB B, W = 0."""
     k, rec = trace_kernel(str(KERNELS), "block_token_affinity",
@@ -49,6 +50,7 @@ def test_block_ids_loaded_column_by_column_read_one_row_per_block(nb: int, b: in
     assert (got["W"], got["Q"]) == (0, 12 * nb * b)
     assert k.tensor_map["tpid_gathered"].shape == (nb, b)  # one row per block
     assert any(f"fresh rows per execution ({nb})" in n for n in rec.notes)
+    assert not any("permuted layout" in n for n in rec.notes)
 
 
 def test_index_bumped_inside_the_loop_that_reads_it_is_refused():
@@ -67,7 +69,7 @@ def test_bias_row_broadcast_by_stream_shuffle(t: int, h: int):
     bias row, H x 2 bytes; its id, 4 bytes. Q = 4 T H + 2 H + 4. The four shuffles (mask of
     partition 0) make every partition of ``wide`` the one row: a read of ``wide[:, 512 h ...]``
     is bias row [0:1, 512 h ...] (before, the pieces bound the partitions along the row's
-    columns, a diagonal, and the read was refused). Each shuffle: 32 x H elements, 1 pass, on
+    columns, a diagonal: the read refused, then data not followed, ASSUMED). Each shuffle: 32 x H elements, 1 pass, on
     the Vector Engine, the ISA reference's engine for it."""
     k, rec = trace_kernel(str(KERNELS), "bias_broadcast",
                           args={"x": ((t, h), "bf16"), "bias": ((8, h), "bf16"),
@@ -79,6 +81,7 @@ def test_bias_row_broadcast_by_stream_shuffle(t: int, h: int):
     shuffles = [w for w in k.work if w.call == "nki.isa.nc_stream_shuffle"]
     assert {(w.engine, w.elements, w.passes, w.executions) for w in shuffles} == {("vector", 32 * h, 1, 1)}
     assert len(shuffles) == 4
+    assert not any("permuted layout" in n for n in rec.notes)
     for s, _ in k.statements():
         if isinstance(s, ops.OpStatement):
             bias = [a for a in s.inputs if a.tensor == "bias_gathered"]
