@@ -152,6 +152,90 @@ SHAPES: dict[str, dict] = {
         "kwargs": ["block_size=512"]},
 }
 
+# Other public code (kernels written outside nki-samples/nki-library, in their authors' idioms).
+# A key FILE.py::FUNCTION wins over FUNCTION alone (function names repeat across repositories).
+# "paths": --path roots, relative to the nki-library snapshot beside the first folder given
+# ({nkilib}: its src/nkilib_src, for kernels importing nkilib).
+_F32 = ":fp32"
+_DELTA_S = [f"{n}=256x128{_F32}" for n in ("query", "key", "value")]  # S = 256: two 128-token chunks
+_DELTA_G1 = [f"{n}=256x1{_F32}" for n in ("g_in", "beta_in")]
+_DELTA_MASKS = [f"{n}=128x128{_F32}" for n in ("lower_mask", "identity", "lower_mask_diag")]
+SHAPES.update({
+    # neuronx-distributed-inference contrib/models/Qwen3.5-*/src/nki_kernels (shapes: the
+    # parameters' own comments; one (batch, head), D = 128, fp32)
+    "_deltanet_recurrent_step_batched_kernel": {
+        "args": [f"{n}=4x128{_F32}" for n in ("query", "key", "value")]
+        + [f"{n}=4x1{_F32}" for n in ("g_in", "beta_in")] + [f"state_in=512x128{_F32}"]},
+    "deltanet_recurrent_step": {
+        "args": [f"{n}=1x128{_F32}" for n in ("query", "key", "value", "g_in", "beta_in")]
+        + [f"state_in=128x128{_F32}"]},
+    **{f: {"args": [f"{n}=256x128{_F32}" for n in ("query", "key", "value", "g_in", "beta_in")]}
+       for f in ("deltanet_recurrent_fwd", "deltanet_recurrent_fwd_state")},
+    "deltanet_chunk_step": {
+        "args": [f"{n}=128x128{_F32}" for n in ("query", "key", "value", "beta_broadcast",
+                                                "g_cumsum", "g_last", "state_in")] + _DELTA_MASKS},
+    "deltanet_fused_chunked_fwd": {
+        "args": _DELTA_S + _DELTA_G1 + [f"initial_state=128x128{_F32}"] + _DELTA_MASKS},
+    "deltanet_autocp_affine_chunk": {
+        "args": [f"{n}=128x128{_F32}" for n in ("query", "key", "value")]
+        + [f"{n}=128x1{_F32}" for n in ("g_in", "beta_in")] + _DELTA_MASKS},
+    "deltanet_autocp_affine_sequence": {"args": _DELTA_S + _DELTA_G1 + _DELTA_MASKS},
+    "deltanet_autocp_state_summary_sequence": {"args": _DELTA_S[1:] + _DELTA_G1 + _DELTA_MASKS[:2]},
+    "deltanet_autocp_state_prefix": {
+        "args": [f"{n}=2x128x128{_F32}" for n in ("state_matrix", "state_bias")]
+        + [f"initial_state=128x128{_F32}"]},
+    "deltanet_autocp_apply_output": {
+        "args": [f"{n}=2x128x128{_F32}" for n in ("output_base", "output_state", "chunk_states")]},
+    "deltanet_autocp_prefix_apply_output": {
+        "args": [f"{n}=2x128x128{_F32}" for n in ("output_base", "output_state", "state_matrix",
+                                                  "state_bias")] + [f"initial_state=128x128{_F32}"]},
+    "deltanet_fused_chunked_fwd_multihead": {
+        "args": [f"{n}=2x256x128{_F32}" for n in ("query", "key", "value")]
+        + [f"{n}=2x256x1{_F32}" for n in ("g_in", "beta_in")] + [f"initial_state=2x128x128{_F32}"]
+        + _DELTA_MASKS},
+    # qwen_qk_norm_rope.py: D_HEAD = 256 (its constant); 2 q heads, 1 k head, 128 tokens;
+    # gammas [D_HEAD], RoPE caches [B, S, ROPE_DIM = 64]
+    "qwen_qk_norm_partial_rope_kernel": {
+        "args": ["q_proj=1x128x512", "k_proj=1x128x256", "q_gamma=256", "k_gamma=256",
+                 "cos_cache=1x128x64", "sin_cache=1x128x64"], "kwargs": ["eps=1e-6"]},
+    # GLM-5.2 mla_attention_nki_kernel.py: its defaults (2 heads, d_rope 64, d_c 512, d_v 256,
+    # S = 512), one batch: q [BH, d], kv_cache [B, S, d_rope + d_c], v_absorb [H, d_v, d_c]
+    "mla_attention_tkg": {"args": ["q_pe=2x64", "q_nope=2x512", "kv_cache=1x512x576",
+                                   "v_absorb=2x256x512", "attn_mask=2x512:uint8"]},
+    # ltx2-video-audio (nki-library's attention_cte with a bias): its shape checks' layouts,
+    # q [B, S, d] (tp_q), k [B, d, S], v [B, S, d]; S = 512, d = 128
+    "attention_cte_with_bias": {"args": ["q=1x512x128", "k=1x128x512", "v=1x512x128"],
+                                "paths": ["{nkilib}"]},
+    "cross_attn_kernel": {"args": ["q_ref=1x128x128", "k_ref=1x1024x128", "v_ref=1x1024x128",
+                                   "mask_ref=1x1024"]},
+    # neuronx_distributed_inference modules (kernels importing nkilib's helpers)
+    "rolling_buffer_set_state": {"args": ["buffer=4x8x1024", "hidden_states=2x1024",
+                                          "batch_ids=2:int32", "position_ids=2:int32"]},
+    "write_kv_cache_at_batch_kernel": {
+        "args": ["K=1x2x128x128", "V=1x2x128x128", "K_prior=4x2x512x128", "V_prior=4x2x512x128",
+                 "batch_idx=1:int32"], "paths": ["{nkilib}"]},
+    "split_along_dim0_kernel": {"args": ["tensor=512x1024", "rank=1:int32"],
+                                "kwargs": ["num_partitions=4"], "paths": ["{nkilib}"]},
+    # sliding_window/attention.py: MHA layouts of its docstring, q/k [b, h, d, s], v [b, h, s, d]
+    # (it asserts a 2-D SPMD grid: batch x kv heads; a left window of 511 tokens: without one
+    # its own code reads causal_mask unset, its else branch assigning `casual_mask`)
+    "attention.py::flash_fwd": {"args": ["q=1x1x128x2048", "k=1x1x128x2048", "v=1x1x2048x128"],
+                                "kwargs": ["window_size=(511, -1)"], "grid": "1x1"},
+    # optimum-neuron flash_attention_nki.py: q, k [BH, D, S], v [BH, S, D], D = 256 (two d tiles)
+    # (output: the caller's pre-allocated [BH, D, S])
+    "flash_fwd_large_d": {"args": ["q=1x256x2048", "k=1x256x2048", "v=1x2048x256",
+                                   "output=1x256x2048"]},
+    # aws-neuron-sdk nki/examples (the shapes of their own __main__ blocks / docstrings)
+    "nki_tensor_add_kernel": {"args": ["a_input=128x512", "b_input=128x512"]},
+    "tensor_split_kernel_": {"args": ["in_tensor=128x512"]},
+    "tensor_maxpool_kernel_": {"args": ["in_tensor=2x6x6"], "kwargs": ["sz_pool=2"]},
+    "tensor_exp_kernel_": {"args": ["in_tensor=128x512"]},
+    "add_kernel": {"args": ["a_ptr=128x512:fp32", "b_ptr=128x512:fp32"]},
+    "kernel_copy_strided_quantize_matmul_mx_packed_scale": {
+        "args": ["stationary_hbm=512x128", "moving_hbm=512x512"],
+        "kwargs": ["mx_dtype=float8_e4m3fn_x4"]},
+})
+
 
 # Kernels that take configuration objects: a launcher (plain Python, run under the shim like
 # the kernel) builds the HBM inputs and the objects and calls the kernel. {module} is the
@@ -538,6 +622,7 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
                                           registers=LAUNCH_REGISTERS.get(func, ()))["registers"])
         else:
             opts = parse_options(entry.get("args", ()), entry.get("kwargs", ()), entry.get("grid"),
+                                 paths=[p.format(nkilib=NKILIB) for p in entry.get("paths", ())],
                                  registers=entry.get("registers", ())) if entry else parse_options()
             k, rec = trace_kernel(str(path), func, **opts)
         prog = k if isinstance(k, program.Program) else program.Program.single(k)
@@ -557,12 +642,19 @@ def classify(path: Path, func: str, table: dict) -> tuple[str, str, float]:
     return "traced", detail, time.perf_counter() - t0
 
 
+NKILIB = ""  # the nki-library's import root for "paths" entries ({nkilib}); set by main
+
+
 def main(argv=None) -> int:
+    global NKILIB
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--nkilib", type=Path, default=None,
+                    help="the nki-library snapshot (default: nki-library beside the first folder)")
     ap.add_argument("--only", default=None, help="only files or functions containing this")
     ap.add_argument("-v", action="store_true", help="print the notes in full")
     a = ap.parse_args(argv)
+    NKILIB = str((a.nkilib or a.dirs[0].resolve().parent / "nki-library") / "src" / "nkilib_src")
     rows = []
     for d in a.dirs:
         files = [f for f in (sorted(d.rglob("*.py")) if d.is_dir() else [d])

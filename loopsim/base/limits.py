@@ -22,6 +22,9 @@ MAX_FILE_BYTES = 1 << 20
 #: axis per loop plus one per tensor dimension, and numpy allows 64 axes; it also keeps the nest
 #: parser's recursion shallow.
 MAX_NEST_DEPTH = 32
+#: numpy's array axes: a traced nest's loops and its tensors' dimensions together (the counts
+#: broadcast one axis per each).
+NUMPY_AXES = 64
 #: most dimensions of a tensor (with MAX_NEST_DEPTH, within numpy's 64 array axes).
 MAX_TENSOR_DIMS = 8
 #: longest TOML dotted key or table header, in parts (tomllib is quadratic in it).

@@ -34,6 +34,9 @@ class Logical:
         self.pa_weak: int | None = None
         # an HBM constant holding an identity matrix (a matmul moving it is a transpose)
         self.identity = False
+        # a "const" standing for data whose element order loopsim does not follow (a copy
+        # permuting elements through access patterns, and values made from it): not a constant
+        self.data = False
 
     def find(self) -> "Logical":
         x = self

@@ -485,6 +485,19 @@ class _StubModule(types.ModuleType):
         return _Stub(f"{self.__name__}.{attr}")
 
 
+def _probing() -> bool:
+    """Whether the import system was entered through ``importlib.util.find_spec`` (code asking
+    whether an optional package is there, e.g. ``find_spec('pkg') is not None``), not an import."""
+    f = sys._getframe(2)
+    for _ in range(8):
+        if f is None:
+            return False
+        if f.f_code is importlib.util.find_spec.__code__:
+            return True
+        f = f.f_back
+    return False
+
+
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Last on ``sys.meta_path``: a module nobody found, of a package that is not installed (or a
     submodule of the NKI API the shim does not have), becomes a stub module, with a note."""
@@ -493,6 +506,8 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.notes, self.user = notes, user
 
     def find_spec(self, name, path=None, target=None):
+        if _probing():
+            return None  # importlib.util.find_spec asks whether it is there: it is not
         top = name.split(".")[0]
         have = sys.modules.get(top)
         if have is not None and not isinstance(have, _StubModule) and \

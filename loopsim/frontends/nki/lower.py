@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from loopsim.base import limits
 from loopsim.ir import kernel as ir
 from loopsim.ir.ops import KINDS, OpStatement
 from loopsim.frontends.nki.errors import TraceError
@@ -224,6 +225,14 @@ def lower(rec: Recorder, params: tuple[tuple[str, int], ...] = ()):
         body = [ir.Loop(name_of(g), g.trips * st, st, tuple(body))] if body else body
     if not body:
         raise TraceError(f"{_where(rec, 0)}: the kernel moves no data (no loads, stores or matmuls)")
+    depth = _depth(body)
+    rank = max((len(t.shape) for t in tensors.values()), default=0)
+    if depth + rank > limits.NUMPY_AXES:
+        # the counts broadcast one array axis per loop and one per tensor dimension
+        raise TraceError(f"{_where(rec, 0)}: its nest is {depth} loops deep ({len(whole)} of them "
+                         "whole-tile loops, one per M or N dimension of its matmuls) over tensors "
+                         f"of up to {rank} dimensions; loopsim's counts hold {limits.NUMPY_AXES} "
+                         "loops and dimensions together: trace a part of the kernel at a time")
     tlist = tuple(tensors.values())
     kernel = ir.Kernel(rec.func, tlist, tuple(body), params, f"traced from {rec.shown}::{rec.func}",
                        rec.shown, work=tuple(getattr(rec, "work", ())),
@@ -261,6 +270,15 @@ def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.K
         if isinstance(s, ir.Matmul):
             try:
                 matmul_roles(s, kernel)
+                used = {v for a in (s.out, s.stationary, s.moving) for terms in a.index for v in terms}
+                idle = [lp.var for lp in loops if lp.trips > 1 and lp.var not in used]
+                carried = any(kernel._produced(a.tensor) for a in (s.stationary, s.moving))
+                if idle and carried:
+                    # the same (m, n, k) every iteration of a loop that indexes none of its
+                    # tiles, an operand made on chip: a recurrence (x = x @ y, a loop-carried
+                    # value), not a reduction (loaded operands: the FLOP check still refuses)
+                    raise SpecError(f"x: the matmul repeats the same tiles every iteration of "
+                                    f"loop {', '.join(idle)} (a recurrence through on-chip values)")
             except SpecError as e:
                 ev = matmul_ev[id(s)]
                 m, n = ev.stationary.sizes[ev.free_dims[0]], ev.moving.sizes[ev.free_dims[1]]
@@ -279,6 +297,11 @@ def _outside_the_nest(rec: Recorder, kernel: ir.Kernel, matmul_ev: dict) -> ir.K
     rec.notes.extend(notes)
     return replace(kernel, tensors=tuple(t for t in kernel.tensors if t.name in used),
                    body=body, work=kernel.work + tuple(out), notes=kernel.notes + notes)
+
+
+def _depth(body) -> int:
+    """The deepest loop nesting of ``body``."""
+    return max((1 + _depth(n.body) for n in body if isinstance(n, ir.Loop)), default=0)
 
 
 def _without(body: tuple, drop: set) -> tuple:

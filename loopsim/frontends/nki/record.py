@@ -542,12 +542,14 @@ class Recorder:
 
             if engine_work:
                 work.charge(self, "copy (a reshaping access pattern)", "vector", math.prod(dst.shape), 1)
-            self.memset(dst)
+            c = self._const()
+            c.data = True  # data still: a matmul reading it does the kernel's FLOPs
+            dst.buf.binding = Binding(c, ())
             self.notes.append(f"{work.call_site(self)}: a copy into {dst!r} permutes its elements "
                               "through access patterns; loopsim keeps the data movement, not which "
                               "element lands where")
             return
-        self._bind_value(dst, ref, axis_of)
+        self._bind_value(dst, ref, axis_of, src)
 
     def _copy_pieces(self, dst: Tile, src: Tile, parts: list) -> bool:
         """A copy of a region holding several pieces (transposed tiles side by side in PSUM,
@@ -565,9 +567,12 @@ class Recorder:
                       Tile(src.buf, list(p.offsets), list(p.sizes), list(src.kept)))
         return True
 
-    def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of) -> None:
+    def _bind_value(self, dst: Tile, ref: TileRef | None, axis_of, src: Tile | None = None) -> None:
         if ref is None:
-            dst.buf.binding = Binding(self._const(), ())
+            held = src.buf.binding.logical.find() if src is not None and src.buf.binding else None
+            c = self._const()
+            c.data = bool(held is not None and held.kind == "const" and held.data)
+            dst.buf.binding = Binding(c, ())
             return
         self.bind(dst, ref, axis_of)
         self._vote(dst, weak=True)
@@ -587,12 +592,25 @@ class Recorder:
 
     def matmul(self, dst: Tile, stationary: Tile, moving: Tile, *, transpose_x: bool = False) -> None:
         line = self.line()
+        for t in (stationary, moving):
+            b = t.buf.binding
+            if b is not None and t.buf.space == "sbuf" and b.logical.find().kind == "acc":
+                # another matmul's result, copied out of PSUM and read as an operand (chained
+                # matmuls, A @ B then (A @ B) @ C): the copy is the op that makes the operand
+                self.op("copy", "vector", t, [t])
         sref, s_axes = self.resolve(stationary, "matmul stationary operand")
         mref, m_axes = self.resolve(moving, "matmul moving operand")
         if transpose_x:
             s_axes = s_axes[::-1]
         const = [t for t, r, ax in ((stationary, sref, s_axes), (moving, mref, m_axes))
                  if r is None or r.logical.find().kind == "const" or None in ax]
+        if any(r is not None and (r.logical.find().data or (
+                r.logical.find().kind in ("hbm", "op", "acc") and None in ax and
+                all(n > 1 for n in t.shape)))
+               for t, r, ax in ((stationary, sref, s_axes), (moving, mref, m_axes))):
+            # data whose placement is not followed (a permuting copy; axes of a data tile loopsim
+            # cannot map): the Tensor Engine still does the kernel's FLOPs
+            return self._window_matmul(dst, stationary, moving, None)
         if const:
             return self._broadcast_matmul(dst, stationary, moving, const)
         if len(s_axes) != 2 or len(m_axes) != 2:
@@ -630,9 +648,10 @@ class Recorder:
         self.body.append(ev)
         return ev
 
-    def _window_matmul(self, dst: Tile, stationary: Tile, moving: Tile, in_stationary: bool) -> None:
+    def _window_matmul(self, dst: Tile, stationary: Tile, moving: Tile, in_stationary: bool | None) -> None:
         """A matmul with an operand whose two axes walk one tensor axis (an im2col tile: element
-        (s, q) of x[s + q], a sliding window): no einsum indexes it, so its work is charged
+        (s, q) of x[s + q], a sliding window; ``in_stationary`` None: an operand whose elements a
+        permuting copy placed, order not followed): no einsum indexes it, so its work is charged
         from the instruction's shapes, M x N outputs of K multiply-adds (2*K*M*N FLOPs of W,
         ASSUMED in that the operands' reuse is not followed); the operands' loads stay in the
         nest (their bytes exact); the result is made from both operands."""
@@ -643,9 +662,14 @@ class Recorder:
         n = moving.shape[1] if len(moving.shape) > 1 else 1
         w = work.charge_matmul(work.call_site(self), m, n, k, work.executions(self))
         self.work = list(getattr(self, "work", ())) + [w]
-        note = (f"{w.where}: the {'stationary' if in_stationary else 'moving'} operand of nc_matmul "
-                f"is a sliding window (its two axes walk one axis of its tensor): kept as Tensor "
-                "Engine work outside the nest")
+        if in_stationary is None:
+            note = (f"{w.where}: an operand of nc_matmul holds data whose element order loopsim "
+                    "does not follow (copied through a permuting access pattern): kept as Tensor "
+                    "Engine work outside the nest")
+        else:
+            note = (f"{w.where}: the {'stationary' if in_stationary else 'moving'} operand of "
+                    "nc_matmul is a sliding window (its two axes walk one axis of its tensor): "
+                    "kept as Tensor Engine work outside the nest")
         self.note(note)
         self.op("copy", "tensor", dst, [stationary, moving], reduce=True)
         return None
@@ -733,6 +757,7 @@ class Recorder:
         cands: list = []  # (ref, axes) of each data input, in order
         finished: list = []  # tiles of loops that have ended (read as reductions over them)
         in_place = None  # the content of dst's own region read by the op
+        permuted = False  # an input is data whose element order is not followed
         for x in inputs:
             if not isinstance(x, Tile):
                 if isinstance(x, (Sym, IndexTile, Cond)):
@@ -758,6 +783,7 @@ class Recorder:
                 data_ops += lg.data_ops
                 elem_ops += lg.elem_ops
                 running = running or carried
+                permuted = permuted or lg.data
                 continue
             if lg.kind == "op" and not lg.materialised:
                 elem_ops += lg.elem_ops
@@ -801,6 +827,7 @@ class Recorder:
         if first is None and first_stat is None:
             c = self._const()
             c.data_ops, c.elem_ops = tuple(data_ops), elem_ops
+            c.data = permuted
             dst.buf.binding = Binding(c, ())
             return
         val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
@@ -879,7 +906,8 @@ class Recorder:
             acc = lg.sources[0].logical.find()
             lg.parent = acc
             return TileRef(acc, ref.starts, ref.sizes)
-        if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1:
+        if set(lg.data_ops) <= {"copy"} and len(lg.sources) == 1 and not (
+                by == "matmul" and lg.sources[0].logical.find().kind == "acc"):
             src = lg.sources[0].logical.find()
             lg.parent = src
             return TileRef(src, ref.starts, ref.sizes)
