@@ -68,6 +68,12 @@ class Recorder:
         self.shared: dict = {}  # HBM tensors the programs of such a grid allocate, by call site
         self.gathers: dict = {}  # (site, tensor, dimension, loops) -> its gathered tensor
         self.registers = Values()  # the run-time register values the user stated (--register-value)
+        self.writes = 0  # on-chip writes so far (Buffer.stamp: when a buffer was last written)
+
+    def stamp(self) -> int:
+        """The next write's number: buffers compare theirs with a loop's start."""
+        self.writes += 1
+        return self.writes
 
     # -- locations and names -------------------------------------------------------------
     def line(self) -> int:
@@ -253,6 +259,24 @@ class Recorder:
             dst.buf.binding = pieces.add(dst.buf, dst.offsets, dst.sizes, new)
         return absorbed
 
+    def _moved(self, src: Tile, val: Logical, ref: TileRef, dref: TileRef) -> bool:
+        """An engine op's value, read by nothing but the store that writes it out at another
+        index than its input's (``out[128 * t ...] = x_gathered[512 * blk + 128 * t ...] * a``):
+        its tile is placed at the store's index (a value's coordinates are its input's only by
+        convention), so the op writes the output's tile and the store moves it. False where the
+        op made more than the stored tile."""
+        ev = getattr(val, "ev", None)
+        if ev is None or ev.value is not val or tuple(ev.out.sizes) != tuple(ref.sizes):
+            return False
+        delta = [Sym.of(b) - a for a, b in zip(ref.starts, dref.starts)]
+        ev.out = TileRef(val, tuple(Sym.of(a) + d for a, d in zip(ev.out.starts, delta)), ev.out.sizes)
+        val.home = ev.out
+        b = src.buf.binding
+        if b is not None and b.logical.find() is val:
+            src.buf.binding = Binding(b.logical, tuple(DimMap(dm.start + d, dm.size, dm.axes)
+                                                      for dm, d in zip(b.dims, delta)))
+        return True
+
     def check_scope(self, ref: TileRef, what: str) -> None:
         out = ref.vars() - self.in_scope()
         if out:
@@ -347,11 +371,12 @@ class Recorder:
             why = f"one block of {per:,} row{'s' * (per != 1)} per element of {ilg.name}"
         else:
             used = {v for k, (a, _, _) in enumerate(view.dims) if k != d for v in a.terms}
+            held = self._index_held(index, view)
             frames = [(r.var, Sym.of(r.index) if isinstance(r, IterFrame) else Sym({r.var: 1}, 0))
                       for r in self.stack]
             if self.pids is None:
                 frames = [(g, Sym({g: 1}, 0)) for g in self.grid] + frames
-            frames = [(v, i) for v, i in frames if v not in used]
+            frames = [(v, i) for v, i in frames if v not in used and v not in held]
             key = (site, id(lg0), d, tuple(v for v, _ in frames))
             execs, per = math.prod(v.trips for v, _ in frames), n
             rows, linear, inner = n * execs, Sym({}, 0), 1
@@ -374,6 +399,35 @@ class Recorder:
         self.note(note)
         starts = tuple(linear * per if k == d else a for k, (a, _, _) in enumerate(view.dims))
         return TileRef(lg, starts, tuple(s for _, s, _ in view.dims))
+
+    def _index_held(self, index, view) -> set:
+        """The loops run concretely around an indirect DMA whose iterations all see one value of
+        its index tile: the tile was last written before the loop began (a block's row index
+        set once, then ``for t in range(n): dma(src=x.ap(offset=128 * t, scalar_offset=blk))``
+        reads n pieces of that one row, not n fresh rows). Only an index that is its whole
+        buffer (a part, ``ids.ap(offset=t)``, may move with the loop). An iteration finding the
+        tile written since the loop began, after an earlier one took it as unchanged, is
+        refused."""
+        if not isinstance(index, Tile) or index.view_shape is not None or any(
+                Sym.of(o).terms or Sym.of(o).const for o in index.offsets) or \
+                tuple(index.sizes) != index.buf.shape:
+            return set()  # a part of its buffer: which part may move with the loop
+        buf = index.buf
+        while buf.origin is not None:
+            buf = buf.origin
+        held = set()
+        for r in self.stack:
+            it = getattr(r, "owner", None)
+            if not isinstance(r, IterFrame) or it is None:
+                continue
+            if buf.stamp <= it.started:
+                it.held.add(id(buf))
+                held.add(r.var)
+            elif id(buf) in it.held:
+                raise TraceError(f"the index {index!r} of an indirect DMA of "
+                                 f"{view.tensor.logical.name} is written inside loop {r.var.name} "
+                                 "after an earlier iteration read it: not modelled")
+        return held
 
     def _index_run(self, index, n: int):
         """(tensor of indices, flat position of the index in it, rows per index, the ops that
@@ -439,14 +493,21 @@ class Recorder:
             work.charge(self, f"{'+'.join(dict.fromkeys(ops))} (a reduction stored)", "vector",
                         math.prod(ref.sizes), max(1, len(ops)))
             ref = None
+        fresh = None  # an engine op's value no op has read, made a tensor by this store
         if ref is not None and ref.logical.kind == "op" and not ref.logical.find().kind == "hbm":
+            lg0 = ref.logical.find()
+            fresh = lg0 if lg0.kind == "op" and not lg0.materialised and not lg0.read else None
             ref = self.materialise(ref, "store", into_store=True)
         if ref is not None:
             src_lg = ref.logical.find()
             if src_lg.kind in ("acc", "op", "sum") and src_lg is not lg and not pieces:
-                same = len(ref.starts) == len(dref.starts) and all(
+                aligned = len(ref.starts) == len(dref.starts) and all(
                     axis_of[i] == dkept[i] for i in range(len(dkept))) and all(
-                    a.same(b) and x == y for a, b, x, y in zip(ref.starts, dref.starts, ref.sizes, dref.sizes))
+                    x == y for x, y in zip(ref.sizes, dref.sizes))
+                same = aligned and all(a.same(b) for a, b in zip(ref.starts, dref.starts))
+                if aligned and not same and src_lg is fresh and not dst.indirect and \
+                        self._moved(src, src_lg, ref, dref):
+                    same = True
                 # stored at the index it was computed for: the accumulator is that tensor;
                 # elsewhere (another layout or rank), it stays an on-chip tensor of its own and
                 # the store writes the output's tile (the same bytes)
@@ -811,7 +872,8 @@ class Recorder:
                     "their order not followed)")
             self.note(note)
             dst.buf.binding = Binding(val, tuple(DimMap(s, n, ()) for s, n in zip(ref.starts, ref.sizes)))
-        self.body.append(OpEv(val, ref, line))
+        val.ev = OpEv(val, ref, line)
+        self.body.append(val.ev)
 
     def _made_from(self, lg: Logical, ref: TileRef, name: str) -> tuple:
         """The sources of derived value ``lg`` read at ``ref``, every one a tile of the loops
@@ -988,6 +1050,8 @@ class _ConcreteIter:
         self.i = -1
         self.bodies: list[list] = []
         self.frame = None
+        self.started = rec.writes  # writes before the loop began (Buffer.stamp above it: since)
+        self.held: set = set()  # ids of index buffers taken as unchanged by its iterations
 
     def __iter__(self):
         return self

@@ -29,7 +29,8 @@ from loopsim.frontends.nki.record import Recorder, user_frame
 from loopsim.frontends.nki import registers as registers_mod
 from loopsim.frontends.nki.registers import Register
 from loopsim.frontends.nki.views import DS, HbmSplit, HbmTensor, HbmView, LoopReduce, ParDim, Tile, dtype_name
-from loopsim.frontends.nki.symbolic import IndexTile, Sym
+from loopsim.frontends.nki.events import LoopRec
+from loopsim.frontends.nki.symbolic import IndexTile, NeedsConcrete, Sym
 
 _active: list[Recorder] = []
 
@@ -318,6 +319,12 @@ def ndarray(shape, dtype=None, buffer=None, name="", **_):
     rec = _rec()
     space = buffer if isinstance(buffer, str) else "sbuf"
     if space in _HBM:
+        loops = [r.var for r in rec.stack if isinstance(r, LoopRec) and r.var.site is not None]
+        if loops and rec.running:
+            # a tensor allocated in each iteration of a loop (a block's scratch): one tensor per
+            # iteration, which a loop run iteration by iteration makes
+            raise NeedsConcrete(f"an HBM tensor allocated in loop {loops[-1].name}: one per "
+                                "iteration", {v.site for v in loops})
         return rec.hbm(name or rec.assigned_name("out"), shape, dtype, buffer=space)
     return rec.alloc(shape, dtype, space, name or None)
 
@@ -1039,6 +1046,36 @@ def reciprocal(data, dst=None, **_):
     return out
 
 
+def nc_stream_shuffle(*args, **kwargs):
+    """Cross-partition movement within each quadrant of 32 partitions on the Vector Engine: output
+    partition i of a quadrant copies input partition ``shuffle_mask[i]`` (255: left as it was)
+    (NKI ISA reference, nki.isa.nc_stream_shuffle). A mask of one partition c (the library's
+    ``stream_shuffle_broadcast``: ``src[0:1, :]`` onto 32 partitions) broadcasts that row: ``dst``
+    holds src's partition c on every partition; the identity mask copies. Any other mask, or
+    positional arguments, is costed as generic work holding its input. Either way it is charged
+    as dst's elements x 1 pass on the Vector Engine (ASSUMED: one pass per element)."""
+    src, dst, mask = kwargs.get("src"), kwargs.get("dst"), kwargs.get("shuffle_mask")
+    if args or not isinstance(src, Tile) or not isinstance(dst, Tile) or \
+            not isinstance(mask, (list, tuple)) or src.buf.binding is None or \
+            len(src.shape) < 2 or len(dst.shape) < 2:
+        return _assumed("nki.isa.nc_stream_shuffle", "nc_stream_shuffle", args, kwargs)
+    rec = _rec()
+    mask = [int(m) for m in mask]
+    npar = src.shape[0]
+    if len(set(mask)) == 1 and mask[0] != 255 and mask[0] < npar <= 32 and \
+            src.shape[1:] == dst.shape[1:]:
+        c = mask[0]
+        row = src if npar == 1 else src[(slice(c, c + 1),) + (slice(None),) * (len(src.shape) - 1)]
+        ref, axes = rec.resolve(row, "nc_stream_shuffle's src")
+        rec.bind(dst, ref, [None] + list(axes[1:]))  # every partition of dst: src's row c
+    elif mask == list(range(32)) and src.shape == dst.shape:
+        rec.copy(dst, src)
+    else:
+        return _assumed("nki.isa.nc_stream_shuffle", "nc_stream_shuffle", args, kwargs)
+    work_mod.charge(rec, "nki.isa.nc_stream_shuffle", "vector", dst.size, 1, assumed=True)
+    return dst
+
+
 def memset(*args, **kwargs):
     rec = _rec()
     dst = kwargs.get("dst", args[0] if args else None)
@@ -1439,6 +1476,7 @@ def _isa() -> dict:
                 tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
                 scalar_tensor_tensor=scalar_tensor_tensor, tensor_copy=tensor_copy,
                 reciprocal=reciprocal, memset=memset, dma_copy=dma_copy,
+                nc_stream_shuffle=nc_stream_shuffle,
                 tensor_scalar_reduce=tensor_scalar_reduce, dma_transpose=dma_transpose, iota=iota,
                 affine_select=affine_select, sendrecv=sendrecv, get_nc_version=get_nc_version,
                 dma_compute=dma_compute, register_alloc=register_alloc, register_load=register_load,

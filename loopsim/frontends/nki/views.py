@@ -789,6 +789,7 @@ class Buffer:
         self.fresh_load = None  # (LoadEv, source) of an nl.load result not yet used
         self.fresh_op = None  # (op name, inputs) of an nl.* elementwise result
         self.fresh_matmul = None  # the MatmulEv of a return-style nc_matmul/nl.matmul result
+        self.stamp = -1  # the recorder's write count at the last write of its storage (-1: none)
 
     @property
     def binding(self):
@@ -801,6 +802,8 @@ class Buffer:
     def binding(self, b) -> None:
         if self.origin is None:
             self._binding = b
+            stamp = getattr(self.rec, "stamp", None)
+            self.stamp = stamp() if stamp is not None else -1
         else:
             self.origin.binding = None if b is None else self._rebound(b, self.shape, self.origin.shape)
 
@@ -827,8 +830,8 @@ class Buffer:
                     self.nki_dtype)
         nb.origin = root
         nb.pax = 0
-        # the same storage: allocated in the same iterations, read after them with it
-        nb.homes, nb.escaped = getattr(root, "homes", []), getattr(root, "escaped", set())
+        if hasattr(root, "homes"):  # the same storage: its iterations, and the reads past them
+            nb.homes, nb.escaped = root.homes, root.escaped
         return nb
 
 

@@ -33,7 +33,7 @@ ENGINE_OF: dict[str, tuple[str, str]] = {
     "bn_stats": ("vector", "isa"), "bn_aggr": ("vector", "isa"),
     "local_gather": ("gpsimd", "ASSUMED"), "nc_n_gather": ("gpsimd", "ASSUMED"),
     "max8": ("vector", "ASSUMED"), "nc_find_index8": ("vector", "ASSUMED"),
-    "nc_match_replace8": ("vector", "ASSUMED"), "nc_stream_shuffle": ("vector", "ASSUMED"),
+    "nc_match_replace8": ("vector", "ASSUMED"), "nc_stream_shuffle": ("vector", "isa"),
     "quantize_mx": ("vector", "ASSUMED"), "nc_matmul_mx": ("tensor", "isa"), "exponential": ("scalar", "ASSUMED"),
     "tensor_copy_predicated": ("vector", "ASSUMED"), "nonzero_with_count": ("gpsimd", "ASSUMED"),
     "rng": ("gpsimd", "ASSUMED"), "rand2": ("gpsimd", "ASSUMED"),
