@@ -942,11 +942,19 @@ def _plan(kernel: Kernel, budget: int) -> list[Loop]:
             return cut
         # outermost first: an outer iteration holds the whole inner structure, so cutting it keeps
         # the balance of the stages inside (cutting an inner loop first can move the bottleneck)
-        cands = [l for l in loops if not l.spmd and keep[id(l)] > KEEP + 1]
-        if not cands:
+        # a cut doubles the corner runs: one that makes the runs' total larger is not taken (a loop
+        # of 6 or 7 trips cut to 4 and 5 costs more than it saves; a kernel of many short loops
+        # ran 2^j corner runs, each about as long as the whole nest): the runs never cost more
+        # than the whole nest once
+        total = _size(kernel, keep) * (2 ** j)
+        for l in (l for l in loops if not l.spmd and keep[id(l)] > KEEP + 1):
+            trips, keep[id(l)] = keep[id(l)], KEEP
+            if _size(kernel, keep) * (2 ** (j + 1)) <= total:
+                cut.append(l)
+                break
+            keep[id(l)] = trips
+        else:
             return cut
-        keep[id(cands[0])] = KEEP
-        cut.append(cands[0])
 
 
 def _walk_loops(body):
