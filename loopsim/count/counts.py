@@ -97,7 +97,11 @@ class Counts:
 
 
 def shape_flops(kernel: Kernel) -> int:
-    """W from the shapes: 2*M*N*K for every matmul statement."""
+    """W from the shapes: 2*M*N*K for every matmul statement, times the values of each index of
+    one element (an expert's weights, ``w[e, k, m]``) that a loop not already walking K, M or N
+    moves. An index moved only by loops that also walk K, M or N (``w[blk, k, m]`` beside tokens
+    ``x[1024*blk + t, k]``, each block's tokens by its own expert's weights) is fixed by that
+    (m, n, k): it adds no (m, n, k) of its own."""
     tm = kernel.tensor_map
     w = 0
     for stmt, loops in kernel.statements():
@@ -105,10 +109,14 @@ def shape_flops(kernel: Kernel) -> int:
             r = matmul_roles(stmt, kernel)
             a, b = tm[stmt.stationary.tensor], tm[stmt.moving.tensor]
             ops = (stmt.stationary, stmt.moving, stmt.out)
+            walked = {v for acc, axis in ((stmt.stationary, r.k_stationary), (stmt.stationary, r.m_stationary),
+                                          (stmt.moving, r.k_moving), (stmt.moving, r.n_moving))
+                      for v, _ in acc.terms_of(axis)}
             w += 2 * span(stmt.stationary, r.k_stationary, loops, a) * \
                 span(stmt.stationary, r.m_stationary, loops, a) * \
                 span(stmt.moving, r.n_moving, loops, b) * batch_size(stmt, kernel) * \
-                math.prod(span(ops[j], i, loops, tm[ops[j].tensor]) for j, i in r.unit)
+                math.prod(span(ops[j], i, loops, tm[ops[j].tensor]) for j, i in r.unit
+                          if not ({v for v, _ in ops[j].terms_of(i)} <= walked and ops[j].terms_of(i)))
     return w
 
 

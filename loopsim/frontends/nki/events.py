@@ -30,6 +30,8 @@ class Logical:
         self.running = False
         self.stat = False
         self.materialised = False
+        self.site = None  # (file, line, op) of the instruction that made it (an op result)
+        self.iters: tuple = ()  # the iterations of concrete loops it was made in
         self.pa_strong: int | None = None
         self.pa_weak: int | None = None
         # an HBM constant holding an identity matrix (a matmul moving it is a transpose)

@@ -814,12 +814,20 @@ class Recorder:
                 and in_place is not None and in_place.kind in ("const", "sum")):
             self._accumulate(dst, sources[0], first[1], in_place, line)
             return
+        f = user_frame()  # the instruction (its call site in the user's code, its op) and the
+        # iterations of loops traced concretely it runs in
+        site = (f.f_code.co_filename, f.f_lineno, name) if f is not None else None
+        iters = tuple(x for x in self.stack if isinstance(x, IterFrame))
         held = dst.buf.binding.logical.find() if dst.buf.binding is not None else None
         if (in_place is None and held is not None and held.kind == "op" and not held.materialised
                 and not held.stat and not held.read and first is not None
-                and list(dst.sizes) != list(dst.buf.shape)):
+                and list(dst.sizes) != list(dst.buf.shape)
+                and not (site is not None and held.site == site and held.iters != iters)):
             # a write into part of a buffer that holds another part's value no op has read yet
-            # (RoPE's two halves x_out[:h] and x_out[h:]): the buffer's content is made by both
+            # (RoPE's two halves x_out[:h] and x_out[h:]): the buffer's content is made by both.
+            # Not where the same instruction made that part in an earlier iteration (a loop
+            # writing the buffer piece by piece, inter[i][:, 512*b ...]): each piece is its
+            # iteration's value, and the pieces are one tensor once the loop re-rolls
             data_ops, stat_ops = list(held.data_ops) + data_ops, list(held.stat_ops) + stat_ops
             elem_ops += held.elem_ops
             sources += [q for q in held.sources if not any(same_tile(q, r) for r in sources)]
@@ -831,6 +839,7 @@ class Recorder:
             dst.buf.binding = Binding(c, ())
             return
         val = Logical("op", dst.buf.name, dst.buf.dtype, line=line)
+        val.site, val.iters = site, iters
         val.sources, val.data_ops, val.stat_ops = tuple(sources), tuple(data_ops), tuple(stat_ops)
         val.running, val.stat = running, reduce or first is None
         val.elem_ops = elem_ops

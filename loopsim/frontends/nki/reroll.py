@@ -229,8 +229,16 @@ def reroll(var: LoopVar, bodies: list[list], notes: list | None = None) -> list:
     (``notes``: where an approximation was made)."""
     if len(bodies) == 1:
         return bodies[0]
-    if all(not b for b in bodies):
+    if all(_empty(b) for b in bodies):
         return []
+    full = [i for i, b in enumerate(bodies) if not _empty(b)]
+    a, b = full[0], full[-1] + 1
+    if b - a == len(full) < len(bodies):
+        # iterations that record nothing at either end (``if k < n_used:`` around the body):
+        # the loop is the run of those that do, from the first one's tiles
+        if len(full) == 1:
+            return bodies[a]
+        bodies = bodies[a:b]
     loop = _fold(bodies, var, notes)
     if loop is not None:
         return [loop]
@@ -239,6 +247,11 @@ def reroll(var: LoopVar, bodies: list[list], notes: list | None = None) -> list:
         if not isinstance(n, LoopRec):
             n.unrolled = var
     return out
+
+
+def _empty(body: list) -> bool:
+    """Whether an iteration recorded nothing (no statement, at any loop depth)."""
+    return all(isinstance(n, LoopRec) and _empty(n.body) for n in body)
 
 
 #: the longest run body (statements) :func:`reroll_runs` looks for

@@ -57,6 +57,9 @@ from loopsim.targets.neuron.engines import engine_seconds, work_seconds
 
 #: instructions one run of the (cut) nest may have, over all corner runs
 BUDGET = 24_000
+#: the most loops cut for extrapolation (2^MAX_CUT corner runs, each up to BUDGET instructions):
+#: a nest needing more (a trace left many loops unrolled beside each other) gets no timeline
+MAX_CUT = 12
 #: the budget of ``--model exact``: no loop is cut (every instruction walked)
 EXACT = 2 ** 62
 #: a loop cut for extrapolation keeps this many iterations (its first KEEP-1 and its last) and
@@ -977,6 +980,9 @@ def timeline(kernel: Kernel, hw, *, dtype: str, W_P: float, Q_BW: float, Q: int,
     work_of = work_of or default_work
     bw_core = hw.bw / hw.physical_cores
     cut = _plan(kernel, budget)
+    if len(cut) > MAX_CUT:  # 2^len(cut) corner runs: no timeline (the bounds stand)
+        raise HardwareError(f"kernel {kernel.name}: the timeline would cut {len(cut)} loops "
+                            f"(2^{len(cut)} corner runs; at most {MAX_CUT} are cut)")
     base = tuple(KEEP for _ in cut)
     samples: dict[tuple[int, ...], dict[str, float]] = {}
     biggest = None
