@@ -1610,12 +1610,7 @@ def reduce_scatter(srcs=None, dsts=None, replica_group=None, collective_dim=0, o
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.collectives.reduce_scatter.html):
     a ring reduce-scatter over C ranks, the first half of the ring all-reduce above: (C - 1) / C x
     the source's bytes over the link per rank (ASSUMED: the ring algorithm, as all_reduce)."""
-    rec = _rec()
-    c = _ranks(replica_group, "ncc.reduce_scatter")
-    for dst, src in _pairs(dsts, srcs, "ncc.reduce_scatter"):
-        work_mod.charge(rec, "nki.collectives.reduce_scatter", "link", 0, 0,
-                        link_bytes=-(-(c - 1) * _bytes(src) // c))
-        _arrived(dst, src)
+    _ring_share("reduce_scatter", srcs, dsts, replica_group)
 
 
 def all_to_all(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
@@ -1623,10 +1618,16 @@ def all_to_all(srcs=None, dsts=None, replica_group=None, collective_dim=0, **_):
     sends the other (C - 1) / C, one block to each other rank: (C - 1) / C x the source's bytes
     over the link per rank
     (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/nki.collectives.html)."""
+    _ring_share("all_to_all", srcs, dsts, replica_group)
+
+
+def _ring_share(name: str, srcs, dsts, replica_group) -> None:
+    """Charge ``ncc.<name>``: (C - 1) / C of each source's bytes over the link per rank, C the
+    replica group's ranks, each destination arriving from its source."""
     rec = _rec()
-    c = _ranks(replica_group, "ncc.all_to_all")
-    for dst, src in _pairs(dsts, srcs, "ncc.all_to_all"):
-        work_mod.charge(rec, "nki.collectives.all_to_all", "link", 0, 0,
+    c = _ranks(replica_group, f"ncc.{name}")
+    for dst, src in _pairs(dsts, srcs, f"ncc.{name}"):
+        work_mod.charge(rec, f"nki.collectives.{name}", "link", 0, 0,
                         link_bytes=-(-(c - 1) * _bytes(src) // c))
         _arrived(dst, src)
 
