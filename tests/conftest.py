@@ -10,7 +10,7 @@ import sys
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", deadline=None, max_examples=60)
+settings.register_profile("ci", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 # the suite (CI and the README's command alike) runs the ci profile: the suite stays under 5
 # minutes on a 2-core machine; LOOPSIM_HYPOTHESIS=dev draws 100 examples a property
