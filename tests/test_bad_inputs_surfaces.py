@@ -235,11 +235,14 @@ def test_a_replay_estimated_over_the_limit_is_refused_without_force(capsys, monk
 
 
 def test_the_big_matmul_replay_is_refused_with_an_estimate_in_seconds(capsys):
-    # 1048576^3 under lru: ~10^12 requests, hours; refused after a ~1 s measurement, not run
+    # 262144^3 in 64 x 64 x 128 tiles under lru: (262144/64)^2 x 262144/128 = 3.4e10 matmul
+    # instructions, 2.4e11 requests, hours; refused after a short measurement, not run (the
+    # measurement's arrays hold every tile: 1048576^3 in the default tiles took 13 s of the suite)
     t = time.perf_counter()
     refused(capsys, ["entitle", "matmul", "-H", "trn2-core", "--policy", "lru",
-                     *(f"--set={n}=1048576" for n in "MNK")],
-            r"the lru replay of 962,089,451,520 requests: estimated [\d,]+ s on one core")
+                     *(f"--set={n}=262144" for n in "MNK"), "--set=TM=64", "--set=TK=64",
+                     "--set=TN=128"],
+            r"the lru replay of 240,526,557,184 requests: estimated [\d,]+ s on one core")
     assert time.perf_counter() - t < 60
 
 
