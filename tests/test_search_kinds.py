@@ -45,13 +45,15 @@ def _entitle_of(ctx, out, c, hw, tmp_path):
     return pipeline.analyze(pipeline.load(str(path)), hw)
 
 
-#: the two programs whose default search takes 30-50 s (every loop order x placement of each
-#: kernel at every tile point) search two values per tile here, structures in full, to keep the
-#: suite within its few minutes; mlp_fused and swiglu_mlp search their default space below and in
-#: the acceptance check (check-search-programs)
+#: the programs whose default search takes 7-50 s (every loop order x placement of each kernel
+#: at every tile point) search two values per tile here, structures in full, to keep the suite
+#: within its few minutes; mlp_fused and swiglu_mlp search their default space in the acceptance
+#: check (check-search-programs) and in test_fused_against_unfused_as_alternatives (mlp_fused)
 SMALL_SPACE = {
     "attention_unfused": ("TQ=64,128", "TK=256,512", "TJ=128", "TC=128"),
     "mlp_unfused": ("TB=64,128", "TD=128", "TF=128", "TE=256,512"),
+    "mlp_fused": ("TB=64,128", "TD=128", "TF=128", "TE=256,512"),
+    "swiglu_mlp": ("TB=64,128", "TD=128", "TF=128", "TE=256,512"),
 }
 
 
