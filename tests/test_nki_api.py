@@ -20,6 +20,8 @@ from loopsim.frontends.nki.shim import installed
 from loopsim.frontends.nki.symbolic import LoopVar, Sym
 from loopsim.model import pipeline
 from loopsim.targets import hardware
+from tests import nki_counts
+from tests.nki_counts import bytes_of
 
 HERE = Path(__file__).parent
 API = HERE / "nki_kernels" / "api_2026.py"
@@ -27,18 +29,11 @@ TRN2 = hardware.load("trn2-core")
 
 
 def line_of(text: str) -> int:
-    """The line of the kernel file holding ``text`` (so a test names the line it checks)."""
-    return next(i for i, ln in enumerate(API.read_text().splitlines(), 1) if text in ln)
+    return nki_counts.line_of(API, text)
 
 
 def traced(func, args, **kw):
     return load_kernel(str(API), func, args=args, **kw)
-
-
-def bytes_of(kernel) -> dict:
-    c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.Q,
-            **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
 # -- dtypes ------------------------------------------------------------------------------------

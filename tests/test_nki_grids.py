@@ -26,6 +26,8 @@ from loopsim.frontends.nki.views import DS
 from loopsim.ir.ops import OpStatement
 from loopsim.model import pipeline
 from loopsim.targets import hardware
+from tests import nki_counts
+from tests.nki_counts import bytes_of
 from loopsim.targets.neuron import timeline as ntl
 
 HERE = Path(__file__).parent
@@ -36,16 +38,11 @@ DMA = 368e9
 
 
 def line_of(text: str) -> int:
-    return next(i for i, ln in enumerate(K.read_text().splitlines(), 1) if text in ln)
+    return nki_counts.line_of(K, text)
 
 
 def traced(func, args, **kw):
     return load_kernel(str(K), func, args=args, **kw)
-
-
-def bytes_of(kernel) -> dict:
-    c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.Q, **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
 def op_kinds(k) -> list:

@@ -11,16 +11,9 @@ from loopsim.frontends.nki import views
 from loopsim.frontends.nki.errors import TraceError
 from loopsim.frontends.nki.load import load_kernel, trace_kernel
 from loopsim.frontends.nki.symbolic import Sym
-from loopsim.model import pipeline
-from loopsim.targets import hardware
+from tests.nki_counts import bytes_of
 
 KERNELS = Path(__file__).parent / "nki_kernels" / "library_idioms.py"
-TRN2 = hardware.load("trn2-core")
-
-
-def bytes_of(kernel) -> dict:
-    c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.Q, **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
 # -- HBM is bytes: handles of another element size ----------------------------------------------

@@ -15,16 +15,9 @@ from hypothesis import strategies as st
 from loopsim.base.errors import SpecError
 from loopsim.frontends.nki.load import trace_kernel
 from loopsim.ir import ops
-from loopsim.model import pipeline
-from loopsim.targets import hardware
+from tests.nki_counts import bytes_of
 
 KERNELS = Path(__file__).parent / "nki_kernels" / "moe_layouts.py"
-TRN2 = hardware.load("trn2-core")
-
-
-def bytes_of(kernel) -> dict:
-    c = pipeline.analyze_kernel(kernel, TRN2).counts
-    return {"W": c.flops, "Q": c.Q, **{t.name: (t.read_bytes, t.write_bytes) for t in c.tensors}}
 
 
 # -- an index tile unchanged by the loop that reads through it ----------------------------------
